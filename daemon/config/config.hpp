@@ -1,0 +1,56 @@
+#pragma once
+// fsauditd's configuration as typed data. Parsing (YAML -> structs) and validation happen here;
+// nothing in here touches the host.
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "daemon/config/reader.hpp"
+#include "daemon/config/sections/canary.hpp"
+#include "daemon/config/sections/kernel_log.hpp"
+#include "daemon/config/sections/latency.hpp"
+#include "daemon/config/sections/scrub.hpp"
+#include "daemon/core/host_paths.hpp"
+#include "daemon/probe/probe.hpp"
+#include "daemon/probe/targets.hpp"
+
+namespace fsaudit::config {
+
+struct ProbeSchedule {
+  bool enabled = true;
+  std::chrono::milliseconds interval{std::chrono::seconds(30)};
+  std::chrono::milliseconds jitter{std::chrono::seconds(2)};
+  std::chrono::milliseconds timeout{std::chrono::seconds(20)};
+};
+
+// Lightweight probes and their default schedules. Deep tests (canary, scrub) have their own sections.
+const std::vector<std::pair<std::string, ProbeSchedule>>& known_probes();
+
+struct Config {
+  std::string source;  // the file it came from, or "(defaults)"
+  std::string listen_address = "127.0.0.1";
+  int listen_port = 9717;
+  std::filesystem::path state_dir = "/var/lib/fsaudit";
+  std::string log_level = "info";
+  HostPaths host;
+  int workers = 4;
+  ToolPaths tools;
+  TargetSelection targets;
+  std::map<std::string, ProbeSchedule> probes;
+
+  KernelLogConfig kernel_log;
+  CanaryConfig canary;
+  LatencyConfig latency;
+  ScrubConfig scrub;
+
+  const ProbeSchedule& schedule(const std::string& probe) const;
+};
+
+// Throws ConfigError with "FILE:LINE:COL: key 'a.b': what is wrong; how to fix it".
+Config parse_config(const std::string& yaml_text, const std::string& file_label);
+Config load_config_file(const std::filesystem::path& path);
+Config default_config();
+
+}  // namespace fsaudit::config

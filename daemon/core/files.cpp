@@ -1,0 +1,82 @@
+#include "daemon/core/files.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+namespace fsaudit {
+namespace {
+std::string errno_text(const std::string& what, const std::filesystem::path& p) {
+  return what + " " + p.string() + ": " + std::strerror(errno);
+}
+}  // namespace
+
+Result<std::string> read_file(const std::filesystem::path& path, std::size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return err(errno_text("cannot open", path));
+  std::string out;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      auto e = errno_text("cannot read", path);
+      ::close(fd);
+      return err(e);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      return err("file too large: " + path.string());
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view data, int mode) {
+  std::error_code ec;
+  auto dir = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return err("cannot create directory " + dir.string() + ": " + ec.message());
+  std::random_device rd;
+  auto tmp = dir / ("." + path.filename().string() + ".tmp." + std::to_string(rd()));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return err(errno_text("cannot create", tmp));
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      auto e = errno_text("cannot write", tmp);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return err(e);
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    auto e = errno_text("cannot fsync", tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return err(e);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    auto e = errno_text("cannot rename into", path);
+    ::unlink(tmp.c_str());
+    return err(e);
+  }
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return {};
+}
+
+}  // namespace fsaudit

@@ -1,0 +1,55 @@
+#pragma once
+// Errors are values with a reason a person can act on (design note 8).
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace fsaudit {
+
+struct Error {
+  std::string message;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}
+  Result(Error e) : v_(std::move(e)) {}
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return checked(); }
+  const T& value() const& { return const_cast<Result*>(this)->checked(); }
+  T&& value() && { return std::move(checked()); }
+  T* operator->() { return &checked(); }
+  const T* operator->() const { return &const_cast<Result*>(this)->checked(); }
+  T& operator*() { return checked(); }
+  const T& operator*() const { return const_cast<Result*>(this)->checked(); }
+  const std::string& error() const { return std::get<1>(v_).message; }
+  T value_or(T fallback) const { return ok() ? std::get<0>(v_) : fallback; }
+
+ private:
+  T& checked() {
+    if (!ok()) throw std::logic_error("Result has no value: " + std::get<1>(v_).message);
+    return std::get<0>(v_);
+  }
+  std::variant<T, Error> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error e) : err_(std::move(e.message)), failed_(true) {}
+  bool ok() const { return !failed_; }
+  explicit operator bool() const { return ok(); }
+  const std::string& error() const { return err_; }
+
+ private:
+  std::string err_;
+  bool failed_ = false;
+};
+
+inline Error err(std::string message) { return Error{std::move(message)}; }
+
+}  // namespace fsaudit

@@ -1,0 +1,101 @@
+#include "daemon/metrics/batch.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace fsaudit::metrics {
+namespace {
+std::vector<prometheus::ClientMetric::Label> to_labels(const Labels& labels) {
+  std::vector<prometheus::ClientMetric::Label> out;
+  out.reserve(labels.size());
+  for (const auto& [k, v] : labels) out.push_back({k, v});
+  return out;
+}
+bool matches(const prometheus::ClientMetric& m, const Labels& want) {
+  for (const auto& [k, v] : want) {
+    bool found = false;
+    for (const auto& l : m.label)
+      if (l.name == k && l.value == v) found = true;
+    if (!found) return false;
+  }
+  return true;
+}
+}  // namespace
+
+prometheus::MetricFamily& Batch::family(const std::string& name, const std::string& help,
+                                        prometheus::MetricType type) {
+  for (auto& f : families_)
+    if (f.name == name) return f;
+  families_.push_back(prometheus::MetricFamily{name, help, type, {}});
+  return families_.back();
+}
+
+void Batch::gauge(const std::string& name, const std::string& help, const Labels& labels, double value) {
+  prometheus::ClientMetric m;
+  m.label = to_labels(labels);
+  m.gauge.value = value;
+  family(name, help, prometheus::MetricType::Gauge).metric.push_back(std::move(m));
+}
+
+void Batch::counter(const std::string& name, const std::string& help, const Labels& labels, double value) {
+  prometheus::ClientMetric m;
+  m.label = to_labels(labels);
+  m.counter.value = value;
+  family(name, help, prometheus::MetricType::Counter).metric.push_back(std::move(m));
+}
+
+void Batch::stateset(const std::string& name, const std::string& help, const Labels& labels,
+                     const std::vector<std::string>& states, const std::string& current) {
+  for (const auto& s : states) {
+    Labels l = labels;
+    l["state"] = s;
+    gauge(name, help, l, s == current ? 1.0 : 0.0);
+  }
+}
+
+void Batch::info(const std::string& name, const std::string& help, const Labels& labels) {
+  gauge(name, help, labels, 1.0);
+}
+
+void Batch::histogram(const std::string& name, const std::string& help, const Labels& labels,
+                      const std::vector<double>& upper_bounds,
+                      const std::vector<std::uint64_t>& cumulative_counts, double sum) {
+  prometheus::ClientMetric m;
+  m.label = to_labels(labels);
+  for (size_t i = 0; i < upper_bounds.size(); ++i)
+    m.histogram.bucket.push_back({i < cumulative_counts.size() ? cumulative_counts[i] : 0, upper_bounds[i]});
+  std::uint64_t count = cumulative_counts.empty() ? 0 : cumulative_counts.back();
+  m.histogram.bucket.push_back({count, std::numeric_limits<double>::infinity()});
+  m.histogram.sample_count = count;
+  m.histogram.sample_sum = sum;
+  family(name, help, prometheus::MetricType::Histogram).metric.push_back(std::move(m));
+}
+
+void Batch::append(const Batch& other) {
+  for (const auto& f : other.families_) {
+    auto& mine = family(f.name, f.help, f.type);
+    mine.metric.insert(mine.metric.end(), f.metric.begin(), f.metric.end());
+  }
+}
+
+double Batch::value(const std::string& name, const Labels& match) const {
+  for (const auto& f : families_) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      if (!matches(m, match)) continue;
+      switch (f.type) {
+        case prometheus::MetricType::Counter: return m.counter.value;
+        case prometheus::MetricType::Gauge: return m.gauge.value;
+        case prometheus::MetricType::Histogram: return static_cast<double>(m.histogram.sample_count);
+        default: return m.untyped.value;
+      }
+    }
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+bool Batch::has(const std::string& name, const Labels& match) const {
+  return !std::isnan(value(name, match));
+}
+
+}  // namespace fsaudit::metrics

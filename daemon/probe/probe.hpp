@@ -1,0 +1,87 @@
+#pragma once
+// A probe type supplies only "run once against one target, with a deadline" (design note 3).
+// Ticks, jitter, timeouts, windows and overlap are the scheduler's business.
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/core/clock.hpp"
+#include "daemon/core/host_paths.hpp"
+#include "daemon/metrics/batch.hpp"
+#include "daemon/runner/runner.hpp"
+
+namespace fsaudit {
+
+// A monitored filesystem (from mountinfo or config), or the host itself for host-wide probes.
+struct Target {
+  std::string name;        // label value `target`: the mount point, or "host" for host-wide probes
+  std::string mountpoint;  // empty for the host target
+  std::string fstype;      // "zfs", "btrfs", "bcachefs", "xfs", "ext4", "fuse.zfs-fuse"?, ...
+  std::string source;      // mount source: /dev/sda1, pool/dataset, ...
+  std::string mount_options;  // per-mount options (ro/rw, ...)
+  std::string super_options;  // superblock options (ro after an error remount)
+  unsigned dev_major = 0, dev_minor = 0;
+  bool is_host() const { return mountpoint.empty(); }
+  static Target host() { return Target{"host", "", "", "", "", "", 0, 0}; }
+};
+
+// Which external tool path to use for a name ("zpool" -> "/usr/sbin/zpool", or a test's fake).
+using ToolPaths = std::map<std::string, std::string>;
+
+struct ProbeContext {
+  const HostPaths& host;
+  CommandRunner& runner;
+  const Clock& clock;
+  const ToolPaths& tools;
+  std::filesystem::path state_dir;  // persistent state (cursors, canary records)
+  std::stop_token stop;             // set when the daemon stops or the run is past its deadline
+  SteadyTime deadline;
+
+  std::string tool(const std::string& name) const {
+    auto it = tools.find(name);
+    return it == tools.end() || it->second.empty() ? name : it->second;
+  }
+  // The time left before this run's deadline, for the runner's timeout.
+  std::chrono::milliseconds remaining() const;
+};
+
+enum class Outcome {
+  ok,
+  failed,          // the probe could not do its job: reason says why (exported, logged)
+  not_applicable,  // nothing to do here (no ZFS on this host): not a failure
+};
+
+struct ProbeResult {
+  Outcome outcome = Outcome::ok;
+  std::string reason;
+  metrics::Batch metrics;
+
+  static ProbeResult ok(metrics::Batch b) { return {Outcome::ok, "", std::move(b)}; }
+  static ProbeResult failed(std::string why, metrics::Batch b = {}) {
+    return {Outcome::failed, std::move(why), std::move(b)};
+  }
+  static ProbeResult not_applicable(std::string why) { return {Outcome::not_applicable, std::move(why), {}}; }
+};
+
+enum class Scope {
+  per_target,  // run once for each target that applies_to() accepts
+  host,        // run once per host, with Target::host()
+};
+
+class Probe {
+ public:
+  virtual ~Probe() = default;
+  virtual std::string name() const = 0;
+  virtual Scope scope() const { return Scope::per_target; }
+  virtual bool applies_to(const Target&) const { return true; }
+  // Called on a worker thread. Must not throw (the scheduler catches anyway and reports the text).
+  // Different targets of the same probe may run concurrently; one target never overlaps itself.
+  virtual ProbeResult run(const Target& target, ProbeContext& ctx) = 0;
+};
+
+}  // namespace fsaudit

@@ -1,0 +1,58 @@
+#pragma once
+// Which filesystems fsaudit watches: discovered from /proc/self/mountinfo, filtered by globs, plus
+// explicit targets from the config.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/core/result.hpp"
+#include "daemon/probe/probe.hpp"
+
+namespace fsaudit {
+
+struct MountEntry {
+  int mount_id = 0;
+  int parent_id = 0;
+  unsigned major = 0, minor = 0;
+  std::string root;        // path inside the filesystem; not "/" for bind mounts and btrfs subvolumes
+  std::string mountpoint;  // unescaped
+  std::string mount_options;
+  std::vector<std::string> optional_fields;  // shared:N, master:N, ...
+  std::string fstype;
+  std::string source;  // unescaped
+  std::string super_options;
+
+  bool read_only() const;  // from either option set: the kernel's error remount sets the superblock's
+};
+
+// Parses proc(5) mountinfo. Lines that do not parse are reported in the error of the whole call only
+// when no line parsed; otherwise they are skipped.
+Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text);
+
+// proc, sysfs, cgroup, tmpfs, overlay, ... anything with no storage device behind it to audit.
+bool is_pseudo_fstype(std::string_view fstype);
+// Filesystems fsaudit knows something special about.
+bool is_storage_fstype(std::string_view fstype);
+
+struct ExplicitTarget {
+  std::string path;  // a mount point or a directory inside one
+  std::string name;  // label override (optional)
+};
+
+struct TargetSelection {
+  bool discover = true;
+  std::vector<std::string> include = {"*"};  // mount point globs
+  std::vector<std::string> exclude;          // mount point globs, win over include
+  std::vector<std::string> fstypes;          // if non-empty, only these fstypes are discovered
+  std::vector<ExplicitTarget> explicit_targets;
+};
+
+// One target per filesystem: bind mounts and further mounts of the same device are folded into the
+// first (shortest) mount point. Explicit targets are resolved to their containing mount.
+std::vector<Target> select_targets(const std::vector<MountEntry>& mounts, const TargetSelection& sel,
+                                   std::vector<std::string>* warnings = nullptr);
+
+// The mount that contains `path` (longest mount point prefix), or nullptr.
+const MountEntry* containing_mount(const std::vector<MountEntry>& mounts, const std::string& path);
+
+}  // namespace fsaudit

@@ -1,0 +1,233 @@
+#include "daemon/runner/runner.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+extern char** environ;
+
+namespace fsaudit {
+namespace {
+
+std::string first_line(const std::string& s) {
+  auto p = s.find('\n');
+  std::string l = s.substr(0, p);
+  while (!l.empty() && (l.back() == '\r' || l.back() == ' ')) l.pop_back();
+  if (l.size() > 300) l = l.substr(0, 300) + "...";
+  return l;
+}
+
+std::string resolve(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string p = path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  // Storage tools live in sbin, which a service's PATH may lack.
+  p += ":/usr/sbin:/sbin";
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    std::string dir = p.substr(start, end - start);
+    if (!dir.empty()) {
+      std::string cand = dir + "/" + name;
+      if (::access(cand.c_str(), X_OK) == 0) return cand;
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
+class KeyGuard {
+ public:
+  KeyGuard(std::mutex& mu, std::set<std::string>& running, std::string key)
+      : mu_(mu), running_(running), key_(std::move(key)) {
+    std::lock_guard l(mu_);
+    acquired_ = running_.insert(key_).second;
+  }
+  ~KeyGuard() {
+    if (!acquired_) return;
+    std::lock_guard l(mu_);
+    running_.erase(key_);
+  }
+  bool acquired() const { return acquired_; }
+
+ private:
+  std::mutex& mu_;
+  std::set<std::string>& running_;
+  std::string key_;
+  bool acquired_ = false;
+};
+
+}  // namespace
+
+std::string CommandResult::describe() const {
+  if (busy) return "previous run of the same command is still running";
+  if (!spawn_error.empty()) return spawn_error;
+  if (timed_out) return "timed out after " + std::to_string(static_cast<long long>(duration_seconds)) + "s (killed)";
+  if (term_signal) return std::string("killed by signal ") + strsignal(term_signal);
+  if (exited && exit_code == 0) return "ok";
+  std::string msg = "exit " + std::to_string(exit_code);
+  std::string line = first_line(err.empty() ? out : err);
+  if (!line.empty()) msg += ": " + line;
+  return msg;
+}
+
+CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) {
+  CommandResult r;
+  auto started = std::chrono::steady_clock::now();
+  if (spec.argv.empty()) {
+    r.spawn_error = "empty command";
+    return r;
+  }
+  std::string key = spec.key.value_or([&] {
+    std::string k;
+    for (const auto& a : spec.argv) k += a + '\0';
+    return k;
+  }());
+  KeyGuard guard(mu_, running_, key);
+  if (!guard.acquired()) {
+    r.busy = true;
+    return r;
+  }
+  std::string exe = resolve(spec.argv[0]);
+  if (exe.empty() || ::access(exe.c_str(), X_OK) != 0) {
+    r.spawn_error = spec.argv[0] + ": not found (is the package installed and in PATH?)";
+    return r;
+  }
+
+  int out_pipe[2], err_pipe[2], in_pipe[2] = {-1, -1};
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) { r.spawn_error = std::string("pipe: ") + std::strerror(errno); return r; }
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]); ::close(out_pipe[1]);
+    r.spawn_error = std::string("pipe: ") + std::strerror(errno);
+    return r;
+  }
+  bool with_stdin = spec.stdin_data.has_value();
+  if (with_stdin && ::pipe2(in_pipe, O_CLOEXEC) != 0) with_stdin = false;
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (with_stdin) posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
+  else posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Own process group, so the whole tree dies at the deadline; default signal handling in the child.
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<std::string> envs = {"LC_ALL=C", "LANG=C"};
+  const char* path = std::getenv("PATH");
+  envs.push_back(std::string("PATH=") + (path ? path : "/usr/sbin:/usr/bin:/sbin:/bin") + ":/usr/sbin:/sbin");
+  for (const auto& [k, v] : spec.env) envs.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : envs) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = spec.argv;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, exe.c_str(), &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (with_stdin) ::close(in_pipe[0]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    if (with_stdin) ::close(in_pipe[1]);
+    r.spawn_error = spec.argv[0] + ": cannot start: " + std::strerror(rc);
+    return r;
+  }
+  if (with_stdin) {
+    // Small inputs only; a child that does not read them must not block us.
+    ::fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
+    ssize_t ignored = ::write(in_pipe[1], spec.stdin_data->data(), spec.stdin_data->size());
+    (void)ignored;
+    ::close(in_pipe[1]);
+  }
+
+  auto deadline = started + spec.timeout;
+  struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* bufs[2] = {&r.out, &r.err};
+  int open_fds = 2;
+  bool killed = false;
+  char buf[65536];
+  while (open_fds > 0) {
+    auto now = std::chrono::steady_clock::now();
+    if (!killed && (now >= deadline || stop.stop_requested())) {
+      ::kill(-pid, SIGKILL);
+      killed = true;
+      r.timed_out = now >= deadline;
+      if (!r.timed_out) r.spawn_error = "cancelled (daemon stopping)";
+      break;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    int wait_ms = static_cast<int>(std::min<long long>(std::max<long long>(left, 1), 100));
+    int n = ::poll(fds, 2, wait_ms);
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got <= 0) {
+        if (got < 0 && errno == EINTR) continue;
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      size_t room = spec.max_output > bufs[i]->size() ? spec.max_output - bufs[i]->size() : 0;
+      if (static_cast<size_t>(got) > room) r.truncated = true;
+      bufs[i]->append(buf, std::min(room, static_cast<size_t>(got)));
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+
+  // Output closed: the child is exiting, or a grandchild holds the pipe. Reap with the deadline still
+  // in force so a child that closed its stdout but never exits is killed too.
+  int status = 0;
+  while (true) {
+    pid_t w = ::waitpid(pid, &status, killed ? 0 : WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) break;
+    if (w == 0) {
+      auto now = std::chrono::steady_clock::now();
+      if (now >= deadline || stop.stop_requested()) {
+        ::kill(-pid, SIGKILL);
+        killed = true;
+        r.timed_out = now >= deadline;
+        if (!r.timed_out) r.spawn_error = "cancelled (daemon stopping)";
+        continue;
+      }
+      ::usleep(2000);
+    }
+  }
+  if (!killed) ::kill(-pid, SIGKILL);  // leftover grandchildren in the group
+  if (WIFEXITED(status) && !killed) {
+    r.exited = true;
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.term_signal = WTERMSIG(status);
+  }
+  r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return r;
+}
+
+}  // namespace fsaudit

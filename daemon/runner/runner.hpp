@@ -1,0 +1,59 @@
+#pragma once
+// The one way fsaudit runs external commands (zpool, btrfs, xfs_spaceman, ...): argv only, never a
+// shell; its own process group, killed as a whole at the deadline; bounded output; stderr kept for
+// the error message; never two copies with the same key at once.
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+namespace fsaudit {
+
+struct CommandSpec {
+  std::vector<std::string> argv;  // argv[0] is a path or a name looked up in PATH
+  std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+  std::size_t max_output = 8 << 20;  // bytes kept per stream; the rest is drained and dropped
+  // Commands with the same non-empty key never run at once: a second call fails fast instead of
+  // piling up behind a hung first one. Default: the whole argv.
+  std::optional<std::string> key;
+  std::optional<std::string> stdin_data;
+  std::map<std::string, std::string> env;  // added to a minimal environment (PATH, LC_ALL=C)
+};
+
+struct CommandResult {
+  int exit_code = -1;        // valid when exited
+  int term_signal = 0;       // non-zero when killed by a signal
+  bool exited = false;
+  bool timed_out = false;
+  bool busy = false;         // refused: the same key was already running
+  bool truncated = false;
+  std::string spawn_error;   // e.g. "zpool: not found in PATH"
+  std::string out;
+  std::string err;
+  double duration_seconds = 0;
+
+  bool ok() const { return exited && exit_code == 0; }
+  // One line for logs and metric labels: "timed out after 5s", "exit 1: cannot open 'tank': no such pool".
+  std::string describe() const;
+};
+
+class CommandRunner {
+ public:
+  virtual ~CommandRunner() = default;
+  virtual CommandResult run(const CommandSpec& spec, std::stop_token stop = {}) = 0;
+};
+
+class ProcessRunner final : public CommandRunner {
+ public:
+  CommandResult run(const CommandSpec& spec, std::stop_token stop = {}) override;
+
+ private:
+  std::mutex mu_;
+  std::set<std::string> running_;
+};
+
+}  // namespace fsaudit
