@@ -1,10 +1,83 @@
 #include "daemon/config/sections/canary.hpp"
 
+#include <cctype>
+#include <set>
+
 namespace fsaudit::config {
 
+const std::vector<std::string>& canary_fs_choices() {
+  static const std::vector<std::string> v = {"btrfs", "zfs", "xfs", "ext4"};
+  return v;
+}
+
+const std::vector<std::string>& canary_lab_stacks() {
+  static const std::vector<std::string> v = {"btrfs-raid1", "btrfs-single", "xfs", "ext4", "zfs-mirror"};
+  return v;
+}
+
+namespace {
+
+bool valid_name(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char c : n)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  return n != "." && n != "..";
+}
+
+CanaryTarget parse_one(Section& e, std::set<std::string>& seen) {
+  CanaryTarget t;
+  t.name = e.string("name", "");
+  if (!valid_name(t.name)) e.fail("name", "every canary needs a name of letters, digits, '-', '_' or '.' (e.g. btrfs-mirror)");
+  if (!seen.insert(t.name).second) e.fail("name", "duplicate canary name \"" + t.name + "\"; names must be unique");
+  t.fs = e.choice("fs", "", canary_fs_choices());
+  if (t.fs.empty()) e.fail("fs", "required: one of btrfs, zfs, xfs, ext4");
+  t.layout = e.string("layout", "single");
+  t.devices = e.strings("devices", {});
+  if (t.devices.empty()) e.fail("devices", "list the canary's member devices (e.g. [/dev/disk/by-id/...-part9])");
+  for (const auto& d : t.devices)
+    if (d.empty() || d[0] != '/') e.fail("devices", "device paths must be absolute, found \"" + d + "\"");
+  t.mountpoint = e.string("mountpoint", "");
+  if (t.mountpoint.empty() || t.mountpoint[0] != '/' || t.mountpoint == "/")
+    e.fail("mountpoint", "the canary's own mount point (absolute, not /) is required");
+  t.pool = e.string("pool", "");
+  if (t.fs == "zfs" && t.pool.empty()) e.fail("pool", "a ZFS canary needs the name of its dedicated pool");
+  if (t.fs != "zfs" && !t.pool.empty()) e.fail("pool", "only ZFS canaries have a pool; remove this key");
+  t.expect = e.choice("expect", "", {"repaired", "detected", "blind"});
+  t.interval = e.duration("interval", t.interval, std::chrono::minutes(1), std::chrono::days(31));
+  std::string w = e.string("window", "*");
+  auto win = CalendarWindow::parse(w);
+  if (!win) e.fail("window", win.error() + " (e.g. \"Sat 01:00-06:00\" or \"*\")");
+  t.window = *win;
+  t.timeout = e.duration("timeout", t.timeout, std::chrono::seconds(10), std::chrono::hours(24));
+  t.file_blocks = static_cast<std::uint64_t>(e.integer("file_blocks", 64, 4, 65536));
+  t.corrupt_bytes = static_cast<std::uint64_t>(e.integer("corrupt_bytes", 16, 1, 512));
+  t.mount_options = e.string("mount_options", "");
+  e.finish();
+  return t;
+}
+
+}  // namespace
+
 CanaryConfig parse_canary(Section s) {
+  CanaryConfig c;
+  std::set<std::string> seen;
+  for (auto e : s.list("canaries")) c.canaries.push_back(parse_one(e, seen));
+  Section lab = s.section("lab");
+  c.lab.enabled = lab.boolean("enabled", false);
+  c.lab.dir = lab.string("dir", "");
+  if (!c.lab.dir.empty() && c.lab.dir[0] != '/') lab.fail("dir", "must be an absolute path (default: <state_dir>/lab)");
+  c.lab.image_size = lab.size("image_size", c.lab.image_size, 110ull << 20, 4ull << 30);
+  c.lab.xfs_image_size = lab.size("xfs_image_size", c.lab.xfs_image_size, 300ull << 20, 8ull << 30);
+  c.lab.stacks = lab.strings("stacks", c.lab.stacks);
+  for (const auto& st : c.lab.stacks) {
+    bool known = false;
+    for (const auto& k : canary_lab_stacks()) known = known || k == st;
+    if (!known) lab.fail("stacks", "unknown lab stack \"" + st + "\"; choose from btrfs-raid1, btrfs-single, xfs, ext4, zfs-mirror");
+  }
+  c.lab.interval = lab.duration("interval", c.lab.interval, std::chrono::seconds(10), std::chrono::days(31));
+  lab.finish();
   s.finish();
-  return {};
+  return c;
 }
 
 }  // namespace fsaudit::config

@@ -1,10 +1,53 @@
 #pragma once
-// Config section 'canary': Canaries and lab mode (issue 4).
+// Config section 'canary': injected-corruption canaries and lab mode (issue 4).
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "daemon/config/reader.hpp"
+#include "daemon/scheduler/window.hpp"
 
 namespace fsaudit::config {
 
-struct CanaryConfig {};
+// One dedicated canary filesystem (or ZFS pool) that fsaudit may corrupt on purpose.
+struct CanaryTarget {
+  std::string name;                  // label `target`; also the state directory name
+  std::string fs;                    // btrfs | zfs | xfs | ext4
+  std::string layout;                // raid1, single, dup, mirror, raidz1, md-raid1, plain, ...
+  std::vector<std::string> devices;  // member block devices (or files for ZFS file vdevs)
+  std::string mountpoint;            // where the canary is mounted (ZFS: the pool's root dataset)
+  std::string pool;                  // ZFS only
+  std::string expect;                // "" = derived from fs+layout; else repaired | detected | blind
+  std::chrono::milliseconds interval{std::chrono::hours(24)};
+  CalendarWindow window;             // default "*" (always)
+  std::chrono::milliseconds timeout{std::chrono::minutes(30)};
+  std::uint64_t file_blocks = 64;    // canary file size in filesystem blocks
+  std::uint64_t corrupt_bytes = 16;  // bytes overwritten in one copy
+  std::string mount_options;         // used when the cycle remounts the canary ("" = defaults)
+};
+
+struct CanaryLabConfig {
+  bool enabled = false;
+  std::string dir;                    // "" = <state_dir>/lab
+  std::uint64_t image_size = 128ull << 20;      // per device for btrfs/ext4/zfs
+  std::uint64_t xfs_image_size = 320ull << 20;  // XFS needs >= 300 MiB
+  std::vector<std::string> stacks = {"btrfs-raid1", "btrfs-single", "xfs", "ext4", "zfs-mirror"};
+  std::chrono::milliseconds interval{std::chrono::minutes(10)};
+};
+
+struct CanaryConfig {
+  std::vector<CanaryTarget> canaries;
+  CanaryLabConfig lab;
+  const CanaryTarget* find(const std::string& name) const {
+    for (const auto& c : canaries)
+      if (c.name == name) return &c;
+    return nullptr;
+  }
+};
+
+const std::vector<std::string>& canary_fs_choices();
+const std::vector<std::string>& canary_lab_stacks();
 
 // `s` is the 'canary' mapping (empty when absent). Reads every key it knows, then s.finish().
 CanaryConfig parse_canary(Section s);

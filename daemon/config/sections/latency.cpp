@@ -2,9 +2,61 @@
 
 namespace fsaudit::config {
 
-LatencyConfig parse_latency(Section s) {
+namespace {
+
+std::vector<std::string> absolute_paths(Section& s, const std::string& key) {
+  auto v = s.strings(key, {});
+  for (auto& p : v) {
+    if (p.empty() || p[0] != '/') s.fail(key, "\"" + p + "\" is not an absolute path; write it as /srv/scratch");
+    if (p == "/") s.fail(key, "the root directory cannot be a latency path; name a dedicated directory");
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+  }
+  return v;
+}
+
+LatencyStreamConfig parse_stream(Section s) {
+  using namespace std::chrono_literals;
+  LatencyStreamConfig c;
+  c.enabled = s.boolean("enabled", c.enabled);
+  c.targets = absolute_paths(s, "targets");
+  if (c.enabled && c.targets.empty())
+    s.fail("targets", "latency.stream is enabled but names no targets; list canary mount points or scratch "
+                      "directories (the streaming write only ever goes there)");
+  c.size = s.size("size", c.size, 1ull << 20, 1ull << 40);
+  c.duration = s.duration("duration", c.duration, 1s, 1h);
+  c.sample_period = s.duration("sample_period", c.sample_period, 10ms, 60s);
+  c.idle_samples = static_cast<int>(s.integer("idle_samples", c.idle_samples, 1, 10000));
+  auto wtext = s.string("window", "*");
+  auto w = CalendarWindow::parse(wtext);
+  if (!w) s.fail("window", w.error());
+  c.window = *w;
+  c.interval = s.duration("interval", c.interval, 1min, std::chrono::days(366));
   s.finish();
-  return {};
+  return c;
+}
+
+}  // namespace
+
+LatencyConfig parse_latency(Section s) {
+  using namespace std::chrono_literals;
+  LatencyConfig c;
+  c.enabled = s.boolean("enabled", c.enabled);
+  c.samples_per_run = static_cast<int>(s.integer("samples_per_run", c.samples_per_run, 1, 1000));
+  c.probe_file_size = s.size("probe_file_size", c.probe_file_size, 1ull << 20, 1ull << 30);
+  if (c.probe_file_size % 4096 != 0)
+    s.fail("probe_file_size", "must be a multiple of 4KiB (the sample block size), e.g. 64MiB");
+  c.mode = s.choice("mode", c.mode, {"io_uring_fsync", "o_dsync"});
+  c.direct_reads = s.boolean("direct_reads", c.direct_reads);
+  c.window = s.duration("window", c.window, 10s, 24h);
+  c.io_budget_per_hour = s.size("io_budget_per_hour", c.io_budget_per_hour, 64ull << 10, 1ull << 40);
+  c.fill_threshold = s.number("fill_threshold", c.fill_threshold, 0.0, 1.0);
+  c.extra_paths = absolute_paths(s, "extra_paths");
+  c.dir_name = s.string("dir_name", c.dir_name);
+  if (c.dir_name.empty() || c.dir_name.find('/') != std::string::npos || c.dir_name == "." || c.dir_name == "..")
+    s.fail("dir_name", "must be a plain directory name such as .fsaudit");
+  c.stream = parse_stream(s.section("stream"));
+  s.finish();
+  return c;
 }
 
 }  // namespace fsaudit::config

@@ -1,0 +1,413 @@
+#include "daemon/app/daemon.hpp"
+
+#include <prometheus/exposer.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "daemon/app/registry.hpp"
+#include "daemon/config/config.hpp"
+#include "daemon/core/files.hpp"
+#include "daemon/metrics/store.hpp"
+#include "daemon/probe/targets.hpp"
+#include "daemon/runner/runner.hpp"
+#include "daemon/scheduler/scheduler.hpp"
+#include "daemon/systemd/logging.hpp"
+#include "daemon/systemd/notify.hpp"
+// @include-lab
+
+#ifndef FSAUDIT_VERSION
+#define FSAUDIT_VERSION "0.0.0"
+#endif
+
+namespace fsaudit::app {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr const char* kDefaultConfig = "/etc/fsaudit/fsaudit.yaml";
+
+std::string resolve_config_path(const std::string& given) {
+  if (!given.empty()) return given;
+  std::error_code ec;
+  if (std::filesystem::exists(kDefaultConfig, ec)) return kDefaultConfig;
+  return "";
+}
+
+config::Config load(const std::string& path) {
+  return path.empty() ? config::default_config() : config::load_config_file(path);
+}
+
+// Signals are taken by one thread with sigwait, so no handler runs on a probe's stack. The state it
+// writes is shared-owned, so a late signal during exit touches nothing freed.
+struct SignalState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false, reload = false;
+};
+
+void block_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts: all inherit the mask
+  signal(SIGPIPE, SIG_IGN);
+}
+
+void start_signal_thread(std::shared_ptr<SignalState> st) {
+  std::thread([st] {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, s);
+    while (true) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) continue;
+      std::lock_guard l(st->mu);
+      if (sig == SIGHUP) st->reload = true;
+      else st->stop = true;
+      st->cv.notify_all();
+    }
+  }).detach();
+}
+
+struct JobSelf {
+  std::uint64_t runs = 0, failures = 0, timeouts = 0;
+  std::string last_reason;
+  bool last_ok = true;
+};
+
+class Daemon {
+ public:
+  Daemon(std::string config_path, config::Config cfg) : config_path_(std::move(config_path)), cfg_(std::move(cfg)) {}
+
+  int run(bool once);
+
+ private:
+  void apply_config();
+  bool start_exposer();
+  void refresh_targets(bool force);
+  void publish_build_info();
+  void on_outcome(const JobOutcome& o);
+  void reload();
+  std::string status_line();
+
+  std::string config_path_;
+  config::Config cfg_;
+  std::shared_ptr<metrics::Store> store_ = std::make_shared<metrics::Store>();
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::string exposer_addr_;
+  ProcessRunner runner_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<std::shared_ptr<Probe>> probes_;
+  std::vector<Target> targets_;
+  std::string targets_fingerprint_;
+  SteadyTime last_target_refresh_{};
+
+  std::mutex mu_;  // guards self_
+  std::shared_ptr<SignalState> sig_ = std::make_shared<SignalState>();
+  std::map<std::string, JobSelf> self_;
+  // @lab-member
+};
+
+
+void Daemon::publish_build_info() {
+  metrics::Batch b;
+  b.info("fsaudit_build_info", "fsauditd build information (value 1).", {{"version", FSAUDIT_VERSION}});
+  b.gauge("fsaudit_config_last_reload_success", "1 if the last configuration (re)load succeeded.", {}, 1);
+  b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
+  store_->publish("build", std::move(b));
+}
+
+bool Daemon::start_exposer() {
+  std::string addr = cfg_.listen_address;
+  if (addr.find(':') != std::string::npos) addr = "[" + addr + "]";
+  addr += ":" + std::to_string(cfg_.listen_port);
+  if (exposer_ && addr == exposer_addr_) return true;
+  try {
+    auto e = std::make_unique<prometheus::Exposer>(addr, 2);
+    e->RegisterCollectable(store_);
+    exposer_ = std::move(e);
+    exposer_addr_ = addr;
+    spdlog::info("serving metrics on http://{}/metrics", addr);
+    return true;
+  } catch (const std::exception& ex) {
+    logging::log(spdlog::level::err, "cannot listen on " + addr + ": " + ex.what() +
+                                         " (is another fsauditd or exporter using the port? change 'listen:')");
+    return false;
+  }
+}
+
+void Daemon::apply_config() {
+  std::vector<std::shared_ptr<Probe>> probes;
+  for (auto& p : make_probes(cfg_)) probes.push_back(std::move(p));
+  probes_ = std::move(probes);
+}
+
+void Daemon::refresh_targets(bool force) {
+  auto now = std::chrono::steady_clock::now();
+  if (!force && now - last_target_refresh_ < 10s) return;
+  last_target_refresh_ = now;
+  auto text = read_file(cfg_.host.proc("self/mountinfo"));
+  std::vector<MountEntry> mounts;
+  if (text) {
+    auto parsed = parse_mountinfo(*text);
+    if (parsed) mounts = std::move(*parsed);
+    else logging::log(spdlog::level::err, parsed.error());
+  } else {
+    logging::log(spdlog::level::err, "cannot read the mount table: " + text.error());
+  }
+  std::vector<std::string> warnings;
+  auto targets = select_targets(mounts, cfg_.targets, &warnings);
+  std::string fp;
+  for (const auto& t : targets) fp += t.name + "\x1f" + t.fstype + "\x1f" + t.source + "\x1e";
+  for (const auto& p : probes_) fp += p->name() + ",";
+  if (!force && fp == targets_fingerprint_) return;
+  for (const auto& w : warnings) logging::log(spdlog::level::warn, w);
+  targets_fingerprint_ = fp;
+  targets_ = targets;
+
+  std::vector<JobSpec> jobs;
+  for (const auto& p : probes_) {
+    const auto& sched = cfg_.schedule(p->name());
+    if (!sched.enabled) continue;
+    auto add = [&](const Target& t) {
+      JobSpec j;
+      j.probe = p;
+      j.target = t;
+      j.interval = sched.interval;
+      j.jitter = sched.jitter;
+      j.timeout = sched.timeout;
+      jobs.push_back(std::move(j));
+    };
+    if (p->scope() == Scope::host) {
+      if (p->applies_to(Target::host())) add(Target::host());
+    } else {
+      for (const auto& t : targets_)
+        if (p->applies_to(t)) add(t);
+    }
+  }
+  std::vector<std::string> keep = {"build"};
+  for (const auto& j : jobs) {
+    keep.push_back(j.key());
+    keep.push_back("self\x1f" + j.key());
+  }
+  scheduler_->set_jobs(std::move(jobs));
+  store_->retain(keep);
+  publish_build_info();
+  spdlog::info("monitoring {} filesystem(s) with {} probe type(s)", targets_.size(), probes_.size());
+}
+
+void Daemon::on_outcome(const JobOutcome& o) {
+  const std::string key = o.spec.key();
+  const std::string probe = o.spec.probe->name();
+  const std::string& target = o.spec.target.name;
+  bool failed = o.result.outcome == Outcome::failed;
+  JobSelf self;
+  bool log_it = false;
+  {
+    std::lock_guard l(mu_);
+    auto& s = self_[key];
+    if (!o.timed_out) ++s.runs;
+    if (failed) ++s.failures;
+    if (o.timed_out) ++s.timeouts;
+    log_it = failed ? (s.last_ok || s.last_reason != o.result.reason) : !s.last_ok;
+    s.last_ok = !failed;
+    s.last_reason = failed ? o.result.reason : "";
+    self = s;
+  }
+  if (log_it) {
+    logging::Fields f{{"probe", probe}, {"target", target}};
+    if (failed) logging::log(spdlog::level::warn, "probe " + probe + " on " + target + " failed: " + o.result.reason, f);
+    else logging::log(spdlog::level::info, "probe " + probe + " on " + target + " recovered", f);
+  }
+  metrics::Labels l{{"probe", probe}, {"target", target}};
+  metrics::Batch b;
+  b.gauge("fsaudit_probe_success",
+          "1 if the last run of the probe on the target succeeded (or had nothing to do), 0 if it failed.", l,
+          failed ? 0 : 1);
+  b.gauge("fsaudit_probe_applicable", "0 if the probe found nothing to do on this target (e.g. no ZFS pools).", l,
+          o.result.outcome == Outcome::not_applicable ? 0 : 1);
+  b.gauge("fsaudit_probe_duration_seconds", "Duration of the probe's last run.", l, o.duration_seconds);
+  b.gauge("fsaudit_probe_last_run_timestamp_seconds", "When the probe's last run ended (Unix time).", l,
+          std::chrono::duration<double>(o.finished_at.time_since_epoch()).count());
+  b.gauge("fsaudit_probe_stuck", "1 while a run is past its timeout and has not returned (e.g. a hung statfs).", l,
+          o.timed_out ? 1 : 0);
+  b.counter("fsaudit_probe_runs_total", "Runs of the probe on the target.", l, static_cast<double>(self.runs));
+  b.counter("fsaudit_probe_failures_total", "Failed runs (including timeouts).", l, static_cast<double>(self.failures));
+  b.counter("fsaudit_probe_timeouts_total", "Runs that exceeded their timeout.", l, static_cast<double>(self.timeouts));
+  if (failed) {
+    auto li = l;
+    li["reason"] = o.result.reason.substr(0, 400);
+    b.info("fsaudit_probe_failure_info", "Why the probe's last run failed (value 1; present only while failing).", li);
+  }
+  // A failed run publishes what it still could; a timed-out one drops its stale samples.
+  if (o.timed_out) store_->remove(key);
+  else store_->publish(key, o.result.metrics);
+  store_->publish("self\x1f" + key, std::move(b));
+}
+
+std::string Daemon::status_line() {
+  std::size_t failing = 0, stuck = 0;
+  for (const auto& s : scheduler_->status()) stuck += s.stuck ? 1 : 0;
+  {
+    std::lock_guard l(mu_);
+    for (const auto& [k, s] : self_) failing += s.last_ok ? 0 : 1;
+  }
+  return std::to_string(targets_.size()) + " filesystems, " + std::to_string(probes_.size()) + " probe types, " +
+         std::to_string(failing) + " failing, " + std::to_string(stuck) + " stuck; metrics on " + exposer_addr_;
+}
+
+void Daemon::reload() {
+  systemd::notify_reloading();
+  std::string path = config_path_.empty() ? resolve_config_path("") : config_path_;
+  try {
+    config::Config next = load(path);
+    // Listening and state location changes need the new values before anything else.
+    bool listen_changed = next.listen_address != cfg_.listen_address || next.listen_port != cfg_.listen_port;
+    auto old = std::move(cfg_);
+    cfg_ = std::move(next);
+    if (listen_changed && !start_exposer()) {
+      logging::log(spdlog::level::err, "config reload: keeping the old listen address");
+      cfg_.listen_address = old.listen_address;
+      cfg_.listen_port = old.listen_port;
+    }
+    // @lab-reload
+    logging::set_level(cfg_.log_level);
+    apply_config();
+    refresh_targets(true);
+    spdlog::info("configuration reloaded from {}", path.empty() ? "(defaults)" : path);
+  } catch (const std::exception& e) {
+    logging::log(spdlog::level::err, std::string("config reload rejected, keeping the running config: ") + e.what());
+    metrics::Batch b;
+    b.info("fsaudit_build_info", "fsauditd build information (value 1).", {{"version", FSAUDIT_VERSION}});
+    b.gauge("fsaudit_config_last_reload_success", "1 if the last configuration (re)load succeeded.", {}, 0);
+    b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
+    store_->publish("build", std::move(b));
+  }
+  systemd::notify_reloaded();
+  systemd::notify_status(status_line());
+}
+
+int Daemon::run(bool once) {
+  block_signals();
+  std::error_code ec;
+  std::filesystem::create_directories(cfg_.state_dir, ec);
+  if (ec)
+    logging::log(spdlog::level::err, "cannot create state directory " + cfg_.state_dir.string() + ": " + ec.message() +
+                                         " (state will not survive a restart)");
+  // @lab-setup
+  if (!once && !start_exposer()) return 1;
+  publish_build_info();
+
+  pool_ = std::make_unique<ThreadPool>(cfg_.workers);
+  const Clock& clock = SystemClock::instance();
+  scheduler_ = std::make_unique<Scheduler>(
+      clock, *pool_,
+      [this, &clock](std::stop_token stop, SteadyTime deadline) {
+        return ProbeContext{cfg_.host, runner_, clock, cfg_.tools, cfg_.state_dir, stop, deadline};
+      },
+      [this](const JobOutcome& o) {
+        on_outcome(o);
+        sig_->cv.notify_all();
+      });
+  apply_config();
+  refresh_targets(true);
+
+  start_signal_thread(sig_);
+
+  auto watchdog = systemd::watchdog_interval();
+  bool ready = false;
+  auto last_status = std::chrono::steady_clock::now();
+  auto started = last_status;
+  while (true) {
+    SteadyTime next = scheduler_->tick();
+    if (!ready && scheduler_->first_cycle_done()) {
+      ready = true;
+      if (once) break;
+      systemd::notify_ready(status_line());
+      spdlog::info("first probe cycle done: {}", status_line());
+    }
+    if (once && std::chrono::steady_clock::now() - started > 120s) break;
+    if (watchdog) systemd::notify_watchdog();
+    auto now = std::chrono::steady_clock::now();
+    if (ready && now - last_status > 30s) {
+      systemd::notify_status(status_line());
+      last_status = now;
+    }
+    refresh_targets(false);
+    // Wake for the next due job, the watchdog (half its interval) and at least once a second.
+    auto wake = std::min<SteadyTime>(next, now + 1s);
+    if (watchdog) wake = std::min<SteadyTime>(wake, now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*watchdog / 2));
+    std::unique_lock l(sig_->mu);
+    sig_->cv.wait_until(l, wake, [&] { return sig_->stop || sig_->reload; });
+    if (sig_->stop) break;
+    if (sig_->reload) {
+      sig_->reload = false;
+      l.unlock();
+      reload();
+    }
+  }
+
+  if (once) {
+    std::cout << store_->text();
+  } else {
+    systemd::notify_stopping();
+    spdlog::info("stopping: cancelling {} running probe(s)", scheduler_->in_flight());
+  }
+  scheduler_->cancel_all();
+  // Give in-flight runs (commands are killed on cancel) a moment; uninterruptible I/O is left behind.
+  auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (scheduler_->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  bool clean = scheduler_->in_flight() == 0;
+  exposer_.reset();
+  // @lab-teardown
+  if (!clean) {
+    // A thread is stuck in the kernel (e.g. statfs on a dead mount): joining it would hang shutdown.
+    logging::log(spdlog::level::warn, "exiting with a probe still stuck in the kernel");
+    std::fflush(nullptr);
+    ::_exit(0);
+  }
+  scheduler_.reset();
+  pool_.reset();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int check_config(const std::string& path) {
+  try {
+    auto cfg = config::load_config_file(path);
+    std::cout << path << ": OK\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run(const Options& opts) {
+  std::string path = resolve_config_path(opts.config_path);
+  config::Config cfg;
+  try {
+    cfg = load(path);
+  } catch (const std::exception& e) {
+    std::cerr << "fsauditd: " << e.what() << "\n";
+    return 1;
+  }
+  logging::init(cfg.log_level);
+  spdlog::info("fsauditd {} starting with {}", FSAUDIT_VERSION, path.empty() ? "built-in defaults" : path);
+  Daemon d(path, std::move(cfg));
+  return d.run(opts.once);
+}
+
+}  // namespace fsaudit::app

@@ -1,0 +1,48 @@
+#include "probes/capacity/capacity.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+namespace fsaudit::probes {
+
+CapacityStats capacity_from_statvfs(const struct statvfs& s) {
+  double frsize = static_cast<double>(s.f_frsize ? s.f_frsize : s.f_bsize);
+  CapacityStats c;
+  c.size_bytes = static_cast<double>(s.f_blocks) * frsize;
+  c.free_bytes = static_cast<double>(s.f_bfree) * frsize;
+  c.avail_bytes = static_cast<double>(s.f_bavail) * frsize;
+  c.files = static_cast<double>(s.f_files);
+  c.files_free = static_cast<double>(s.f_ffree);
+  return c;
+}
+
+metrics::Batch capacity_metrics(const Target& t, const CapacityStats& c) {
+  metrics::Batch b;
+  metrics::Labels l{{"target", t.name}, {"fs", t.fstype}};
+  b.gauge("fsaudit_filesystem_size_bytes", "Filesystem size in bytes (statvfs f_blocks * f_frsize).", l, c.size_bytes);
+  b.gauge("fsaudit_filesystem_free_bytes", "Free bytes, including those reserved for root.", l, c.free_bytes);
+  b.gauge("fsaudit_filesystem_avail_bytes", "Bytes available to unprivileged users.", l, c.avail_bytes);
+  b.gauge("fsaudit_filesystem_files", "Total inodes (0 where the filesystem has no fixed inode table).", l, c.files);
+  b.gauge("fsaudit_filesystem_files_free", "Free inodes.", l, c.files_free);
+  return b;
+}
+
+namespace {
+
+class CapacityProbe final : public Probe {
+ public:
+  std::string name() const override { return "capacity"; }
+  ProbeResult run(const Target& t, ProbeContext& ctx) override {
+    std::filesystem::path p = ctx.host.rootfs / std::filesystem::path(t.mountpoint).relative_path();
+    struct statvfs s {};
+    if (::statvfs(p.c_str(), &s) != 0)
+      return ProbeResult::failed("statvfs " + p.string() + ": " + std::strerror(errno));
+    return ProbeResult::ok(capacity_metrics(t, capacity_from_statvfs(s)));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_capacity_probe(const config::Config&) { return std::make_unique<CapacityProbe>(); }
+
+}  // namespace fsaudit::probes

@@ -1,0 +1,23 @@
+#pragma once
+// Capacity of every target from statvfs(2): bytes and inodes. statvfs on a dead network or FUSE mount
+// can hang forever; the scheduler's deadline and stuck handling deal with that, not this probe.
+#include <memory>
+#include <sys/statvfs.h>
+
+#include "daemon/config/config.hpp"
+#include "daemon/probe/probe.hpp"
+
+namespace fsaudit::probes {
+
+struct CapacityStats {
+  double size_bytes = 0, free_bytes = 0, avail_bytes = 0;
+  double files = 0, files_free = 0;
+};
+
+// Pure: converts what statvfs returned.
+CapacityStats capacity_from_statvfs(const struct statvfs& s);
+metrics::Batch capacity_metrics(const Target& t, const CapacityStats& c);
+
+std::unique_ptr<Probe> make_capacity_probe(const config::Config& cfg);
+
+}  // namespace fsaudit::probes

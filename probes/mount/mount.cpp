@@ -1,0 +1,64 @@
+#include "probes/mount/mount.hpp"
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+
+namespace fsaudit::probes {
+
+bool has_data_checksums(const std::string& fstype, const std::string& mount_options,
+                        const std::string& super_options) {
+  auto has = [&](std::string_view opt) {
+    for (const auto* opts : {&mount_options, &super_options})
+      for (auto o : split(*opts, ','))
+        if (o == opt) return true;
+    return false;
+  };
+  if (fstype == "btrfs") return !has("nodatasum") && !has("nodatacow");
+  if (fstype == "zfs" || fstype == "fuse.zfs-fuse") return true;
+  if (fstype == "bcachefs") return !has("data_checksum=none");
+  return false;
+}
+
+metrics::Batch mount_metrics(const Target& t, const MountEntry* e) {
+  metrics::Batch b;
+  metrics::Labels l{{"target", t.name}, {"fs", t.fstype}};
+  b.gauge("fsaudit_filesystem_mounted", "1 if the target is currently mounted.", l, e ? 1 : 0);
+  if (!e) return b;
+  b.gauge("fsaudit_filesystem_readonly",
+          "1 if the filesystem is read-only (mount or superblock option ro, e.g. after the kernel remounted it "
+          "read-only on errors).",
+          l, e->read_only() ? 1 : 0);
+  b.info("fsaudit_filesystem_info", "Mount details of the target (value 1).",
+         {{"target", t.name},
+          {"fs", e->fstype},
+          {"device", e->source},
+          {"mountpoint", e->mountpoint},
+          {"options", e->mount_options + (e->super_options.empty() ? "" : ";" + e->super_options)}});
+  b.gauge("fsaudit_filesystem_data_checksums",
+          "1 if the filesystem verifies data checksums on read; 0 means corrupted data is returned silently.", l,
+          has_data_checksums(e->fstype, e->mount_options, e->super_options) ? 1 : 0);
+  return b;
+}
+
+namespace {
+
+class MountProbe final : public Probe {
+ public:
+  std::string name() const override { return "mount"; }
+  ProbeResult run(const Target& t, ProbeContext& ctx) override {
+    auto text = read_file(ctx.host.proc("self/mountinfo"));
+    if (!text) return ProbeResult::failed(text.error());
+    auto mounts = parse_mountinfo(*text);
+    if (!mounts) return ProbeResult::failed(mounts.error());
+    const MountEntry* found = nullptr;
+    for (const auto& m : *mounts)
+      if (m.mountpoint == t.mountpoint) found = &m;  // the last one is the visible one
+    return ProbeResult::ok(mount_metrics(t, found));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_mount_probe(const config::Config&) { return std::make_unique<MountProbe>(); }
+
+}  // namespace fsaudit::probes
