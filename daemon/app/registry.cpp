@@ -4,7 +4,7 @@
 #include "probes/capacity/capacity.hpp"
 #include "probes/mount/mount.hpp"
 // @include-capacity
-// @include-zfs
+#include "probes/zfs/probe.hpp"  // @include-zfs
 // @include-btrfs
 // @include-fshealth
 // @include-kernel_log
@@ -20,7 +20,7 @@ std::vector<std::unique_ptr<Probe>> make_probes(const config::Config& cfg) {
   probes.push_back(probes::make_capacity_probe(cfg));
   probes.push_back(probes::make_mount_probe(cfg));
   // @make-capacity
-  // @make-zfs
+  probes.push_back(zfs::make_zfs_probe(cfg));  // @make-zfs
   // @make-btrfs
   // @make-fshealth
   // @make-kernel_log

@@ -137,7 +137,7 @@ std::vector<Target> select_targets(const std::vector<MountEntry>& mounts, const 
                            [&](const std::string& g) { return glob_match(g, m->mountpoint); });
     if (!inc || exc) continue;
     // ZFS datasets share no block device: every dataset mount is its own target. Others: one per device.
-    if (m->fstype != "zfs" && m->major != 0 && seen_dev.count({m->major, m->minor})) continue;
+    if (m->fstype != "zfs" && seen_dev.count({m->major, m->minor})) continue;
     add(*m, m->mountpoint);
   }
   return out;

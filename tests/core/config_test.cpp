@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+
+#include "daemon/config/config.hpp"
+#include "tests/support/support.hpp"
+
+using namespace fsaudit;
+using namespace std::chrono_literals;
+
+namespace {
+std::string error_of(const std::string& yaml) {
+  try {
+    config::parse_config(yaml, "/etc/fsaudit/fsaudit.yaml");
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST(Config, DefaultsWithoutAFile) {
+  auto c = config::default_config();
+  EXPECT_EQ(c.listen_address, "127.0.0.1");
+  EXPECT_EQ(c.listen_port, 9717);
+  EXPECT_EQ(c.state_dir, "/var/lib/fsaudit");
+  EXPECT_TRUE(c.targets.discover);
+  EXPECT_EQ(c.schedule("capacity").interval, 30s);
+  EXPECT_TRUE(c.schedule("zfs").enabled);
+}
+
+TEST(Config, ReadsEveryTopLevelKey) {
+  auto c = config::parse_config(R"(
+listen: 0.0.0.0:9900
+state_dir: /srv/state
+log_level: debug
+workers: 6
+host: {procfs: /host/proc, sysfs: /host/sys, devfs: /host/dev, rootfs: /host}
+tools: {zpool: /opt/zfs/bin/zpool}
+targets:
+  discover: true
+  include: ["/srv/*", "/"]
+  exclude: ["/srv/tmp"]
+  explicit:
+    - path: /data
+      name: data
+probes:
+  capacity: {interval: 1m, jitter: 5s, timeout: 15s}
+  zfs: {enabled: false}
+)", "test.yaml");
+  EXPECT_EQ(c.listen_address, "0.0.0.0");
+  EXPECT_EQ(c.listen_port, 9900);
+  EXPECT_EQ(c.state_dir, "/srv/state");
+  EXPECT_EQ(c.workers, 6);
+  EXPECT_EQ(c.host.procfs, "/host/proc");
+  EXPECT_EQ(c.tools.at("zpool"), "/opt/zfs/bin/zpool");
+  EXPECT_EQ(c.targets.include.size(), 2u);
+  ASSERT_EQ(c.targets.explicit_targets.size(), 1u);
+  EXPECT_EQ(c.targets.explicit_targets[0].name, "data");
+  EXPECT_EQ(c.schedule("capacity").interval, 60s);
+  EXPECT_EQ(c.schedule("capacity").jitter, 5s);
+  EXPECT_FALSE(c.schedule("zfs").enabled);
+}
+
+TEST(Config, UnknownKeySuggestsClosest) {
+  EXPECT_EQ(error_of("probes:\n  capacity:\n    intervall: 30s\n"),
+            "/etc/fsaudit/fsaudit.yaml:3:5: key 'probes.capacity.intervall': unknown key (did you mean 'interval'?); "
+            "remove it or use one of: enabled, interval, jitter, timeout");
+}
+
+TEST(Config, UnknownTopLevelKey) {
+  auto e = error_of("listen: 127.0.0.1:9717\nstate_dri: /var/lib/fsaudit\n");
+  EXPECT_EQ(e.rfind("/etc/fsaudit/fsaudit.yaml:2:1: key 'state_dri': unknown key (did you mean 'state_dir'?)", 0), 0u)
+      << e;
+}
+
+TEST(Config, UnknownProbeName) {
+  EXPECT_EQ(error_of("probes:\n  btfrs: {interval: 30s}\n"),
+            "/etc/fsaudit/fsaudit.yaml:2:3: key 'probes.btfrs': unknown name (did you mean 'btrfs'?); known: capacity, "
+            "mount, zfs, btrfs, bcachefs, xfs, ext4, md, kernel_log");
+}
+
+TEST(Config, WrongTypeNamesLineAndColumn) {
+  EXPECT_EQ(error_of("workers: many\n"),
+            "/etc/fsaudit/fsaudit.yaml:1:10: key 'workers': expected a whole number, found \"many\"");
+  EXPECT_EQ(error_of("targets:\n  include: {a: b}\n"),
+            "/etc/fsaudit/fsaudit.yaml:2:12: key 'targets.include': expected a list of strings");
+  EXPECT_EQ(error_of("targets: [a, b]\n"),
+            "/etc/fsaudit/fsaudit.yaml:1:10: key 'targets': expected a mapping of keys (key: value), found a list");
+}
+
+TEST(Config, OutOfRangeSaysTheRange) {
+  EXPECT_EQ(error_of("workers: 500\n"),
+            "/etc/fsaudit/fsaudit.yaml:1:10: key 'workers': 500 is out of range; use a value from 1 to 64");
+  EXPECT_EQ(error_of("probes:\n  mount: {interval: 10ms}\n"),
+            "/etc/fsaudit/fsaudit.yaml:2:21: key 'probes.mount.interval': duration 10ms is out of range; use a value "
+            "from 100ms to 31d");
+}
+
+TEST(Config, BadDurationAndSize) {
+  EXPECT_EQ(error_of("probes:\n  zfs:\n    timeout: 5 minutes\n"),
+            "/etc/fsaudit/fsaudit.yaml:3:14: key 'probes.zfs.timeout': invalid duration \"5 minutes\" (use a number "
+            "with a unit: 250ms, 30s, 5m, 6h, 7d, 1w)");
+}
+
+TEST(Config, BadListenAndStateDir) {
+  EXPECT_EQ(error_of("listen: 9717\n"),
+            "/etc/fsaudit/fsaudit.yaml:1:9: key 'listen': expected ADDRESS:PORT such as 127.0.0.1:9717, found \"9717\"");
+  EXPECT_EQ(error_of("listen: 127.0.0.1:99999\n"),
+            "/etc/fsaudit/fsaudit.yaml:1:9: key 'listen': port must be 1-65535 in \"127.0.0.1:99999\" (e.g. "
+            "127.0.0.1:9717)");
+  EXPECT_EQ(error_of("state_dir: relative/dir\n"),
+            "/etc/fsaudit/fsaudit.yaml:1:12: key 'state_dir': must be an absolute path such as /var/lib/fsaudit");
+  EXPECT_EQ(error_of("log_level: loud\n"),
+            "/etc/fsaudit/fsaudit.yaml:1:12: key 'log_level': \"loud\" is not allowed; use one of: trace, debug, info, "
+            "warning, error");
+}
+
+TEST(Config, YamlSyntaxError) {
+  auto e = error_of("targets:\n  include: [\"/srv\"\n");
+  EXPECT_EQ(e.rfind("/etc/fsaudit/fsaudit.yaml:", 0), 0u) << e;
+  EXPECT_NE(e.find("YAML syntax error"), std::string::npos) << e;
+}
+
+TEST(Config, ExampleConfigIsValid) {
+  // The documented example with every key must always load.
+  auto c = config::load_config_file(std::string(FSAUDIT_SOURCE_DIR) + "/config/fsaudit.yaml");
+  EXPECT_EQ(c.listen_port, 9717);
+}
+
+TEST(Config, MissingFileIsAClearError) {
+  try {
+    config::load_config_file("/nonexistent/fsaudit.yaml");
+    FAIL() << "no error";
+  } catch (const config::ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot open /nonexistent/fsaudit.yaml: No such file or directory");
+  }
+}

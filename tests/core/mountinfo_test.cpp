@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include "daemon/core/files.hpp"
+#include "daemon/probe/targets.hpp"
+#include "probes/mount/mount.hpp"
+
+using namespace fsaudit;
+
+namespace {
+std::vector<MountEntry> server_mounts() {
+  auto text = read_file(std::string(FSAUDIT_TEST_DATA_DIR) + "/mountinfo/storage-server.mountinfo");
+  EXPECT_TRUE(text.ok()) << text.error();
+  auto m = parse_mountinfo(*text);
+  EXPECT_TRUE(m.ok()) << m.error();
+  return *m;
+}
+const MountEntry* find(const std::vector<MountEntry>& ms, const std::string& mp) {
+  for (auto& m : ms)
+    if (m.mountpoint == mp) return &m;
+  return nullptr;
+}
+std::vector<std::string> names(const std::vector<Target>& ts) {
+  std::vector<std::string> out;
+  for (auto& t : ts) out.push_back(t.name);
+  return out;
+}
+}  // namespace
+
+TEST(Mountinfo, ParsesEveryLine) {
+  auto ms = server_mounts();
+  ASSERT_EQ(ms.size(), 22u);
+  auto* root = find(ms, "/");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->fstype, "ext4");
+  EXPECT_EQ(root->source, "/dev/nvme0n1p2");
+  EXPECT_EQ(root->major, 259u);
+  EXPECT_EQ(root->minor, 2u);
+  EXPECT_EQ(root->super_options, "rw,errors=remount-ro");
+  EXPECT_EQ(root->optional_fields, std::vector<std::string>{"shared:1"});
+}
+
+TEST(Mountinfo, DecodesEscapedNames) {
+  auto ms = server_mounts();
+  auto* vm = find(ms, "/tank/vm images");
+  ASSERT_NE(vm, nullptr);
+  EXPECT_EQ(vm->source, "tank/vm images");
+  ASSERT_NE(find(ms, "/srv/old disk"), nullptr);
+}
+
+TEST(Mountinfo, BindMountKeepsItsRoot) {
+  auto ms = server_mounts();
+  auto* bind = find(ms, "/export/media");
+  ASSERT_NE(bind, nullptr);
+  EXPECT_EQ(bind->root, "/exports");
+  EXPECT_EQ(bind->major, 9u);
+  EXPECT_EQ(bind->minor, 127u);
+}
+
+TEST(Mountinfo, ReadOnlyFromEitherOptionSet) {
+  auto ms = server_mounts();
+  EXPECT_TRUE(find(ms, "/srv/old disk")->read_only());
+  EXPECT_FALSE(find(ms, "/srv/media")->read_only());
+  // Remounted read-only by the kernel: the superblock says ro even if a mount says rw.
+  MountEntry e = *find(ms, "/srv/media");
+  e.super_options = "ro,attr2";
+  EXPECT_TRUE(e.read_only());
+}
+
+TEST(Mountinfo, GarbageIsAnErrorNotACrash) {
+  auto r = parse_mountinfo("this is not mountinfo\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), "mountinfo: no line parsed; first bad line: this is not mountinfo");
+  auto partial = parse_mountinfo("garbage\n27 1 254:0 / / rw - ext4 /dev/vda rw\n");
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(partial->size(), 1u);
+}
+
+TEST(Targets, DiscoversStorageSkipsPseudoAndFoldsBindMounts) {
+  auto ts = select_targets(server_mounts(), TargetSelection{});
+  // Shortest mount point first; /srv/backup is a second subvolume of /srv/data's btrfs, /export/media a
+  // bind mount of /srv/media: both folded. nfs, overlay, squashfs, tmpfs, cgroup: not watched.
+  EXPECT_EQ(names(ts), (std::vector<std::string>{"/", "/tank", "/boot/efi", "/srv/media", "/mnt/bcache", "/srv/scratch",
+                                                  "/srv/old disk", "/tank/vm images", "/srv/data"}))
+      << "got: " << ::testing::PrintToString(names(ts));
+}
+
+TEST(Targets, IncludeExcludeAndFstypes) {
+  TargetSelection sel;
+  sel.include = {"/srv/*"};
+  sel.exclude = {"/srv/scratch"};
+  auto ts = select_targets(server_mounts(), sel);
+  EXPECT_EQ(names(ts), (std::vector<std::string>{"/srv/media", "/srv/old disk", "/srv/data"}));
+  TargetSelection only_zfs;
+  only_zfs.fstypes = {"zfs"};
+  EXPECT_EQ(names(select_targets(server_mounts(), only_zfs)), (std::vector<std::string>{"/tank", "/tank/vm images"}));
+  TargetSelection nfs;
+  nfs.fstypes = {"nfs4"};
+  EXPECT_EQ(names(select_targets(server_mounts(), nfs)), (std::vector<std::string>{"/mnt/nas"}));
+}
+
+TEST(Targets, ExplicitTargetsResolveToTheirMount) {
+  TargetSelection sel;
+  sel.discover = false;
+  sel.explicit_targets = {{"/srv/media/movies/2024", "media"}, {"/nowhere-mounted", ""}};
+  std::vector<std::string> warnings;
+  auto ts = select_targets(server_mounts(), sel, &warnings);
+  ASSERT_EQ(ts.size(), 2u);  // "/nowhere-mounted" lies on "/"
+  EXPECT_EQ(ts[0].name, "media");
+  EXPECT_EQ(ts[0].mountpoint, "/srv/media");
+  EXPECT_EQ(ts[0].fstype, "xfs");
+  EXPECT_EQ(ts[1].mountpoint, "/");
+}
+
+TEST(MountProbe, ReportsReadOnlyAndChecksums) {
+  auto ms = server_mounts();
+  Target t;
+  t.name = "/srv/old disk";
+  t.fstype = "ext4";
+  auto b = probes::mount_metrics(t, find(ms, "/srv/old disk"));
+  EXPECT_EQ(b.value("fsaudit_filesystem_readonly", {{"target", "/srv/old disk"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_filesystem_data_checksums"), 0);
+  EXPECT_EQ(b.value("fsaudit_filesystem_info", {{"device", "/dev/sdd1"}, {"fs", "ext4"}}), 1);
+  t.name = "/srv/data";
+  t.fstype = "btrfs";
+  auto bb = probes::mount_metrics(t, find(ms, "/srv/data"));
+  EXPECT_EQ(bb.value("fsaudit_filesystem_readonly"), 0);
+  EXPECT_EQ(bb.value("fsaudit_filesystem_data_checksums"), 1);
+  auto gone = probes::mount_metrics(t, nullptr);
+  EXPECT_EQ(gone.value("fsaudit_filesystem_mounted"), 0);
+  EXPECT_FALSE(gone.has("fsaudit_filesystem_readonly"));
+}
+
+TEST(MountProbe, DataChecksumsByStack) {
+  EXPECT_TRUE(probes::has_data_checksums("zfs", "rw", "rw"));
+  EXPECT_TRUE(probes::has_data_checksums("btrfs", "rw", "rw,space_cache=v2"));
+  EXPECT_FALSE(probes::has_data_checksums("btrfs", "rw", "rw,nodatasum"));
+  EXPECT_TRUE(probes::has_data_checksums("bcachefs", "rw", "rw"));
+  EXPECT_FALSE(probes::has_data_checksums("bcachefs", "rw", "rw,data_checksum=none"));
+  EXPECT_FALSE(probes::has_data_checksums("xfs", "rw", "rw"));
+  EXPECT_FALSE(probes::has_data_checksums("ext4", "rw", "rw"));
+}

@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <thread>
+
+#include "daemon/runner/runner.hpp"
+#include "tests/support/support.hpp"
+
+using namespace fsaudit;
+using namespace std::chrono_literals;
+
+TEST(Runner, CapturesOutputAndExitCode) {
+  ProcessRunner r;
+  CommandSpec spec;
+  spec.argv = {"sh", "-c", "echo out; echo err >&2; exit 3"};
+  auto res = r.run(spec);
+  EXPECT_TRUE(res.exited);
+  EXPECT_EQ(res.exit_code, 3);
+  EXPECT_EQ(res.out, "out\n");
+  EXPECT_EQ(res.err, "err\n");
+  EXPECT_EQ(res.describe(), "exit 3: err");
+}
+
+TEST(Runner, KillsTheWholeProcessGroupAtTheDeadline) {
+  fsaudit::testing::TempDir dir;
+  auto marker = dir / "grandchild-alive";
+  ProcessRunner r;
+  CommandSpec spec;
+  // The grandchild would create the marker after 2 s if it survived the kill.
+  spec.argv = {"sh", "-c", "(sleep 2; touch " + marker.string() + ") & sleep 600"};
+  spec.timeout = 300ms;
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = r.run(spec);
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(res.timed_out);
+  EXPECT_FALSE(res.ok());
+  EXPECT_LT(took, 3s);
+  EXPECT_EQ(res.describe().rfind("timed out after", 0), 0u) << res.describe();
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "a grandchild outlived the timeout";
+}
+
+TEST(Runner, MissingToolIsAClearReason) {
+  ProcessRunner r;
+  CommandSpec spec;
+  spec.argv = {"fsaudit-no-such-tool", "status"};
+  auto res = r.run(spec);
+  EXPECT_FALSE(res.ok());
+  EXPECT_EQ(res.describe(), "fsaudit-no-such-tool: not found (is the package installed and in PATH?)");
+}
+
+TEST(Runner, SameKeyNeverRunsTwiceAtOnce) {
+  ProcessRunner r;
+  CommandSpec slow;
+  slow.argv = {"sleep", "1"};
+  slow.key = "zpool status tank";
+  std::thread t([&] { r.run(slow); });
+  std::this_thread::sleep_for(200ms);
+  CommandSpec second;
+  second.argv = {"true"};
+  second.key = "zpool status tank";
+  auto res = r.run(second);
+  t.join();
+  EXPECT_TRUE(res.busy);
+  EXPECT_EQ(res.describe(), "previous run of the same command is still running");
+  EXPECT_TRUE(r.run(second).ok());  // free again afterwards
+}
+
+TEST(Runner, BoundsOutput) {
+  ProcessRunner r;
+  CommandSpec spec;
+  spec.argv = {"sh", "-c", "yes | head -c 1000000"};
+  spec.max_output = 1000;
+  auto res = r.run(spec);
+  EXPECT_TRUE(res.ok());
+  EXPECT_TRUE(res.truncated);
+  EXPECT_EQ(res.out.size(), 1000u);
+}
+
+TEST(Runner, StopTokenCancels) {
+  ProcessRunner r;
+  std::stop_source src;
+  std::thread t([&] {
+    std::this_thread::sleep_for(200ms);
+    src.request_stop();
+  });
+  CommandSpec spec;
+  spec.argv = {"sleep", "30"};
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = r.run(spec, src.get_token());
+  t.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_FALSE(res.ok());
+  EXPECT_EQ(res.describe(), "cancelled (daemon stopping)");
+}
