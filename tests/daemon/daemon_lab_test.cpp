@@ -1,0 +1,67 @@
+// Lab: a real ext4 on a loop device goes read-only, and the daemon's scrape says so.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "tests/support/daemon_process.hpp"
+#include "tests/support/lab.hpp"
+
+using namespace fsaudit::testing;
+
+namespace {
+std::string config_for(int port, const std::filesystem::path& state, const std::filesystem::path& mnt) {
+  return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + state.string() +
+         "\ntargets:\n  discover: false\n  explicit: [{path: " + mnt.string() +
+         "}]\nprobes:\n  mount: {interval: 1s, jitter: 0s}\n  capacity: {interval: 1s, jitter: 0s}\n";
+}
+}  // namespace
+
+TEST(DaemonLab, AdminRemountReadOnlyShows) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  TempDir dir("fsaudit-lab-ro");
+  LoopDevice loop(dir.path(), "ext4.img", 32 << 20);
+  ASSERT_TRUE(loop.ok());
+  must({"mkfs.ext4", "-q", "-F", loop.device()});
+  Mount m(loop.device(), dir / "mnt", "ext4");
+  ASSERT_TRUE(m.ok()) << m.error();
+  int port = free_port();
+  DaemonProcess d(dir.path(), config_for(port, dir / "state", dir / "mnt"), port);
+  const std::map<std::string, std::string> t{{"target", (dir / "mnt").string()}};
+  auto text = d.wait_for_metric("fsaudit_filesystem_readonly", t, 30);
+  ASSERT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 0) << d.log();
+  EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_data_checksums", t), 0);
+  ASSERT_TRUE(m.remount("ro"));
+  text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_filesystem_readonly", t) == 1; }, 15);
+  EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 1) << scrape_lines(text, "fsaudit_filesystem");
+  EXPECT_EQ(d.stop(5), 0);
+}
+
+TEST(DaemonLab, KernelErrorRemountReadOnlyShows) {
+  // errors=remount-ro plus ext4's own error trigger: the kernel itself remounts the filesystem
+  // read-only, as after real metadata corruption.
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  TempDir dir("fsaudit-lab-ro");
+  LoopDevice loop(dir.path(), "ext4.img", 32 << 20);
+  ASSERT_TRUE(loop.ok());
+  must({"mkfs.ext4", "-q", "-F", loop.device()});
+  Mount m(loop.device(), dir / "mnt", "ext4", "errors=remount-ro");
+  ASSERT_TRUE(m.ok()) << m.error();
+  int port = free_port();
+  DaemonProcess d(dir.path(), config_for(port, dir / "state", dir / "mnt"), port);
+  const std::map<std::string, std::string> t{{"target", (dir / "mnt").string()}};
+  auto text = d.wait_for_metric("fsaudit_filesystem_readonly", t, 30);
+  ASSERT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 0) << d.log();
+  std::string dev = std::filesystem::path(loop.device()).filename();
+  auto trigger = std::filesystem::path("/sys/fs/ext4") / dev / "trigger_fs_error";
+  ASSERT_TRUE(std::filesystem::exists(trigger)) << "kernel lacks " << trigger;
+  {
+    std::ofstream f(trigger);
+    f << "fsaudit lab test\n";
+  }
+  text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_filesystem_readonly", t) == 1; }, 15);
+  EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 1) << scrape_lines(text, "fsaudit_filesystem");
+  EXPECT_EQ(d.stop(5), 0);
+}

@@ -1,0 +1,181 @@
+// The real fsauditd binary, end to end: config -> scheduler -> probes -> /metrics, sd_notify, signals.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "tests/support/daemon_process.hpp"
+#include "tests/support/support.hpp"
+
+using namespace fsaudit::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A NOTIFY_SOCKET the test owns, as systemd's would be.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::filesystem::path& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) ADD_FAILURE() << "bind notify socket";
+    timeval tv{0, 100000};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~NotifySocket() { ::close(fd_); }
+  // Collects datagrams until one contains `needle` or the timeout passes.
+  bool wait_for(const std::string& needle, int timeout_s) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    while (std::chrono::steady_clock::now() < end) {
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n > 0) {
+        received_ += std::string(buf, static_cast<size_t>(n)) + "\n--\n";
+        if (received_.find(needle) != std::string::npos) return true;
+      }
+    }
+    return received_.find(needle) != std::string::npos;
+  }
+  const std::string& received() const { return received_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::string received_;
+};
+
+std::string base_config(int port, const std::filesystem::path& state) {
+  return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + state.string() +
+         "\nprobes:\n  capacity: {interval: 1s, jitter: 0s}\n  mount: {interval: 1s, jitter: 0s}\n";
+}
+
+}  // namespace
+
+TEST(Daemon, ServesMetricsNotifiesSystemdReloadsAndStops) {
+  TempDir dir;
+  NotifySocket notify(dir / "notify.sock");
+  int port = free_port();
+  DaemonProcess d(dir.path(), base_config(port, dir / "state"), port, {},
+                  {{"NOTIFY_SOCKET", (dir / "notify.sock").string()}, {"WATCHDOG_USEC", "1000000"}});
+
+  // Capacity of a real filesystem: the root filesystem is always a target.
+  auto text = d.wait_for_metric("fsaudit_filesystem_size_bytes", {{"target", "/"}}, 30);
+  double size = scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", "/"}});
+  ASSERT_FALSE(std::isnan(size)) << d.log() << text;
+  EXPECT_GT(size, 1e6);
+  EXPECT_GE(scrape_value(text, "fsaudit_filesystem_avail_bytes", {{"target", "/"}}), 0);
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", {{"probe", "capacity"}, {"target", "/"}}), 1);
+  EXPECT_EQ(scrape_value(text, "fsaudit_build_info"), 1);
+
+  ASSERT_TRUE(notify.wait_for("READY=1", 20)) << notify.received();
+  ASSERT_TRUE(notify.wait_for("WATCHDOG=1", 5)) << notify.received();
+  EXPECT_NE(notify.received().find("STATUS="), std::string::npos);
+
+  // A broken config on SIGHUP is rejected; the daemon keeps serving with the old one.
+  write_text(d.config_path(), "listen: 127.0.0.1:" + std::to_string(port) + "\nprobes:\n  capacity: {intervall: 1s}\n");
+  d.signal(SIGHUP);
+  text = d.wait_for([](const std::string& t) { return scrape_value(t, "fsaudit_config_last_reload_success") == 0; }, 10);
+  EXPECT_EQ(scrape_value(text, "fsaudit_config_last_reload_success"), 0) << d.log();
+  EXPECT_NE(d.log().find("config reload rejected, keeping the running config"), std::string::npos) << d.log();
+  EXPECT_NE(d.log().find("did you mean 'interval'"), std::string::npos) << d.log();
+  auto ts1 = scrape_value(d.scrape(), "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}, {"target", "/"}});
+  std::this_thread::sleep_for(2500ms);
+  auto ts2 = scrape_value(d.scrape(), "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}, {"target", "/"}});
+  EXPECT_GT(ts2, ts1) << "probes stopped running after a rejected reload";
+  EXPECT_TRUE(d.running());
+
+  // A valid config on SIGHUP is applied: the mount probe disappears.
+  write_text(d.config_path(), "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (dir / "state").string() +
+                                  "\nprobes:\n  capacity: {interval: 1s}\n  mount: {enabled: false}\n");
+  d.signal(SIGHUP);
+  text = d.wait_for([](const std::string& t) {
+    return scrape_value(t, "fsaudit_config_last_reload_success") == 1 &&
+           std::isnan(scrape_value(t, "fsaudit_filesystem_readonly"));
+  }, 10);
+  EXPECT_TRUE(std::isnan(scrape_value(text, "fsaudit_filesystem_readonly"))) << d.log();
+  EXPECT_FALSE(std::isnan(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", "/"}})));
+
+  // SIGTERM: exit 0 within 5 s.
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = d.stop(5);
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(rc, 0) << d.log();
+  EXPECT_LT(took, 5s);
+  EXPECT_NE(notify.received().find("STOPPING=1"), std::string::npos);
+}
+
+TEST(Daemon, HungProbeIsReportedAndOthersKeepRunning) {
+  // The zfs probe's tool is a zpool that never answers: the probe must time out with its reason
+  // while capacity keeps updating.
+  TempDir dir;
+  auto fake = dir / "zpool";
+  write_text(fake, "#!/bin/sh\nexec sleep 600\n");
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  int port = free_port();
+  DaemonProcess d(dir.path(),
+                  base_config(port, dir / "state") + "  zfs: {interval: 1s, timeout: 1s, jitter: 0s}\ntools: {zpool: " +
+                      fake.string() + "}\n",
+                  port);
+  auto text = d.wait_for([](const std::string& t) {
+    return scrape_value(t, "fsaudit_probe_success", {{"probe", "zfs"}}) == 0 &&
+           scrape_value(t, "fsaudit_probe_timeouts_total", {{"probe", "zfs"}}) >= 2;
+  }, 30);
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", {{"probe", "zfs"}}), 0) << d.log() << scrape_lines(text, "fsaudit_probe");
+  EXPECT_NE(scrape_lines(text, "fsaudit_probe_failure_info").find("probe=\"zfs\""), std::string::npos)
+      << scrape_lines(text, "fsaudit_probe_failure_info");
+  EXPECT_NE(d.log().find("probe zfs on host failed"), std::string::npos) << d.log();
+  auto ts1 = scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}, {"target", "/"}});
+  std::this_thread::sleep_for(2500ms);
+  auto ts2 = scrape_value(d.scrape(), "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}, {"target", "/"}});
+  EXPECT_GT(ts2, ts1) << "capacity stalled behind the hung zpool";
+  EXPECT_EQ(d.stop(5), 0);
+}
+
+TEST(Daemon, CheckConfigExitCodes) {
+  TempDir dir;
+  write_text(dir / "good.yaml", "listen: 127.0.0.1:9717\n");
+  write_text(dir / "bad.yaml", "listen: 127.0.0.1:9717\nworkers: lots\n");
+  auto good = run({fsauditd_binary(), "--check-config", (dir / "good.yaml").string()});
+  EXPECT_EQ(good.exit_code, 0);
+  EXPECT_EQ(good.out, (dir / "good.yaml").string() + ": OK\n");
+  auto bad = run({fsauditd_binary(), "--check-config", (dir / "bad.yaml").string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.err, (dir / "bad.yaml").string() + ":2:10: key 'workers': expected a whole number, found \"lots\"\n");
+  auto shipped = run({fsauditd_binary(), "--check-config", std::string(FSAUDIT_SOURCE_DIR) + "/config/fsaudit.yaml"});
+  EXPECT_EQ(shipped.exit_code, 0) << shipped.err;
+}
+
+TEST(Daemon, RefusesToStartOnABadConfigWithTheReason) {
+  TempDir dir;
+  write_text(dir / "c.yaml", "listne: 127.0.0.1:1\n");
+  auto r = run({fsauditd_binary(), "--config", (dir / "c.yaml").string()}, 10);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("c.yaml:1:1: key 'listne': unknown key (did you mean 'listen'?)"), std::string::npos) << r.err;
+}
+
+TEST(Daemon, PortInUseIsAClearError) {
+  TempDir dir;
+  int port = free_port();
+  DaemonProcess first(dir.path(), base_config(port, dir / "state"), port);
+  first.wait_for_metric("fsaudit_build_info");
+  TempDir dir2;
+  write_text(dir2 / "c.yaml", base_config(port, dir2 / "state"));
+  auto r = run({fsauditd_binary(), "--config", (dir2 / "c.yaml").string()}, 10);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos) << r.err;
+}
+
+TEST(Daemon, OnceRunsEveryProbeAndPrintsMetrics) {
+  TempDir dir;
+  write_text(dir / "c.yaml", "state_dir: " + (dir / "state").string() + "\n");
+  auto r = run({fsauditd_binary(), "--config", (dir / "c.yaml").string(), "--once"}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::isnan(scrape_value(r.out, "fsaudit_filesystem_size_bytes", {{"target", "/"}}))) << r.out;
+}
