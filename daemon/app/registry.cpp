@@ -5,10 +5,10 @@
 #include "probes/mount/mount.hpp"
 // @include-capacity
 #include "probes/zfs/probe.hpp"  // @include-zfs
-// @include-btrfs
-// @include-fshealth
-// @include-kernel_log
-// @include-canary
+#include "probes/btrfs/btrfs.hpp"  // @include-btrfs
+#include "probes/ext4/fshealth_probes.hpp"  // @include-fshealth
+#include "probes/kernel_log/kernel_log_probe.hpp"  // @include-kernel_log
+#include "probes/canary/probe.hpp"  // @include-canary
 // @include-latency
 #include "probes/latency/latency_probe.hpp"
 // @include-scrub
@@ -21,10 +21,10 @@ std::vector<std::unique_ptr<Probe>> make_probes(const config::Config& cfg) {
   probes.push_back(probes::make_mount_probe(cfg));
   // @make-capacity
   probes.push_back(zfs::make_zfs_probe(cfg));  // @make-zfs
-  // @make-btrfs
-  // @make-fshealth
-  // @make-kernel_log
-  // @make-canary
+  probes.push_back(probes::make_btrfs_probe(cfg));  // @make-btrfs
+  for (auto make : {probes::make_bcachefs_probe, probes::make_xfs_probe, probes::make_ext4_probe, probes::make_md_probe}) probes.push_back(make(cfg));  // @make-fshealth
+  probes.push_back(kernel_log::make_kernel_log_probe(cfg));  // @make-kernel_log
+  for (auto& p : canary::make_canary_probes(cfg)) probes.push_back(std::move(p));  // @make-canary
   // @make-latency
   for (auto& p : latency::make_latency_probes(cfg)) probes.push_back(std::move(p));
   // @make-scrub

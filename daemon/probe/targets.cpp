@@ -8,9 +8,11 @@
 namespace fsaudit {
 
 bool MountEntry::read_only() const {
+  // Since Linux 6.x an ext4 that errors=remount-ro shut down keeps "rw" and adds "emergency_ro" to its
+  // superblock options (seen on 6.18 after trigger_fs_error): that is read-only too.
   auto has_ro = [](const std::string& opts) {
     for (auto o : split(opts, ','))
-      if (o == "ro") return true;
+      if (o == "ro" || o == "emergency_ro") return true;
     return false;
   };
   return has_ro(mount_options) || has_ro(super_options);

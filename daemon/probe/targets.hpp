@@ -22,7 +22,7 @@ struct MountEntry {
   std::string source;  // unescaped
   std::string super_options;
 
-  bool read_only() const;  // from either option set: the kernel's error remount sets the superblock's
+  bool read_only() const;  // ro in either option set, or ext4's emergency_ro after an error
 };
 
 // Parses proc(5) mountinfo. Lines that do not parse are reported in the error of the whole call only

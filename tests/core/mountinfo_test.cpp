@@ -66,6 +66,16 @@ TEST(Mountinfo, ReadOnlyFromEitherOptionSet) {
   EXPECT_TRUE(e.read_only());
 }
 
+TEST(Mountinfo, Ext4EmergencyReadOnlyOnLinux6) {
+  auto text = read_file(std::string(FSAUDIT_TEST_DATA_DIR) + "/mountinfo/ext4-emergency-ro-linux-6.18.mountinfo");
+  ASSERT_TRUE(text.ok());
+  auto ms = parse_mountinfo(*text);
+  ASSERT_TRUE(ms.ok());
+  ASSERT_EQ(ms->size(), 1u);
+  EXPECT_EQ((*ms)[0].mount_options, "rw,relatime");
+  EXPECT_TRUE((*ms)[0].read_only());
+}
+
 TEST(Mountinfo, GarbageIsAnErrorNotACrash) {
   auto r = parse_mountinfo("this is not mountinfo\n");
   ASSERT_FALSE(r.ok());

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "tests/support/daemon_process.hpp"
@@ -17,10 +19,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A NOTIFY_SOCKET the test owns, as systemd's would be.
+// A NOTIFY_SOCKET the test owns, as systemd's would be. A thread drains it all the time, as systemd
+// does (a full datagram queue would block the sender).
 class NotifySocket {
  public:
-  explicit NotifySocket(const std::filesystem::path& path) : path_(path) {
+  explicit NotifySocket(const std::filesystem::path& path) {
     fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
@@ -28,27 +31,41 @@ class NotifySocket {
     if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) ADD_FAILURE() << "bind notify socket";
     timeval tv{0, 100000};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    reader_ = std::thread([this] {
+      while (!done_) {
+        char buf[4096];
+        ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+        if (n > 0) {
+          std::lock_guard l(mu_);
+          received_ += std::string(buf, static_cast<size_t>(n)) + "\n--\n";
+        }
+      }
+    });
   }
-  ~NotifySocket() { ::close(fd_); }
-  // Collects datagrams until one contains `needle` or the timeout passes.
+  ~NotifySocket() {
+    done_ = true;
+    reader_.join();
+    ::close(fd_);
+  }
   bool wait_for(const std::string& needle, int timeout_s) {
     auto end = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     while (std::chrono::steady_clock::now() < end) {
-      char buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n > 0) {
-        received_ += std::string(buf, static_cast<size_t>(n)) + "\n--\n";
-        if (received_.find(needle) != std::string::npos) return true;
-      }
+      if (received().find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(50ms);
     }
-    return received_.find(needle) != std::string::npos;
+    return received().find(needle) != std::string::npos;
   }
-  const std::string& received() const { return received_; }
+  std::string received() const {
+    std::lock_guard l(mu_);
+    return received_;
+  }
 
  private:
-  std::filesystem::path path_;
   int fd_ = -1;
+  std::atomic<bool> done_{false};
+  mutable std::mutex mu_;
   std::string received_;
+  std::thread reader_;
 };
 
 std::string base_config(int port, const std::filesystem::path& state) {
@@ -108,7 +125,13 @@ TEST(Daemon, ServesMetricsNotifiesSystemdReloadsAndStops) {
   auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(rc, 0) << d.log();
   EXPECT_LT(took, 5s);
-  EXPECT_NE(notify.received().find("STOPPING=1"), std::string::npos);
+  EXPECT_TRUE(notify.wait_for("STOPPING=1", 1)) << notify.received();
+  // Watchdog pings come at half of WATCHDOG_USEC, not on every loop turn.
+  auto all = notify.received();
+  size_t pings = 0;
+  for (size_t p = 0; (p = all.find("WATCHDOG=1", p)) != std::string::npos; ++p) ++pings;
+  EXPECT_GE(pings, 5u);
+  EXPECT_LE(pings, 60u);
 }
 
 TEST(Daemon, HungProbeIsReportedAndOthersKeepRunning) {

@@ -27,20 +27,20 @@ bool valid_name(const std::string& n) {
 CanaryTarget parse_one(Section& e, std::set<std::string>& seen) {
   CanaryTarget t;
   t.name = e.string("name", "");
-  if (!valid_name(t.name)) e.fail("name", "every canary needs a name of letters, digits, '-', '_' or '.' (e.g. btrfs-mirror)");
+  if (!valid_name(t.name)) e.fail(e.has("name") ? "name" : "", "every canary needs a name of letters, digits, '-', '_' or '.' (e.g. btrfs-mirror)");
   if (!seen.insert(t.name).second) e.fail("name", "duplicate canary name \"" + t.name + "\"; names must be unique");
   t.fs = e.choice("fs", "", canary_fs_choices());
-  if (t.fs.empty()) e.fail("fs", "required: one of btrfs, zfs, xfs, ext4");
+  if (t.fs.empty()) e.fail("", "key 'fs' is required: one of btrfs, zfs, xfs, ext4");
   t.layout = e.string("layout", "single");
   t.devices = e.strings("devices", {});
-  if (t.devices.empty()) e.fail("devices", "list the canary's member devices (e.g. [/dev/disk/by-id/...-part9])");
+  if (t.devices.empty()) e.fail(e.has("devices") ? "devices" : "", "list the canary's member devices (e.g. [/dev/disk/by-id/...-part9])");
   for (const auto& d : t.devices)
     if (d.empty() || d[0] != '/') e.fail("devices", "device paths must be absolute, found \"" + d + "\"");
   t.mountpoint = e.string("mountpoint", "");
   if (t.mountpoint.empty() || t.mountpoint[0] != '/' || t.mountpoint == "/")
-    e.fail("mountpoint", "the canary's own mount point (absolute, not /) is required");
+    e.fail(e.has("mountpoint") ? "mountpoint" : "", "key 'mountpoint': the canary's own mount point (absolute, not /) is required");
   t.pool = e.string("pool", "");
-  if (t.fs == "zfs" && t.pool.empty()) e.fail("pool", "a ZFS canary needs the name of its dedicated pool");
+  if (t.fs == "zfs" && t.pool.empty()) e.fail("", "key 'pool' is required: a ZFS canary needs the name of its dedicated pool");
   if (t.fs != "zfs" && !t.pool.empty()) e.fail("pool", "only ZFS canaries have a pool; remove this key");
   t.expect = e.choice("expect", "", {"repaired", "detected", "blind"});
   t.interval = e.duration("interval", t.interval, std::chrono::minutes(1), std::chrono::days(31));
