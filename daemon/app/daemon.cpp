@@ -178,8 +178,14 @@ void Daemon::refresh_targets(bool force) {
 
   std::vector<JobSpec> jobs;
   for (const auto& p : probes_) {
-    const auto& sched = cfg_.schedule(p->name());
-    if (!sched.enabled) continue;
+    ProbeSchedule sched;
+    if (auto own = p->own_schedule()) {
+      sched = *own;
+    } else {
+      const auto& c = cfg_.schedule(p->name());
+      if (!c.enabled) continue;
+      sched = ProbeSchedule{c.interval, c.jitter, c.timeout, std::nullopt};
+    }
     auto add = [&](const Target& t) {
       JobSpec j;
       j.probe = p;
@@ -187,6 +193,7 @@ void Daemon::refresh_targets(bool force) {
       j.interval = sched.interval;
       j.jitter = once_ ? std::chrono::milliseconds(0) : sched.jitter;
       j.timeout = sched.timeout;
+      if (!once_) j.window = sched.window;
       jobs.push_back(std::move(j));
     };
     if (p->scope() == Scope::host) {

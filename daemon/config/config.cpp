@@ -5,9 +5,9 @@
 
 namespace fsaudit::config {
 
-const std::vector<std::pair<std::string, ProbeSchedule>>& known_probes() {
+const std::vector<std::pair<std::string, ProbeSettings>>& known_probes() {
   using namespace std::chrono_literals;
-  static const std::vector<std::pair<std::string, ProbeSchedule>> probes = {
+  static const std::vector<std::pair<std::string, ProbeSettings>> probes = {
       {"capacity", {true, 30s, 2s, 10s}},
       {"mount", {true, 15s, 1s, 10s}},
       {"zfs", {true, 30s, 2s, 20s}},
@@ -21,8 +21,8 @@ const std::vector<std::pair<std::string, ProbeSchedule>>& known_probes() {
   return probes;
 }
 
-const ProbeSchedule& Config::schedule(const std::string& probe) const {
-  static const ProbeSchedule fallback;
+const ProbeSettings& Config::schedule(const std::string& probe) const {
+  static const ProbeSettings fallback;
   auto it = probes.find(probe);
   return it == probes.end() ? fallback : it->second;
 }

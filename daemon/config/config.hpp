@@ -18,7 +18,7 @@
 
 namespace fsaudit::config {
 
-struct ProbeSchedule {
+struct ProbeSettings {
   bool enabled = true;
   std::chrono::milliseconds interval{std::chrono::seconds(30)};
   std::chrono::milliseconds jitter{std::chrono::seconds(2)};
@@ -26,7 +26,7 @@ struct ProbeSchedule {
 };
 
 // Lightweight probes and their default schedules. Deep tests (canary, scrub) have their own sections.
-const std::vector<std::pair<std::string, ProbeSchedule>>& known_probes();
+const std::vector<std::pair<std::string, ProbeSettings>>& known_probes();
 
 struct Config {
   std::string source;  // the file it came from, or "(defaults)"
@@ -38,14 +38,14 @@ struct Config {
   int workers = 4;
   ToolPaths tools;
   TargetSelection targets;
-  std::map<std::string, ProbeSchedule> probes;
+  std::map<std::string, ProbeSettings> probes;
 
   KernelLogConfig kernel_log;
   CanaryConfig canary;
   LatencyConfig latency;
   ScrubConfig scrub;
 
-  const ProbeSchedule& schedule(const std::string& probe) const;
+  const ProbeSettings& schedule(const std::string& probe) const;
 };
 
 // Throws ConfigError with "FILE:LINE:COL: key 'a.b': what is wrong; how to fix it".

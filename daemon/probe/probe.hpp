@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include "daemon/core/host_paths.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/runner/runner.hpp"
+#include "daemon/scheduler/window.hpp"
 
 namespace fsaudit {
 
@@ -68,6 +70,15 @@ struct ProbeResult {
   static ProbeResult not_applicable(std::string why) { return {Outcome::not_applicable, std::move(why), {}}; }
 };
 
+// A probe's own schedule. Lightweight probes take theirs from config `probes.<name>`; deep tests
+// (canary, scrub, latency) carry their own, from their config sections, by overriding own_schedule().
+struct ProbeSchedule {
+  std::chrono::milliseconds interval{std::chrono::seconds(30)};
+  std::chrono::milliseconds jitter{0};
+  std::chrono::milliseconds timeout{std::chrono::seconds(20)};
+  std::optional<CalendarWindow> window;  // only start inside it
+};
+
 enum class Scope {
   per_target,  // run once for each target that applies_to() accepts
   host,        // run once per host, with Target::host()
@@ -79,6 +90,8 @@ class Probe {
   virtual std::string name() const = 0;
   virtual Scope scope() const { return Scope::per_target; }
   virtual bool applies_to(const Target&) const { return true; }
+  // nullopt: use config `probes.<name()>`. Deep tests return their own interval/window/timeout.
+  virtual std::optional<ProbeSchedule> own_schedule() const { return std::nullopt; }
   // Called on a worker thread. Must not throw (the scheduler catches anyway and reports the text).
   // Different targets of the same probe may run concurrently; one target never overlaps itself.
   virtual ProbeResult run(const Target& target, ProbeContext& ctx) = 0;
