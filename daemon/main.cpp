@@ -4,7 +4,7 @@
 #include <string>
 
 #include "daemon/app/daemon.hpp"
-// @include-cli
+#include "probes/canary/cli.hpp"
 
 namespace {
 
@@ -24,9 +24,7 @@ void usage(std::ostream& o) {
 int main(int argc, char** argv) {
   fsaudit::app::Options opts;
   if (argc >= 2 && std::string(argv[1]) == "canary") {
-    // @canary-cli
-    std::cerr << "fsauditd: canary commands are not built in\n";
-    return 2;
+    return fsaudit::canary::canary_cli(argc - 1, argv + 1);
   }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

@@ -23,7 +23,7 @@
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/systemd/logging.hpp"
 #include "daemon/systemd/notify.hpp"
-// @include-lab
+#include "probes/canary/lab.hpp"
 
 #ifndef FSAUDIT_VERSION
 #define FSAUDIT_VERSION "0.0.0"
@@ -116,7 +116,7 @@ class Daemon {
   std::mutex mu_;  // guards self_
   std::shared_ptr<SignalState> sig_ = std::make_shared<SignalState>();
   std::map<std::string, JobSelf> self_;
-  // @lab-member
+  std::unique_ptr<canary::Lab> lab_;  // lab mode: loop-device canaries this process created
 };
 
 
@@ -288,7 +288,7 @@ void Daemon::reload() {
       cfg_.listen_address = old.listen_address;
       cfg_.listen_port = old.listen_port;
     }
-    // @lab-reload
+    if (lab_) lab_->add_to(cfg_);  // a reloaded file does not list the lab's canaries
     logging::set_level(cfg_.log_level);
     apply_config();
     refresh_targets(true);
@@ -313,7 +313,18 @@ int Daemon::run(bool once) {
   if (ec)
     logging::log(spdlog::level::err, "cannot create state directory " + cfg_.state_dir.string() + ": " + ec.message() +
                                          " (state will not survive a restart)");
-  // @lab-setup
+  if (!once && cfg_.canary.lab.enabled) {
+    // Before the probes exist: the lab adds its canaries to the config they are made from.
+    spdlog::info("lab mode: building loop-device canaries (this takes a few seconds)");
+    auto lab = canary::Lab::setup(cfg_);
+    if (!lab) {
+      logging::log(spdlog::level::err, "lab mode: " + lab.error());
+    } else {
+      lab_ = std::move(*lab);
+      for (const auto& w : lab_->warnings()) logging::log(spdlog::level::warn, "lab mode: " + w);
+      spdlog::info("lab mode: {} canaries under {}", lab_->canaries().size(), lab_->dir().string());
+    }
+  }
   if (!once && !start_exposer()) return 1;
   publish_build_info();
 
@@ -383,7 +394,7 @@ int Daemon::run(bool once) {
   while (scheduler_->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
   bool clean = scheduler_->in_flight() == 0;
   exposer_.reset();
-  // @lab-teardown
+  lab_.reset();  // unmount, destroy and detach exactly what the lab created
   if (!clean) {
     // A thread is stuck in the kernel (e.g. statfs on a dead mount): joining it would hang shutdown.
     logging::log(spdlog::level::warn, "exiting with a probe still stuck in the kernel");

@@ -11,7 +11,7 @@
 #include "probes/canary/probe.hpp"  // @include-canary
 // @include-latency
 #include "probes/latency/latency_probe.hpp"
-// @include-scrub
+#include "probes/scrub/probe.hpp"  // @include-scrub
 
 namespace fsaudit::app {
 
@@ -27,7 +27,7 @@ std::vector<std::unique_ptr<Probe>> make_probes(const config::Config& cfg) {
   for (auto& p : canary::make_canary_probes(cfg)) probes.push_back(std::move(p));  // @make-canary
   // @make-latency
   for (auto& p : latency::make_latency_probes(cfg)) probes.push_back(std::move(p));
-  // @make-scrub
+  probes.push_back(scrub::make_scrub_probe(cfg));  // @make-scrub
   return probes;
 }
 

@@ -21,6 +21,7 @@ std::string Section::key_path(const std::string& key) const {
 }
 
 std::string Section::where(const YAML::Node& n) const {
+  if (!n.IsDefined()) return *file_;
   auto m = n.Mark();
   if (m.is_null()) return *file_;
   return *file_ + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
@@ -32,9 +33,11 @@ void Section::fail_at(const YAML::Node& n, const std::string& key, const std::st
 }
 
 void Section::fail(const std::string& key, const std::string& message) const {
-  YAML::Node n;
-  if (node_ && node_.IsMap() && !key.empty()) n = node_[key];
-  fail_at(n && n.IsDefined() ? n : node_, key, message);
+  // Point at the key's value if it is present, else at the section (or just the file).
+  if (node_.IsDefined() && node_.IsMap() && !key.empty())
+    for (auto it = node_.begin(); it != node_.end(); ++it)
+      if (it->first.Scalar() == key) fail_at(it->second, key, message);
+  fail_at(node_, key, message);
 }
 
 YAML::Node Section::get(const std::string& key) {

@@ -44,7 +44,11 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
   std::filesystem::create_directories(dir, ec);
   if (ec) return err("cannot create directory " + dir.string() + ": " + ec.message());
   std::random_device rd;
-  auto tmp = dir / ("." + path.filename().string() + ".tmp." + std::to_string(rd()));
+  std::string tmp_name = ".";
+  tmp_name += path.filename().string();
+  tmp_name += ".tmp.";
+  tmp_name += std::to_string(rd());
+  auto tmp = dir / tmp_name;
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return err(errno_text("cannot create", tmp));
   size_t off = 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -70,7 +71,11 @@ class KeyGuard {
 std::string CommandResult::describe() const {
   if (busy) return "previous run of the same command is still running";
   if (!spawn_error.empty()) return spawn_error;
-  if (timed_out) return "timed out after " + std::to_string(static_cast<long long>(duration_seconds)) + "s (killed)";
+  if (timed_out) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.1f", duration_seconds);
+    return std::string("timed out after ") + secs + "s (killed)";
+  }
   if (term_signal) return std::string("killed by signal ") + strsignal(term_signal);
   if (exited && exit_code == 0) return "ok";
   std::string msg = "exit " + std::to_string(exit_code);

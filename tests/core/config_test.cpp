@@ -134,3 +134,21 @@ TEST(Config, MissingFileIsAClearError) {
     EXPECT_EQ(std::string(e.what()), "cannot open /nonexistent/fsaudit.yaml: No such file or directory");
   }
 }
+
+TEST(Config, FailOnAnAbsentKeyNamesTheSection) {
+  auto root = config::open_document("latency:\n  enabled: true\n", "f.yaml");
+  auto lat = root.section("latency");
+  try {
+    lat.fail("stream", "needs targets");
+    FAIL();
+  } catch (const config::ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "f.yaml:2:3: key 'latency.stream': needs targets");
+  }
+  auto absent = root.section("scrub");
+  try {
+    absent.fail("window", "bad");
+    FAIL();
+  } catch (const config::ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "f.yaml: key 'scrub.window': bad");
+  }
+}

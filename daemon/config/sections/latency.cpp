@@ -43,6 +43,8 @@ LatencyConfig parse_latency(Section s) {
   LatencyConfig c;
   c.enabled = s.boolean("enabled", c.enabled);
   c.samples_per_run = static_cast<int>(s.integer("samples_per_run", c.samples_per_run, 1, 1000));
+  c.interval = s.duration("interval", c.interval, 100ms, 24h);
+  c.timeout = s.duration("timeout", c.timeout, 1s, 1h);
   c.probe_file_size = s.size("probe_file_size", c.probe_file_size, 1ull << 20, 1ull << 30);
   if (c.probe_file_size % 4096 != 0)
     s.fail("probe_file_size", "must be a multiple of 4KiB (the sample block size), e.g. 64MiB");

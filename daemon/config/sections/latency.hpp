@@ -26,6 +26,8 @@ struct LatencyStreamConfig {
 struct LatencyConfig {
   bool enabled = true;
   int samples_per_run = 4;                            // 4 KiB write+fsync samples per run
+  std::chrono::milliseconds interval{std::chrono::seconds(1)};   // one sampler run per target per interval
+  std::chrono::milliseconds timeout{std::chrono::seconds(20)};   // per run (covers the first probe file fill)
   std::uint64_t probe_file_size = 64ull << 20;        // preallocated, never grown past this
   std::string mode = "io_uring_fsync";                // io_uring_fsync | o_dsync
   bool direct_reads = false;                          // also time 4 KiB O_DIRECT random reads

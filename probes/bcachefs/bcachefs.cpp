@@ -1,0 +1,260 @@
+#include "probes/bcachefs/bcachefs.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <system_error>
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "daemon/core/units.hpp"
+
+namespace fsaudit::bcachefs {
+
+namespace fs = std::filesystem;
+
+Result<IoErrors> parse_io_errors(std::string_view text) {
+  IoErrors e;
+  std::map<std::string, std::uint64_t>* cur = nullptr;
+  bool seen = false;
+  for (auto raw : lines(text)) {
+    auto line = trim(raw);
+    if (line.empty()) continue;
+    if (line == "IO errors since filesystem creation") {
+      cur = &e.since_creation;
+      seen = true;
+      continue;
+    }
+    if (line.starts_with("IO errors since ")) {
+      cur = &e.since_reset;
+      auto age = line.substr(16);
+      if (age.ends_with(" ago")) age.remove_suffix(4);
+      e.reset_age = std::string(trim(age));
+      continue;
+    }
+    auto colon = line.find(':');
+    if (!cur || colon == std::string_view::npos) continue;  // e.g. a "Flush errors ..." note line
+    auto key = trim(line.substr(0, colon));
+    auto n = parse_u64(trim(line.substr(colon + 1)));
+    if (!n) continue;
+    (*cur)[std::string(key)] = *n;
+  }
+  if (!seen) return err("io_errors: no 'IO errors since filesystem creation' section");
+  return e;
+}
+
+Result<Counter> parse_counter(std::string_view text) {
+  Counter c;
+  int seen = 0;
+  for (auto raw : lines(text)) {
+    auto line = trim(raw);
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    auto key = trim(line.substr(0, colon));
+    auto val = trim(line.substr(colon + 1));
+    std::optional<double> v;
+    if (auto n = parse_u64(val)) v = static_cast<double>(*n);
+    else if (auto h = parse_human_bytes(val)) v = *h;
+    if (!v) return err("counter: '" + std::string(key) + "' value '" + std::string(val) + "' is not a number");
+    if (key == "since mount") c.since_mount = *v, ++seen;
+    else if (key == "since filesystem creation") c.since_creation = *v, ++seen;
+  }
+  if (seen == 0) return err("counter: no 'since mount' / 'since filesystem creation' lines");
+  return c;
+}
+
+std::string parse_state(std::string_view text) {
+  auto t = trim(text);
+  auto open = t.find('[');
+  auto close = t.find(']', open == std::string_view::npos ? 0 : open);
+  if (open != std::string_view::npos && close != std::string_view::npos)
+    return std::string(t.substr(open + 1, close - open - 1));
+  return std::string(t);
+}
+
+std::map<std::string, std::uint64_t> parse_sb_errors(std::string_view text) {
+  std::map<std::string, std::uint64_t> out;
+  for (auto raw : lines(text)) {
+    auto ws = split_ws(raw);
+    if (ws.size() < 2) continue;
+    if (auto n = parse_u64(ws[1])) out[std::string(ws[0])] += *n;
+  }
+  return out;
+}
+
+bool error_counter(std::string_view name) {
+  for (auto k : {"error", "fail", "retry", "poison", "corrupt", "fsck"})
+    if (name.find(k) != std::string_view::npos) return true;
+  return false;
+}
+
+namespace {
+
+std::vector<std::string> list_dir(const fs::path& p) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
+    out.push_back(it->path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::string> read_trimmed(const fs::path& p) {
+  auto r = read_file(p, 64 << 10);
+  if (!r) return std::nullopt;
+  return std::string(trim(*r));
+}
+
+std::string block_name(const fs::path& dev_dir) {
+  std::error_code ec;
+  auto target = fs::read_symlink(dev_dir / "block", ec);
+  return ec ? std::string() : target.filename().string();
+}
+
+}  // namespace
+
+Result<std::string> find_uuid(const HostPaths& host, const std::string& source) {
+  auto root = host.sys("fs/bcachefs");
+  std::set<std::string> wanted;
+  for (auto part : split(source, ':')) {
+    if (part.empty()) continue;
+    std::string p(part);
+    wanted.insert(fs::path(p).filename().string());
+    if (p.starts_with("/dev/")) {
+      std::error_code ec;
+      auto canon = fs::canonical(host.devfs / p.substr(5), ec);
+      if (!ec) wanted.insert(canon.filename().string());
+    }
+  }
+  std::vector<std::string> uuids;
+  for (const auto& u : list_dir(root)) {
+    if (u.size() != 36) continue;
+    uuids.push_back(u);
+    for (const auto& d : list_dir(root / u))
+      if (d.starts_with("dev-") && wanted.count(block_name(root / u / d))) return u;
+  }
+  // "UUID=..." or "/dev/disk/by-uuid/<uuid>" sources name the filesystem directly.
+  for (const auto& u : uuids)
+    if (source.find(u) != std::string::npos) return u;
+  return err("no bcachefs filesystem under " + root.string() + " has a member device of mount source '" + source + "'");
+}
+
+Result<Filesystem> read_filesystem(const HostPaths& host, const std::string& uuid) {
+  auto root = host.sys("fs/bcachefs") / uuid;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return err(root.string() + " does not exist");
+  Filesystem f;
+  f.uuid = uuid;
+  for (const auto& d : list_dir(root)) {
+    if (!d.starts_with("dev-")) continue;
+    Device dev;
+    dev.dir = d;
+    dev.name = block_name(root / d);
+    if (dev.name.empty()) dev.name = d;
+    dev.label = read_trimmed(root / d / "label").value_or("");
+    if (auto s = read_trimmed(root / d / "state_rw")) dev.state = parse_state(*s);
+    else if (auto s2 = read_trimmed(root / d / "state")) dev.state = parse_state(*s2);
+    if (auto v = read_trimmed(root / d / "durability")) dev.durability = parse_u64(*v);
+    auto io = read_file(root / d / "io_errors", 64 << 10);
+    if (io) {
+      auto parsed = parse_io_errors(*io);
+      if (parsed) dev.io_errors = std::move(*parsed);
+      else dev.problem = d + "/io_errors: " + parsed.error();
+    } else {
+      dev.problem = io.error();
+    }
+    f.devices.push_back(std::move(dev));
+  }
+  if (auto e = read_file(root / "errors", 1 << 20)) f.sb_errors = parse_sb_errors(*e);
+  for (const auto& c : list_dir(root / "counters")) {
+    if (!error_counter(c)) continue;
+    if (auto t = read_file(root / "counters" / c, 4096))
+      if (auto parsed = parse_counter(*t)) f.counters[c] = *parsed;
+  }
+  if (auto v = read_trimmed(root / "options/data_replicas")) f.data_replicas = parse_u64(*v);
+  if (auto v = read_trimmed(root / "options/metadata_replicas")) f.metadata_replicas = parse_u64(*v);
+  return f;
+}
+
+metrics::Batch bcachefs_metrics(const Target& t, const Filesystem& f) {
+  metrics::Batch b;
+  static const std::vector<std::string> kStates = {"rw", "ro", "evacuating", "failed", "spare"};
+  b.info("fsaudit_bcachefs_filesystem_info", "bcachefs filesystem of the target (value 1): uuid.",
+         {{"target", t.name}, {"uuid", f.uuid}});
+  for (const auto& d : f.devices) {
+    metrics::Labels l{{"target", t.name}, {"device", d.name}};
+    b.info("fsaudit_bcachefs_device_info", "bcachefs member device (value 1): sysfs directory and label.",
+           {{"target", t.name}, {"device", d.name}, {"dev", d.dir}, {"label", d.label}});
+    if (!d.state.empty()) {
+      auto states = kStates;
+      if (std::find(states.begin(), states.end(), d.state) == states.end()) states.push_back(d.state);
+      b.stateset("fsaudit_bcachefs_device_state",
+                 "bcachefs member state (rw, ro, evacuating, failed, spare); anything but rw needs attention.", l,
+                 states, d.state);
+    }
+    if (d.durability)
+      b.gauge("fsaudit_bcachefs_device_durability", "Copies a replica on this bcachefs device counts for.", l,
+              static_cast<double>(*d.durability));
+    if (d.io_errors) {
+      for (const auto& [kind, n] : d.io_errors->since_creation) {
+        auto lk = l;
+        lk["kind"] = kind;
+        b.gauge("fsaudit_bcachefs_device_errors",
+                "bcachefs per-device I/O errors since filesystem creation, by kind (read, write, checksum).", lk,
+                static_cast<double>(n));
+      }
+    }
+  }
+  for (const auto& [id, n] : f.sb_errors)
+    b.gauge("fsaudit_bcachefs_errors",
+            "bcachefs filesystem error counters kept in the superblock (errors file), by error id.",
+            {{"target", t.name}, {"error", id}}, static_cast<double>(n));
+  for (const auto& [name, c] : f.counters)
+    b.counter("fsaudit_bcachefs_error_events_total",
+              "bcachefs error-related event counters since filesystem creation (counters/<name>).",
+              {{"target", t.name}, {"counter", name}}, c.since_creation);
+  if (f.data_replicas) {
+    b.gauge("fsaudit_bcachefs_data_replicas", "bcachefs data_replicas option: copies kept of each data extent.",
+            {{"target", t.name}}, static_cast<double>(*f.data_replicas));
+    b.gauge("fsaudit_filesystem_data_redundancy",
+            "1 if a bad data copy can be repaired from another copy or parity (btrfs dup/raid1*/raid10/raid5/6 "
+            "data, bcachefs replicas>1); 0 if it cannot.",
+            {{"target", t.name}, {"fs", "bcachefs"}}, *f.data_replicas > 1 ? 1 : 0);
+  }
+  if (f.metadata_replicas)
+    b.gauge("fsaudit_bcachefs_metadata_replicas", "bcachefs metadata_replicas option.", {{"target", t.name}},
+            static_cast<double>(*f.metadata_replicas));
+  return b;
+}
+
+}  // namespace fsaudit::bcachefs
+
+namespace fsaudit::probes {
+
+namespace {
+
+class BcachefsProbe final : public Probe {
+ public:
+  std::string name() const override { return "bcachefs"; }
+  bool applies_to(const Target& t) const override { return t.fstype == "bcachefs"; }
+  ProbeResult run(const Target& t, ProbeContext& ctx) override {
+    try {
+      auto uuid = bcachefs::find_uuid(ctx.host, t.source);
+      if (!uuid) return ProbeResult::failed(uuid.error());
+      auto f = bcachefs::read_filesystem(ctx.host, *uuid);
+      if (!f) return ProbeResult::failed(f.error());
+      auto batch = bcachefs::bcachefs_metrics(t, *f);
+      for (const auto& d : f->devices)
+        if (!d.io_errors) return ProbeResult::failed(d.problem, std::move(batch));
+      return ProbeResult::ok(std::move(batch));
+    } catch (const std::exception& e) {
+      return ProbeResult::failed(std::string("bcachefs probe: ") + e.what());
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_bcachefs_probe(const config::Config&) { return std::make_unique<BcachefsProbe>(); }
+
+}  // namespace fsaudit::probes

@@ -1,0 +1,76 @@
+#pragma once
+// bcachefs health from <sysfs>/fs/bcachefs/<uuid>/:
+//   dev-N/io_errors   "IO errors since filesystem creation" / "IO errors since <t> ago" sections with
+//                     read/write/checksum (fs/bcachefs/sb-members.c bch2_dev_io_errors_to_text)
+//   dev-N/state_rw    member state, the current one in brackets: "[rw] ro evacuating failed spare"
+//   dev-N/label, dev-N/durability, dev-N/block (symlink to the block device)
+//   errors            superblock error counters: "<error id> <count> <date time>..." per line
+//   counters/<name>   "since mount: N" / "since filesystem creation: N" (sizes may have units: 7.69G)
+//   options/data_replicas, options/metadata_replicas
+// No bcachefs in this kernel: tested on a fixture tree (tests/data/fshealth/bcachefs).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/config/config.hpp"
+#include "daemon/core/host_paths.hpp"
+#include "daemon/core/result.hpp"
+#include "daemon/metrics/batch.hpp"
+#include "daemon/probe/probe.hpp"
+
+namespace fsaudit::bcachefs {
+
+struct IoErrors {
+  std::map<std::string, std::uint64_t> since_creation;  // read, write, checksum (and any new kinds)
+  std::map<std::string, std::uint64_t> since_reset;     // the second section
+  std::string reset_age;                                // "7 y" from "IO errors since 7 y ago"
+};
+Result<IoErrors> parse_io_errors(std::string_view text);
+
+struct Counter {
+  double since_mount = 0;
+  double since_creation = 0;
+};
+Result<Counter> parse_counter(std::string_view text);
+
+// "[rw] ro evacuating failed spare" -> "rw"; a bare "rw" -> "rw".
+std::string parse_state(std::string_view text);
+
+// The `errors` file: error id -> count.
+std::map<std::string, std::uint64_t> parse_sb_errors(std::string_view text);
+
+struct Device {
+  std::string dir;    // "dev-0"
+  std::string name;   // kernel block device name ("sdc"), or dir when there is no block link
+  std::string label;  // "hdd.hdd2"
+  std::string state;  // rw, ro, evacuating, failed, spare
+  std::optional<std::uint64_t> durability;
+  std::optional<IoErrors> io_errors;
+  std::string problem;
+};
+struct Filesystem {
+  std::string uuid;
+  std::vector<Device> devices;
+  std::map<std::string, std::uint64_t> sb_errors;
+  std::map<std::string, Counter> counters;  // only the error-related ones (see error_counter())
+  std::optional<std::uint64_t> data_replicas, metadata_replicas;
+};
+
+// Counters worth exporting for health: names containing error, fail, retry, poison, corrupt, fsck.
+bool error_counter(std::string_view name);
+
+// The <uuid> whose member devices include one of the mount source's devices ("/dev/sdb:/dev/sdc").
+Result<std::string> find_uuid(const HostPaths& host, const std::string& source);
+Result<Filesystem> read_filesystem(const HostPaths& host, const std::string& uuid);
+
+metrics::Batch bcachefs_metrics(const Target& t, const Filesystem& f);
+
+}  // namespace fsaudit::bcachefs
+
+namespace fsaudit::probes {
+std::unique_ptr<Probe> make_bcachefs_probe(const config::Config& cfg);
+}  // namespace fsaudit::probes

@@ -1,0 +1,544 @@
+#include "probes/btrfs/btrfs.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+
+namespace fsaudit::btrfs {
+
+namespace fs = std::filesystem;
+
+Result<DeviceErrors> parse_error_stats(std::string_view text) {
+  DeviceErrors e;
+  int seen = 0;
+  for (auto line : lines(text)) {
+    auto ws = split_ws(line);
+    if (ws.size() != 2) continue;
+    auto key = ws[0];
+    std::uint64_t* dst = nullptr;
+    if (key == "write_errs") dst = &e.write;
+    else if (key == "read_errs") dst = &e.read;
+    else if (key == "flush_errs") dst = &e.flush;
+    else if (key == "corruption_errs") dst = &e.corruption;
+    else if (key == "generation_errs") dst = &e.generation;
+    if (!dst) continue;
+    auto n = parse_u64(ws[1]);
+    if (!n) return err("error_stats: '" + std::string(key) + "' is '" + std::string(ws[1]) + "', not a number");
+    *dst = *n;
+    ++seen;
+  }
+  if (seen != 5) return err("error_stats: expected 5 counters (write/read/flush/corruption/generation_errs), found " +
+                            std::to_string(seen));
+  return e;
+}
+
+namespace {
+
+bool set_stat(DeviceErrors& e, std::string_view key, std::uint64_t v) {
+  if (key == "write_io_errs") e.write = v;
+  else if (key == "read_io_errs") e.read = v;
+  else if (key == "flush_io_errs") e.flush = v;
+  else if (key == "corruption_errs") e.corruption = v;
+  else if (key == "generation_errs") e.generation = v;
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text) {
+  std::vector<DeviceStatsEntry> out;
+  std::map<std::string, size_t> index;
+  bool tabular = false;
+  for (auto raw : lines(text)) {
+    auto line = trim(raw);
+    if (line.empty()) continue;
+    if (line.starts_with("[")) {
+      // [/dev/sda3].write_io_errs   0
+      auto close = line.find("].");
+      if (close == std::string_view::npos) continue;
+      auto dev = std::string(line.substr(1, close - 1));
+      auto ws = split_ws(line.substr(close + 2));
+      if (ws.size() != 2) continue;
+      auto n = parse_u64(ws[1]);
+      if (!n) return err("btrfs device stats: bad value in '" + std::string(line) + "'");
+      auto it = index.find(dev);
+      if (it == index.end()) {
+        it = index.emplace(dev, out.size()).first;
+        out.push_back(DeviceStatsEntry{dev, std::nullopt, {}});
+      }
+      set_stat(out[it->second].errors, ws[0], *n);
+      continue;
+    }
+    if (line.starts_with("Id ") && line.find("Path") != std::string_view::npos) {
+      tabular = true;
+      continue;
+    }
+    if (tabular) {
+      //  1 /dev/vdc            0           0            0                 0                 0
+      if (line.starts_with("--")) continue;
+      auto ws = split_ws(line);
+      if (ws.size() != 7) continue;
+      auto id = parse_u64(ws[0]);
+      std::array<std::optional<std::uint64_t>, 5> v;
+      for (int i = 0; i < 5; ++i) v[i] = parse_u64(ws[2 + i]);
+      if (!id || !v[0] || !v[1] || !v[2] || !v[3] || !v[4])
+        return err("btrfs device stats -T: bad row '" + std::string(line) + "'");
+      out.push_back(DeviceStatsEntry{std::string(ws[1]), id, DeviceErrors{*v[0], *v[1], *v[2], *v[3], *v[4]}});
+    }
+  }
+  if (out.empty()) {
+    auto ls = lines(text);
+    return err("btrfs device stats: no device counters in the output" +
+               (ls.empty() ? std::string() : " (first line: '" + std::string(trim(ls.front())) + "')"));
+  }
+  return out;
+}
+
+bool profile_is_redundant(std::string_view p) {
+  auto s = to_lower(p);
+  return s == "dup" || s == "raid1" || s == "raid1c3" || s == "raid1c4" || s == "raid10" || s == "raid5" ||
+         s == "raid6";
+}
+
+namespace {
+
+// Kernel block device name for a mount source ("/dev/mapper/root" -> "dm-0"), plus its dev_t.
+struct SourceDevice {
+  std::set<std::string> names;
+  std::optional<std::pair<unsigned, unsigned>> majmin;
+};
+
+SourceDevice resolve_source(const HostPaths& host, const std::string& source) {
+  SourceDevice s;
+  if (source.empty()) return s;
+  fs::path src(source);
+  s.names.insert(src.filename().string());
+  if (source.starts_with("/dev/")) {
+    auto p = host.devfs / source.substr(5);
+    std::error_code ec;
+    auto canon = fs::canonical(p, ec);
+    if (!ec) {
+      s.names.insert(canon.filename().string());
+      struct stat st {};
+      if (::stat(canon.c_str(), &st) == 0 && S_ISBLK(st.st_mode))
+        s.majmin = std::make_pair(major(st.st_rdev), minor(st.st_rdev));
+    }
+  }
+  return s;
+}
+
+std::vector<std::string> list_dir(const fs::path& p, bool dirs_only) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+    if (dirs_only) {
+      std::error_code ec2;
+      if (!it->is_directory(ec2)) continue;
+    }
+    out.push_back(it->path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::uint64_t> read_u64_file(const fs::path& p) {
+  auto r = read_file(p, 4096);
+  if (!r) return std::nullopt;
+  return parse_u64(trim(*r));
+}
+
+bool looks_like_uuid(std::string_view s) { return s.size() == 36 && s[8] == '-' && s[13] == '-'; }
+
+}  // namespace
+
+Result<std::string> find_fsid(const HostPaths& host, const std::string& source) {
+  auto root = host.sys("fs/btrfs");
+  auto fsids = list_dir(root, true);
+  if (fsids.empty()) return err(root.string() + " lists no btrfs filesystem (is the btrfs module loaded?)");
+  auto src = resolve_source(host, source);
+  for (const auto& id : fsids) {
+    if (!looks_like_uuid(id)) continue;
+    for (const auto& member : list_dir(root / id / "devices", false)) {
+      if (src.names.count(member)) return id;
+      if (src.majmin) {
+        auto dev = read_file(root / id / "devices" / member / "dev", 64);
+        if (dev && trim(*dev) == std::to_string(src.majmin->first) + ":" + std::to_string(src.majmin->second))
+          return id;
+      }
+    }
+  }
+  return err("no btrfs filesystem under " + root.string() + " has the mount source '" + source +
+             "' as a member device");
+}
+
+Result<std::uint64_t> read_superblock_devid(const fs::path& device, const std::string& fsid) {
+  int fd = ::open(device.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return err("open " + device.string() + ": " + std::strerror(errno));
+  std::array<unsigned char, 0x100> sb{};
+  ssize_t n = ::pread(fd, sb.data(), sb.size(), 0x10000);
+  int saved = errno;
+  ::close(fd);
+  if (n < 0) return err("read superblock of " + device.string() + ": " + std::strerror(saved));
+  if (n < static_cast<ssize_t>(sb.size())) return err(device.string() + ": too short for a btrfs superblock");
+  if (std::memcmp(sb.data() + 0x40, "_BHRfS_M", 8) != 0) return err(device.string() + ": no btrfs superblock magic");
+  // fsid (16 bytes at 0x20) must be the sysfs directory's UUID.
+  char hex[37];
+  const unsigned char* u = sb.data() + 0x20;
+  std::snprintf(hex, sizeof hex, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  if (fsid != hex) return err(device.string() + ": superblock fsid " + hex + " is not " + fsid);
+  std::uint64_t devid = 0;
+  for (int i = 7; i >= 0; --i) devid = (devid << 8) | sb[0xc9 + i];  // dev_item.devid, little endian
+  return devid;
+}
+
+Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsid) {
+  auto root = host.sys("fs/btrfs") / fsid;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return err(root.string() + " does not exist");
+  SysfsFilesystem f;
+  f.fsid = fsid;
+  f.member_names = list_dir(root / "devices", false);
+
+  std::map<std::uint64_t, std::string> names;
+  std::vector<std::string> problems;
+  for (const auto& m : f.member_names) {
+    auto id = read_superblock_devid(host.dev(m), fsid);
+    if (id) names[*id] = m;
+    else problems.push_back(id.error());
+  }
+
+  for (const auto& d : list_dir(root / "devinfo", true)) {
+    auto id = parse_u64(d);
+    if (!id) continue;
+    SysfsDevice dev;
+    dev.devid = *id;
+    dev.missing = read_u64_file(root / "devinfo" / d / "missing").value_or(0) != 0;
+    auto es = read_file(root / "devinfo" / d / "error_stats", 4096);
+    if (es) {
+      auto parsed = parse_error_stats(*es);
+      if (parsed) dev.errors = *parsed;
+      else dev.errors_problem = parsed.error();
+    } else {
+      dev.errors_problem = es.error();
+    }
+    auto n = names.find(*id);
+    if (n != names.end()) dev.name = n->second;
+    f.devices.push_back(std::move(dev));
+  }
+  // One present member and one present devid: no superblock needed to pair them.
+  std::vector<SysfsDevice*> unnamed;
+  for (auto& d : f.devices)
+    if (d.name.empty() && !d.missing) unnamed.push_back(&d);
+  if (unnamed.size() == 1 && names.empty() && f.member_names.size() == 1) unnamed[0]->name = f.member_names[0];
+
+  for (const auto& type : {"data", "metadata", "system"}) {
+    auto tdir = root / "allocation" / type;
+    for (const auto& prof : list_dir(tdir, true)) {
+      AllocationProfile p;
+      p.type = type;
+      p.profile = prof;
+      p.total_bytes = read_u64_file(tdir / prof / "total_bytes").value_or(0);
+      p.used_bytes = read_u64_file(tdir / prof / "used_bytes").value_or(0);
+      f.profiles.push_back(std::move(p));
+    }
+  }
+  return f;
+}
+
+namespace {
+
+const char* const kDeviceErrorsHelp =
+    "btrfs per-device error counter (persistent on disk until `btrfs device stats -z`), by kind: "
+    "write/read/flush I/O errors, corruption (checksum) and generation (lost write) errors.";
+
+void device_error_series(metrics::Batch& b, const std::string& target, const std::string& device,
+                         const std::string& devid, const DeviceErrors& e) {
+  const std::pair<const char*, std::uint64_t> kinds[] = {{"write", e.write},
+                                                         {"read", e.read},
+                                                         {"flush", e.flush},
+                                                         {"corruption", e.corruption},
+                                                         {"generation", e.generation}};
+  for (const auto& [kind, v] : kinds)
+    b.gauge("fsaudit_btrfs_device_errors", kDeviceErrorsHelp,
+            {{"target", target}, {"device", device}, {"devid", devid}, {"kind", kind}}, static_cast<double>(v));
+}
+
+std::string strip_dev(const std::string& d) { return d.starts_with("/dev/") ? d.substr(5) : d; }
+
+}  // namespace
+
+metrics::Batch btrfs_metrics(const Target& t, const Observation& obs) {
+  metrics::Batch b;
+  const std::string& target = t.name;
+  std::map<std::uint64_t, std::string> devid_names;
+
+  if (obs.sysfs) {
+    const auto& f = *obs.sysfs;
+    b.info("fsaudit_btrfs_filesystem_info", "btrfs filesystem of the target (value 1): fsid.",
+           {{"target", target}, {"fsid", f.fsid}});
+    int missing = 0;
+    for (const auto& d : f.devices) {
+      std::string name = d.name.empty() ? "devid-" + std::to_string(d.devid) : d.name;
+      devid_names[d.devid] = name;
+      if (d.missing) ++missing;
+      b.gauge("fsaudit_btrfs_device_missing", "1 if the btrfs member device is missing (devinfo/<devid>/missing).",
+              {{"target", target}, {"device", name}, {"devid", std::to_string(d.devid)}}, d.missing ? 1 : 0);
+      if (d.errors) device_error_series(b, target, name, std::to_string(d.devid), *d.errors);
+    }
+    b.gauge("fsaudit_btrfs_devices", "Number of member devices of the btrfs filesystem (devinfo entries).",
+            {{"target", target}}, static_cast<double>(f.devices.size()));
+    b.gauge("fsaudit_btrfs_devices_missing", "Number of missing member devices of the btrfs filesystem.",
+            {{"target", target}}, missing);
+
+    std::map<std::string, std::uint64_t> nonredundant;  // type -> used bytes
+    bool data_seen = false, data_redundant = true;
+    for (const auto& p : f.profiles) {
+      metrics::Labels l{{"target", target}, {"type", p.type}, {"profile", p.profile}};
+      b.gauge("fsaudit_btrfs_allocated_bytes", "Bytes allocated to btrfs block groups of this type and profile.", l,
+              static_cast<double>(p.total_bytes));
+      b.gauge("fsaudit_btrfs_used_bytes", "Bytes used in btrfs block groups of this type and profile.", l,
+              static_cast<double>(p.used_bytes));
+      bool red = profile_is_redundant(p.profile);
+      b.gauge("fsaudit_btrfs_profile_redundant",
+              "1 if this block-group profile keeps a second copy or parity (dup, raid1*, raid10, raid5/6), so "
+              "a bad copy can be repaired; 0 for single/raid0.",
+              l, red ? 1 : 0);
+      nonredundant[p.type] += red ? 0 : p.used_bytes;
+      if (p.type == "data" && (p.total_bytes > 0 || p.used_bytes > 0)) {
+        data_seen = true;
+        if (!red) data_redundant = false;
+      }
+    }
+    for (const auto& type : {"data", "metadata", "system"}) {
+      if (!nonredundant.count(type)) continue;
+      b.gauge("fsaudit_btrfs_nonredundant_used_bytes",
+              "Bytes used in btrfs block groups without redundancy (single/raid0): a checksum error there "
+              "cannot be repaired.",
+              {{"target", target}, {"type", type}}, static_cast<double>(nonredundant[type]));
+    }
+    if (data_seen)
+      b.gauge("fsaudit_filesystem_data_redundancy",
+              "1 if a bad data copy can be repaired from another copy or parity (btrfs dup/raid1*/raid10/raid5/6 "
+              "data, bcachefs replicas>1); 0 if it cannot.",
+              {{"target", target}, {"fs", t.fstype.empty() ? "btrfs" : t.fstype}}, data_redundant ? 1 : 0);
+  }
+
+  // Counters from `btrfs device stats` when sysfs had none for some device.
+  if (obs.device_stats) {
+    std::set<std::string> have;
+    if (obs.sysfs)
+      for (const auto& d : obs.sysfs->devices)
+        if (d.errors) have.insert(devid_names[d.devid]);
+    for (const auto& e : *obs.device_stats) {
+      std::string name = strip_dev(e.device);
+      if (have.count(name)) continue;
+      device_error_series(b, target, name, e.devid ? std::to_string(*e.devid) : "", e.errors);
+    }
+  }
+
+  if (obs.scrub || obs.scrub_file) {
+    metrics::Labels l{{"target", target}};
+    ScrubState state = ScrubState::unknown;
+    if (obs.scrub) state = obs.scrub->total.state;
+    else if (obs.scrub_file) state = obs.scrub_file->state();
+    b.stateset("fsaudit_btrfs_scrub_state",
+               "State of the last btrfs scrub (btrfs scrub status): never, running, finished, aborted, "
+               "interrupted, unknown.",
+               l, scrub_states(), std::string(to_string(state)));
+    std::optional<std::int64_t> start;
+    if (obs.scrub_file && obs.scrub_file->t_start > 0) start = obs.scrub_file->t_start;
+    else if (obs.scrub && obs.scrub->total.started_epoch) start = obs.scrub->total.started_epoch;
+    if (start)
+      b.gauge("fsaudit_btrfs_scrub_last_start_timestamp_seconds", "Start time of the last btrfs scrub (Unix time).",
+              l, static_cast<double>(*start));
+    if (obs.scrub) {
+      const auto& s = obs.scrub->total;
+      if (s.duration_seconds)
+        b.gauge("fsaudit_btrfs_scrub_duration_seconds",
+                "Run time of the last (or running) btrfs scrub, as btrfs scrub status reports it.", l,
+                *s.duration_seconds);
+      if (s.progress_ratio)
+        b.gauge("fsaudit_btrfs_scrub_progress_ratio", "Fraction of the btrfs scrub done (1 when finished).", l,
+                *s.progress_ratio);
+      if (s.scrubbed_bytes)
+        b.gauge("fsaudit_btrfs_scrub_scrubbed_bytes", "Bytes read and verified by the last btrfs scrub.", l,
+                *s.scrubbed_bytes);
+    }
+    // Error counts: the scrub's own, which some kernels (6.12) did not add to the device counters.
+    auto scrub_errors = [&](const ScrubSection& s, metrics::Labels base, const std::string& prefix) {
+      std::optional<ScrubRawCounters> raw = s.raw;
+      std::map<std::string, std::optional<std::uint64_t>> kinds;
+      if (raw) {
+        kinds = {{"read", raw->read_errors}, {"csum", raw->csum_errors}, {"verify", raw->verify_errors},
+                 {"super", raw->super_errors}};
+      } else if (s.errors_found()) {
+        for (const auto* k : {"read", "csum", "verify", "super"}) {
+          auto it = s.error_details.find(k);
+          kinds[k] = it == s.error_details.end() ? 0 : it->second;
+        }
+      }
+      for (const auto& [kind, v] : kinds) {
+        auto lk = base;
+        lk["kind"] = kind;
+        b.gauge(prefix + "errors",
+                "Errors the last btrfs scrub found, by kind (read, csum, verify, super); from the scrub's own "
+                "report, not the device counters.",
+                lk, static_cast<double>(v.value_or(0)));
+      }
+      if (auto c = s.corrected_errors())
+        b.gauge(prefix + "corrected_errors", "Errors the last btrfs scrub repaired from a good copy.", base,
+                static_cast<double>(*c));
+      if (auto u = s.uncorrectable_errors())
+        b.gauge(prefix + "uncorrectable_errors",
+                "Errors the last btrfs scrub could not repair (no good copy): data is lost or damaged.", base,
+                static_cast<double>(*u));
+    };
+    if (obs.scrub && state != ScrubState::never) {
+      scrub_errors(obs.scrub->total, l, "fsaudit_btrfs_scrub_");
+      for (const auto& d : obs.scrub->devices) {
+        if (d.state == ScrubState::never) continue;
+        std::string name = strip_dev(d.device);
+        if (d.devid) {
+          auto it = devid_names.find(*d.devid);
+          if (it != devid_names.end()) name = it->second;
+        }
+        scrub_errors(d, {{"target", target}, {"device", name}, {"devid", d.devid ? std::to_string(*d.devid) : ""}},
+                     "fsaudit_btrfs_scrub_device_");
+      }
+    } else if (!obs.scrub && obs.scrub_file && obs.scrub_file->t_start > 0) {
+      ScrubSection s;
+      s.raw = obs.scrub_file->counters;
+      scrub_errors(s, l, "fsaudit_btrfs_scrub_");
+    }
+  }
+  return b;
+}
+
+}  // namespace fsaudit::btrfs
+
+namespace fsaudit::probes {
+
+namespace {
+
+using namespace fsaudit::btrfs;
+
+class BtrfsProbe final : public Probe {
+ public:
+  std::string name() const override { return "btrfs"; }
+  bool applies_to(const Target& t) const override { return t.fstype == "btrfs"; }
+
+  ProbeResult run(const Target& t, ProbeContext& ctx) override {
+    try {
+      return run_inner(t, ctx);
+    } catch (const std::exception& e) {
+      return ProbeResult::failed(std::string("btrfs probe: ") + e.what());
+    }
+  }
+
+ private:
+  CommandResult run_tool(ProbeContext& ctx, std::vector<std::string> args) {
+    CommandSpec spec;
+    spec.argv.push_back(ctx.tool("btrfs"));
+    for (auto& a : args) spec.argv.push_back(std::move(a));
+    spec.timeout = std::max(std::chrono::milliseconds(100), ctx.remaining());
+    spec.max_output = 1 << 20;
+    return ctx.runner.run(spec, ctx.stop);
+  }
+
+  ProbeResult run_inner(const Target& t, ProbeContext& ctx) {
+    Observation obs;
+    std::vector<std::string> problems;
+
+    std::string fsid;
+    auto id = find_fsid(ctx.host, t.source);
+    if (id) {
+      fsid = *id;
+      auto sys = read_sysfs(ctx.host, fsid);
+      if (sys) obs.sysfs = std::move(*sys);
+      else problems.push_back(sys.error());
+    } else {
+      problems.push_back(id.error());
+    }
+
+    bool counters_complete = obs.sysfs && !obs.sysfs->devices.empty();
+    if (obs.sysfs)
+      for (const auto& d : obs.sysfs->devices)
+        if (!d.errors && !d.missing) {
+          counters_complete = false;
+          problems.push_back("devid " + std::to_string(d.devid) + ": " + d.errors_problem);
+        }
+    if (!counters_complete) {
+      auto r = run_tool(ctx, {"device", "stats", t.mountpoint});
+      // Exit 64/65 only come with -c; anything printed is still parsed.
+      auto parsed = parse_device_stats(r.out);
+      if (parsed) {
+        // Name devices as the kernel does ("/dev/mapper/root" -> "dm-0"), like the sysfs path and the
+        // kernel log watcher; keep the printed path when it cannot be resolved.
+        for (auto& e : *parsed) {
+          if (!e.device.starts_with("/dev/")) continue;
+          std::error_code ec;
+          auto canon = fs::canonical(ctx.host.devfs / e.device.substr(5), ec);
+          if (!ec) e.device = canon.filename().string();
+        }
+        obs.device_stats = std::move(*parsed);
+      }
+      else problems.push_back("btrfs device stats " + t.mountpoint + ": " + (r.ok() ? parsed.error() : r.describe()));
+    }
+
+    auto r = run_tool(ctx, {"scrub", "status", "-d", "-R", t.mountpoint});
+    if (r.ok() || !r.out.empty()) {
+      auto parsed = parse_scrub_status(r.out);
+      if (parsed) {
+        obs.scrub = std::move(*parsed);
+        if (fsid.empty()) fsid = obs.scrub->uuid;
+      } else {
+        problems.push_back("btrfs scrub status " + t.mountpoint + ": " + (r.ok() ? parsed.error() : r.describe()));
+      }
+    } else {
+      problems.push_back("btrfs scrub status " + t.mountpoint + ": " + r.describe());
+    }
+
+    if (!fsid.empty()) {
+      auto path = ctx.host.rootfs / "var/lib/btrfs" / ("scrub.status." + fsid);
+      std::error_code ec;
+      if (fs::exists(path, ec)) {
+        auto text = read_file(path);
+        if (text) {
+          auto f = parse_scrub_status_file(*text);
+          if (f) obs.scrub_file = f->aggregate(fsid);
+          else problems.push_back(path.string() + ": " + f.error());
+        }
+        // Unreadable while btrfs-progs holds its lock or rewrites it: the command output suffices.
+      }
+    }
+
+    auto batch = btrfs_metrics(t, obs);
+    bool have_counters = counters_complete || obs.device_stats;
+    if (!have_counters || !obs.scrub) {
+      std::string why;
+      for (const auto& p : problems) why += (why.empty() ? "" : "; ") + p;
+      if (why.empty()) why = "no btrfs data gathered";
+      return ProbeResult::failed(why, std::move(batch));
+    }
+    return ProbeResult::ok(std::move(batch));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_btrfs_probe(const config::Config&) { return std::make_unique<BtrfsProbe>(); }
+
+}  // namespace fsaudit::probes

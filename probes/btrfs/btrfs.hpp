@@ -1,0 +1,93 @@
+#pragma once
+// btrfs health: per-device error counters, missing devices, block-group profiles (can the data heal
+// itself?), and the last scrub's own counts.
+//
+// Sources, in order of preference:
+//  * <sysfs>/fs/btrfs/<fsid>/devinfo/<devid>/{error_stats,missing}  (kernel >= 5.14)
+//  * `btrfs device stats <mnt>` when error_stats is absent (older kernels)
+//  * <sysfs>/fs/btrfs/<fsid>/allocation/{data,metadata,system}/<profile>/{total,used}_bytes
+//  * `btrfs scrub status -d -R <mnt>` and /var/lib/btrfs/scrub.status.<fsid> (exact start epoch)
+//
+// The mount is mapped to its fsid by its source device: the kernel name of `source` (symlinks such
+// as /dev/mapper/x resolved under devfs) is looked up in <fsid>/devices/, then by major:minor
+// (<fsid>/devices/<name>/dev). devid -> device name comes from the btrfs superblock of each member
+// (dev_item.devid), since sysfs has no link between devinfo/<devid> and devices/<name>.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/config/config.hpp"
+#include "daemon/core/host_paths.hpp"
+#include "daemon/core/result.hpp"
+#include "daemon/metrics/batch.hpp"
+#include "daemon/probe/probe.hpp"
+#include "probes/btrfs/scrub_status.hpp"
+
+namespace fsaudit::btrfs {
+
+struct DeviceErrors {
+  std::uint64_t write = 0, read = 0, flush = 0, corruption = 0, generation = 0;
+};
+
+// <sysfs>/fs/btrfs/<fsid>/devinfo/<devid>/error_stats: "write_errs N" ... "generation_errs N".
+// A value "invalid" (stats not yet loaded) is an error.
+Result<DeviceErrors> parse_error_stats(std::string_view text);
+
+struct DeviceStatsEntry {
+  std::string device;  // as printed: "/dev/sda3", "/dev/mapper/root", "<missing disk>"
+  std::optional<std::uint64_t> devid;  // only the tabular (-T) form prints it
+  DeviceErrors errors;
+};
+// `btrfs device stats [-c] <mnt>`: "[/dev/x].write_io_errs N" lines, or the tabular -T form.
+Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text);
+
+// Block-group profile names as sysfs spells them: single, dup, raid0, raid1, raid1c3, raid1c4,
+// raid10, raid5, raid6. True where a bad copy can be rebuilt from another copy or from parity.
+bool profile_is_redundant(std::string_view profile);
+
+struct SysfsDevice {
+  std::uint64_t devid = 0;
+  std::string name;                 // kernel name ("sda3", "dm-0"), "" when unknown (missing)
+  bool missing = false;
+  std::optional<DeviceErrors> errors;  // nullopt when error_stats is absent or unreadable
+  std::string errors_problem;          // why errors is nullopt
+};
+struct AllocationProfile {
+  std::string type;     // data, metadata, system
+  std::string profile;  // single, raid1, ...
+  std::uint64_t total_bytes = 0;
+  std::uint64_t used_bytes = 0;
+};
+struct SysfsFilesystem {
+  std::string fsid;
+  std::vector<std::string> member_names;  // <fsid>/devices/*
+  std::vector<SysfsDevice> devices;       // <fsid>/devinfo/*
+  std::vector<AllocationProfile> profiles;
+};
+
+// The fsid directory under <sysfs>/fs/btrfs for a mount whose source is `source`.
+Result<std::string> find_fsid(const HostPaths& host, const std::string& source);
+// Reads one filesystem's sysfs tree. devid -> name via member superblocks under host.devfs.
+Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsid);
+// dev_item.devid of the btrfs superblock in `device` (64 KiB in), checked against `fsid`.
+Result<std::uint64_t> read_superblock_devid(const std::filesystem::path& device, const std::string& fsid);
+
+// Everything one run gathered; any part may be missing.
+struct Observation {
+  std::optional<SysfsFilesystem> sysfs;
+  std::optional<std::vector<DeviceStatsEntry>> device_stats;  // fallback for the counters
+  std::optional<ScrubStatus> scrub;
+  std::optional<ScrubFileRecord> scrub_file;  // aggregate of /var/lib/btrfs/scrub.status.<fsid>
+};
+// Pure: the metrics for `target` from what was observed.
+metrics::Batch btrfs_metrics(const Target& target, const Observation& obs);
+
+}  // namespace fsaudit::btrfs
+
+namespace fsaudit::probes {
+std::unique_ptr<Probe> make_btrfs_probe(const config::Config& cfg);
+}  // namespace fsaudit::probes

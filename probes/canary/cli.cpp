@@ -1,0 +1,141 @@
+#include "probes/canary/cli.hpp"
+
+#include <iostream>
+#include <vector>
+
+#include "daemon/core/clock.hpp"
+#include "daemon/core/files.hpp"
+#include "daemon/core/units.hpp"
+#include "probes/canary/cycle.hpp"
+#include "probes/canary/identity.hpp"
+#include "probes/canary/journal.hpp"
+#include "probes/canary/pattern.hpp"
+#include "probes/canary/safety.hpp"
+#include "probes/canary/scanner.hpp"
+
+namespace fsaudit::canary {
+
+namespace fs = std::filesystem;
+
+Result<void> init_canary(const config::Config& cfg, const std::string& name, CommandRunner& runner) {
+  const auto* t = cfg.canary.find(name);
+  if (!t) return err("\"" + name + "\" is not a canary in " + cfg.source + "; add it under canary.canaries first");
+  StackOps ops(*t, StackEnv{runner, cfg.tools, {}, std::chrono::minutes(2)});
+  auto ids = verify_for_init(*t, cfg.host, &ops);
+  if (!ids) return err("refused: " + ids.error());
+  CanaryRecord rec;
+  rec.name = name;
+  for (int i = 0; i < 2; ++i) {
+    std::uint64_t v = random_u64();
+    rec.signature_id += to_hex(reinterpret_cast<const unsigned char*>(&v), sizeof v);
+  }
+  rec.pattern_key = random_u64();
+  rec.created = SystemClock::instance().wall_seconds();
+  rec.devices = *ids;
+  if (auto w = write_file_atomic(fs::path(t->mountpoint) / kSignatureFile, signature_text(name, rec.signature_id), 0644); !w)
+    return err("cannot write the signature on " + t->mountpoint + ": " + w.error());
+  ::sync();
+  if (auto s = save_record(cfg.state_dir, rec); !s) return err(s.error());
+  return {};
+}
+
+namespace {
+
+int usage(std::ostream& o, int code) {
+  o << "usage: fsauditd canary init NAME --config FILE\n"
+       "       fsauditd canary run NAME --config FILE\n"
+       "       fsauditd canary status NAME --config FILE\n"
+       "       fsauditd canary scan-bench DEVICE [--queue-depth N] [--chunk SIZE] [--limit SIZE]\n";
+  return code;
+}
+
+}  // namespace
+
+int canary_cli(int argc, char** argv) {
+  std::vector<std::string> a(argv, argv + argc);
+  if (!a.empty() && a[0] == "canary") a.erase(a.begin());
+  if (a.empty() || a[0] == "--help" || a[0] == "-h") return usage(a.empty() ? std::cerr : std::cout, a.empty() ? 2 : 0);
+  std::string cmd = a[0];
+  std::string config_path, positional;
+  unsigned qd = 32;
+  std::uint64_t chunk = 1 << 20, limit = 0;
+  for (std::size_t i = 1; i < a.size(); ++i) {
+    auto val = [&]() -> std::string {
+      if (i + 1 >= a.size()) {
+        std::cerr << "fsauditd canary: " << a[i] << " needs a value\n";
+        std::exit(2);
+      }
+      return a[++i];
+    };
+    if (a[i] == "--config" || a[i] == "-c") config_path = val();
+    else if (a[i] == "--queue-depth") qd = static_cast<unsigned>(std::stoul(val()));
+    else if (a[i] == "--chunk") chunk = parse_size(val()).value_or(0);
+    else if (a[i] == "--limit") limit = parse_size(val()).value_or(0);
+    else if (positional.empty() && !a[i].starts_with("-")) positional = a[i];
+    else {
+      std::cerr << "fsauditd canary: unexpected argument '" << a[i] << "'\n";
+      return usage(std::cerr, 2);
+    }
+  }
+  if (positional.empty()) return usage(std::cerr, 2);
+  try {
+    if (cmd == "scan-bench") {
+      ScanOptions o;
+      o.queue_depth = qd;
+      o.chunk_bytes = chunk;
+      o.limit_bytes = limit;
+      auto r = scan_device(positional, random_u64(), o);
+      if (!r) {
+        std::cerr << "fsauditd canary scan-bench: " << r.error() << "\n";
+        return 1;
+      }
+      std::cout << "device=" << positional << " bytes=" << r->bytes << " seconds=" << r->seconds
+                << " bytes_per_second=" << static_cast<std::uint64_t>(r->bytes_per_second())
+                << " MiB_per_second=" << r->bytes_per_second() / (1 << 20) << " queue_depth=" << qd
+                << " chunk=" << chunk << " hits=" << r->hits.size() << "\n";
+      return 0;
+    }
+    if (config_path.empty()) {
+      std::cerr << "fsauditd canary " << cmd << ": --config FILE is required\n";
+      return 2;
+    }
+    auto cfg = config::load_config_file(config_path);
+    ProcessRunner runner;
+    if (cmd == "init") {
+      auto r = init_canary(cfg, positional, runner);
+      if (!r) {
+        std::cerr << "fsauditd canary init " << positional << ": " << r.error() << "\n";
+        return 1;
+      }
+      std::cout << "canary " << positional << " initialised: signature written to "
+                << cfg.canary.find(positional)->mountpoint << "/" << kSignatureFile << ", identities recorded in "
+                << (canary_state_dir(cfg.state_dir, positional) / "identity.json").string() << "\n";
+      return 0;
+    }
+    if (cmd == "run") {
+      CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
+      auto rep = run_cycle(cfg.canary, positional, env);
+      record_cycle(cfg.state_dir, rep);
+      journal_cycle(rep);
+      std::cout << rep.to_json() << "\n";
+      if (rep.verdict == "refused" || rep.verdict == "error") return 2;
+      return rep.expectation_met ? 0 : 1;
+    }
+    if (cmd == "status") {
+      auto t = read_file(canary_state_dir(cfg.state_dir, positional) / "state.json");
+      if (!t) {
+        std::cerr << "no state for canary " << positional << " yet\n";
+        return 1;
+      }
+      std::cout << *t;
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "fsauditd canary " << cmd << ": " << e.what() << "\n";
+    return 1;
+  }
+  std::cerr << "fsauditd canary: unknown command '" << cmd << "'\n";
+  return usage(std::cerr, 2);
+}
+
+}  // namespace fsaudit::canary

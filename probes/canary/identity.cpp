@@ -1,0 +1,181 @@
+#include "probes/canary/identity.hpp"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "probes/canary/scanner.hpp"
+
+namespace fsaudit::canary {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string read_trim(const fs::path& p) {
+  auto t = read_file(p, 4096);
+  return t ? std::string(trim(*t)) : std::string();
+}
+
+}  // namespace
+
+Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths& host) {
+  DeviceIdentity id;
+  id.path = path;
+  std::error_code ec;
+  auto res = fs::canonical(path, ec);
+  if (ec) return err("device " + path + " does not exist: " + ec.message());
+  id.resolved = res.string();
+  struct stat st {};
+  if (::stat(id.resolved.c_str(), &st) != 0) return err("cannot stat " + id.resolved);
+  if (S_ISREG(st.st_mode)) {
+    id.kind = "file";
+    id.size = static_cast<std::uint64_t>(st.st_size);
+    id.inode = st.st_ino;
+    id.fs_dev = st.st_dev;
+    return id;
+  }
+  if (!S_ISBLK(st.st_mode)) return err(id.resolved + " is neither a block device nor a regular file");
+  id.major = ::major(st.st_rdev);
+  id.minor = ::minor(st.st_rdev);
+  auto sz = device_size(id.resolved);
+  if (!sz) return err(sz.error());
+  id.size = *sz;
+  fs::path sys = host.sys("dev/block/" + std::to_string(id.major) + ":" + std::to_string(id.minor));
+  auto sysdir = fs::canonical(sys, ec);
+  if (!ec) {
+    std::string bf = read_trim(sysdir / "loop" / "backing_file");
+    if (!bf.empty()) {
+      id.kind = "loop";
+      id.backing_file = bf;
+    } else {
+      id.kind = "block";
+    }
+    for (const fs::path& d : {sysdir, sysdir.parent_path()}) {
+      if (id.wwid.empty()) id.wwid = read_trim(d / "wwid");
+      if (id.wwid.empty()) id.wwid = read_trim(d / "device" / "wwid");
+      if (id.serial.empty()) id.serial = read_trim(d / "serial");
+      if (id.serial.empty()) id.serial = read_trim(d / "device" / "serial");
+    }
+  } else {
+    id.kind = "block";
+  }
+  fs::path byid = host.dev("disk/by-id");
+  for (fs::directory_iterator it(byid, ec), end; !ec && it != end; it.increment(ec)) {
+    auto t = fs::canonical(it->path(), ec);
+    if (!ec && t == res) id.by_id.push_back(it->path().string());
+    ec.clear();
+  }
+  std::sort(id.by_id.begin(), id.by_id.end());
+  return id;
+}
+
+std::string identity_mismatch(const DeviceIdentity& r, const DeviceIdentity& n) {
+  std::string who = r.path;
+  if (r.kind != n.kind) return who + " was a " + r.kind + " device at init, now it is a " + n.kind;
+  if (r.size != n.size)
+    return who + " changed size: " + std::to_string(r.size) + " bytes at init, now " + std::to_string(n.size);
+  if (r.kind == "file") {
+    if (r.resolved != n.resolved || r.inode != n.inode || r.fs_dev != n.fs_dev)
+      return who + " is no longer the same file (path/inode changed since init)";
+    return "";
+  }
+  if (r.kind == "loop") {
+    if (r.backing_file != n.backing_file)
+      return who + " is backed by \"" + n.backing_file + "\", at init it was \"" + r.backing_file + "\"";
+    return "";
+  }
+  if (!r.wwid.empty() && r.wwid != n.wwid) return who + " WWN changed: \"" + r.wwid + "\" -> \"" + n.wwid + "\"";
+  if (!r.serial.empty() && r.serial != n.serial)
+    return who + " serial changed: \"" + r.serial + "\" -> \"" + n.serial + "\"";
+  if (r.wwid.empty() && r.serial.empty()) {
+    if (!r.by_id.empty() && r.by_id != n.by_id) return who + " by-id links changed since init";
+    if (r.by_id.empty() && r.resolved != n.resolved)
+      return who + " resolves to " + n.resolved + ", at init it was " + r.resolved;
+  }
+  return "";
+}
+
+fs::path canary_state_dir(const fs::path& state_dir, const std::string& name) {
+  return state_dir / "canary" / name;
+}
+
+namespace {
+json to_json(const DeviceIdentity& d) {
+  return json{{"path", d.path},       {"resolved", d.resolved}, {"kind", d.kind},
+              {"size", d.size},       {"major", d.major},       {"minor", d.minor},
+              {"serial", d.serial},   {"wwid", d.wwid},         {"by_id", d.by_id},
+              {"backing_file", d.backing_file}, {"inode", d.inode}, {"fs_dev", d.fs_dev}};
+}
+DeviceIdentity from_json(const json& j) {
+  DeviceIdentity d;
+  d.path = j.value("path", "");
+  d.resolved = j.value("resolved", "");
+  d.kind = j.value("kind", "");
+  d.size = j.value("size", std::uint64_t{0});
+  d.major = j.value("major", 0u);
+  d.minor = j.value("minor", 0u);
+  d.serial = j.value("serial", "");
+  d.wwid = j.value("wwid", "");
+  d.by_id = j.value("by_id", std::vector<std::string>{});
+  d.backing_file = j.value("backing_file", "");
+  d.inode = j.value("inode", std::uint64_t{0});
+  d.fs_dev = j.value("fs_dev", std::uint64_t{0});
+  return d;
+}
+}  // namespace
+
+Result<CanaryRecord> load_record(const fs::path& state_dir, const std::string& name) {
+  auto p = canary_state_dir(state_dir, name) / "identity.json";
+  auto t = read_file(p);
+  if (!t) return err("canary \"" + name + "\" was never initialised (no " + p.string() +
+                     "); run: fsauditd canary init " + name + " --config FILE");
+  try {
+    json j = json::parse(*t);
+    CanaryRecord r;
+    r.name = j.at("name").get<std::string>();
+    r.signature_id = j.at("signature_id").get<std::string>();
+    r.pattern_key = j.at("pattern_key").get<std::uint64_t>();
+    r.created = j.value("created", 0.0);
+    for (const auto& d : j.at("devices")) r.devices.push_back(from_json(d));
+    if (r.name != name) return err(p.string() + " belongs to canary \"" + r.name + "\"");
+    return r;
+  } catch (const std::exception& e) {
+    return err("corrupt canary record " + p.string() + ": " + e.what() + "; re-run canary init");
+  }
+}
+
+Result<void> save_record(const fs::path& state_dir, const CanaryRecord& r) {
+  auto dir = canary_state_dir(state_dir, r.name);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return err("cannot create " + dir.string() + ": " + ec.message());
+  json j{{"name", r.name}, {"signature_id", r.signature_id}, {"pattern_key", r.pattern_key}, {"created", r.created}};
+  j["devices"] = json::array();
+  for (const auto& d : r.devices) j["devices"].push_back(to_json(d));
+  return write_file_atomic(dir / "identity.json", j.dump(2) + "\n", 0600);
+}
+
+std::string signature_text(const std::string& name, const std::string& id) {
+  return "fsaudit-canary v1\nname=" + name + "\nid=" + id +
+         "\n# This filesystem is an fsaudit corruption canary: fsauditd deliberately corrupts data here.\n";
+}
+
+std::string check_signature(const std::string& text, const std::string& name, const std::string& id) {
+  auto ls = lines(text);
+  if (ls.empty() || trim(ls[0]) != "fsaudit-canary v1") return "not an fsaudit canary signature";
+  std::string n, i;
+  for (auto l : ls) {
+    if (l.starts_with("name=")) n = std::string(l.substr(5));
+    if (l.starts_with("id=")) i = std::string(l.substr(3));
+  }
+  if (n != name) return "signature names canary \"" + n + "\", not \"" + name + "\"";
+  if (i != id) return "signature id " + i + " does not match the id recorded at init (" + id + ")";
+  return "";
+}
+
+}  // namespace fsaudit::canary

@@ -1,0 +1,49 @@
+#pragma once
+// Who a canary member device is (serial/WWN, by-id links, loop backing file, size), fsaudit's
+// signature on the canary filesystem, and the record `fsauditd canary init` keeps in the state dir.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "daemon/core/host_paths.hpp"
+#include "daemon/core/result.hpp"
+
+namespace fsaudit::canary {
+
+struct DeviceIdentity {
+  std::string path;          // as configured
+  std::string resolved;      // canonical path (/dev/sdb9, /dev/loop3, /srv/vdev0.img)
+  std::string kind;          // block | loop | file
+  std::uint64_t size = 0;    // bytes
+  unsigned major = 0, minor = 0;  // block devices
+  std::string serial, wwid;  // from sysfs (disk or its parent disk), may be empty
+  std::vector<std::string> by_id;  // /dev/disk/by-id links to it
+  std::string backing_file;  // loop devices
+  std::uint64_t inode = 0, fs_dev = 0;  // regular files
+};
+
+Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths& host);
+
+// "" when `now` is the same device as `recorded`; otherwise what changed.
+std::string identity_mismatch(const DeviceIdentity& recorded, const DeviceIdentity& now);
+
+struct CanaryRecord {
+  std::string name;
+  std::string signature_id;  // random; also in the marker file on the canary
+  std::uint64_t pattern_key = 0;
+  double created = 0;
+  std::vector<DeviceIdentity> devices;
+};
+
+std::filesystem::path canary_state_dir(const std::filesystem::path& state_dir, const std::string& name);
+Result<CanaryRecord> load_record(const std::filesystem::path& state_dir, const std::string& name);
+Result<void> save_record(const std::filesystem::path& state_dir, const CanaryRecord& r);
+
+// The signature file at the root of the canary filesystem.
+inline constexpr const char* kSignatureFile = ".fsaudit-canary";
+std::string signature_text(const std::string& name, const std::string& id);
+// "" if `text` is the signature of (name, id); else why not.
+std::string check_signature(const std::string& text, const std::string& name, const std::string& id);
+
+}  // namespace fsaudit::canary

@@ -1,0 +1,275 @@
+#include "probes/canary/lab.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "probes/canary/cli.hpp"
+
+namespace fsaudit::canary {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+constexpr const char* kZfsLock = "/run/fsaudit-lab-zfs-fuse.lock";
+
+bool tool_exists(const std::string& name) {
+  for (const char* d : {"/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"})
+    if (::access((std::string(d) + name).c_str(), X_OK) == 0) return true;
+  return false;
+}
+}  // namespace
+
+CommandResult Lab::run(std::vector<std::string> argv, int timeout_s) {
+  CommandSpec s;
+  s.argv = std::move(argv);
+  s.timeout = std::chrono::seconds(timeout_s);
+  return runner_.run(s);
+}
+
+void Lab::save() const {
+  json j{{"loops", loops_}, {"mounts", mounts_}, {"pools", pools_}, {"files", files_}};
+  (void)write_file_atomic(dir_ / "lab.json", j.dump(2) + "\n");
+}
+
+Result<std::string> Lab::attach(const std::string& file, std::uint64_t size) {
+  {
+    std::ofstream f(file, std::ios::binary | std::ios::trunc);
+    if (!f) return err("cannot create " + file);
+  }
+  std::error_code ec;
+  fs::resize_file(file, size, ec);
+  if (ec) return err("cannot size " + file + ": " + ec.message());
+  files_.push_back(file);
+  auto r = run({"losetup", "-f", "--show", file});
+  if (!r.ok()) return err("losetup -f --show " + file + ": " + r.describe());
+  std::string dev(trim(r.out));
+  loops_.push_back(dev);
+  save();
+  return dev;
+}
+
+Result<void> Lab::build_stack(config::Config& cfg, const std::string& stack) {
+  const auto& lab = cfg.canary.lab;
+  std::string name = "lab-" + stack;
+  fs::path mnt = dir_ / "mnt" / stack;
+  std::error_code ec;
+  fs::create_directories(mnt, ec);
+  config::CanaryTarget t;
+  t.name = name;
+  t.mountpoint = mnt.string();
+  t.interval = lab.interval;
+  t.timeout = std::chrono::minutes(10);
+  auto mount = [&](const std::vector<std::string>& extra) -> Result<void> {
+    std::vector<std::string> argv = {"mount"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back(t.devices[0]);
+    argv.push_back(t.mountpoint);
+    auto r = run(argv);
+    if (!r.ok()) return err("mount " + t.devices[0] + ": " + r.describe());
+    mounts_.push_back(t.mountpoint);
+    save();
+    return {};
+  };
+  if (stack == "btrfs-raid1" || stack == "btrfs-single") {
+    if (!tool_exists("mkfs.btrfs")) return err("mkfs.btrfs not installed (btrfs-progs)");
+    int n = stack == "btrfs-raid1" ? 2 : 1;
+    for (int i = 0; i < n; ++i) {
+      auto d = attach((dir_ / (stack + "-" + std::to_string(i) + ".img")).string(), lab.image_size);
+      if (!d) return err(d.error());
+      t.devices.push_back(*d);
+    }
+    std::vector<std::string> argv = {"mkfs.btrfs", "-f", "-q", "-L", "fsaudit-" + name};
+    if (n == 2) argv.insert(argv.end(), {"-d", "raid1", "-m", "raid1"});
+    else argv.insert(argv.end(), {"-d", "single", "-m", "dup"});
+    argv.insert(argv.end(), t.devices.begin(), t.devices.end());
+    auto r = run(argv);
+    if (!r.ok()) return err("mkfs.btrfs: " + r.describe());
+    t.fs = "btrfs";
+    t.layout = n == 2 ? "raid1" : "single";
+    std::vector<std::string> opts = {"-t", "btrfs"};
+    if (n == 2) opts.insert(opts.end(), {"-o", "device=" + t.devices[1]});
+    if (auto m = mount(opts); !m) return m;
+  } else if (stack == "xfs" || stack == "ext4") {
+    if (!tool_exists("mkfs." + stack)) return err("mkfs." + stack + " not installed");
+    auto d = attach((dir_ / (stack + ".img")).string(), stack == "xfs" ? lab.xfs_image_size : lab.image_size);
+    if (!d) return err(d.error());
+    t.devices.push_back(*d);
+    CommandResult r = stack == "xfs" ? run({"mkfs.xfs", "-f", "-q", "-L", "fsaudit-lab", *d})
+                                     : run({"mkfs.ext4", "-F", "-q", "-L", "fsaudit-lab", "-E",
+                                            "lazy_itable_init=0,lazy_journal_init=0", *d});
+    if (!r.ok()) return err("mkfs." + stack + ": " + r.describe());
+    t.fs = stack;
+    t.layout = "plain";
+    if (auto m = mount({"-t", stack}); !m) return m;
+  } else if (stack == "zfs-mirror") {
+    if (!tool_exists("zfs-fuse") || !tool_exists("zpool")) return err("zfs-fuse is not installed");
+    if (::access("/dev/fuse", R_OK | W_OK) != 0) return err("no /dev/fuse");
+    const char* held = std::getenv("FSAUDIT_LAB_ZFS_LOCK_HELD");
+    if (!(held && std::string(held) == "1")) {
+      zfs_lock_fd_ = ::open(kZfsLock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (zfs_lock_fd_ < 0 || ::flock(zfs_lock_fd_, LOCK_EX | LOCK_NB) != 0)
+        return err(std::string("zfs-fuse is in use by another lab user (") + kZfsLock + " is locked)");
+    }
+    if (!run({"zpool", "list", "-H"}, 10).ok()) {
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        ::setsid();
+        int fd = ::open((dir_ / "zfs-fuse.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+          ::dup2(fd, 1);
+          ::dup2(fd, 2);
+        }
+        ::execlp("zfs-fuse", "zfs-fuse", "--no-daemon", "--no-kstat-mount", static_cast<char*>(nullptr));
+        ::_exit(127);
+      }
+      zfs_pid_ = pid;
+      bool up = false;
+      for (int i = 0; i < 100 && !up; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        up = run({"zpool", "list", "-H"}, 10).ok();
+      }
+      if (!up) return err("zfs-fuse did not come up within 10 s (see " + (dir_ / "zfs-fuse.log").string() + ")");
+    }
+    for (int i = 0; i < 2; ++i) {
+      std::string f = (dir_ / ("zfs-mirror-" + std::to_string(i) + ".vdev")).string();
+      {
+        std::ofstream o(f, std::ios::binary | std::ios::trunc);
+      }
+      fs::resize_file(f, lab.image_size, ec);
+      files_.push_back(f);
+      t.devices.push_back(f);
+    }
+    t.pool = "fsauditlab" + std::to_string(::getpid());
+    auto r = run({"zpool", "create", "-f", "-m", t.mountpoint, t.pool, "mirror", t.devices[0], t.devices[1]});
+    if (!r.ok()) return err("zpool create: " + r.describe());
+    pools_.push_back(t.pool);
+    save();
+    t.fs = "zfs";
+    t.layout = "mirror";
+    bool mounted = false;
+    for (int i = 0; i < 100 && !mounted; ++i) {
+      auto mi = read_file(cfg.host.proc("self/mountinfo"));
+      mounted = mi && mi->find(" " + t.mountpoint + " ") != std::string::npos;
+      if (!mounted) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!mounted) return err("the lab pool did not mount at " + t.mountpoint);
+  } else {
+    return err("unknown lab stack " + stack);
+  }
+  cfg.canary.canaries.push_back(t);
+  auto in = init_canary(cfg, name, runner_);
+  if (!in) {
+    cfg.canary.canaries.pop_back();
+    return err("canary init: " + in.error());
+  }
+  canaries_.push_back(name);
+  targets_.push_back(t);
+  return {};
+}
+
+Result<std::unique_ptr<Lab>> Lab::setup(config::Config& cfg) {
+  std::unique_ptr<Lab> lab(new Lab());
+  lab->host_ = cfg.host;
+  lab->dir_ = cfg.canary.lab.dir.empty() ? cfg.state_dir / "lab" : fs::path(cfg.canary.lab.dir);
+  std::error_code ec;
+  fs::create_directories(lab->dir_, ec);
+  if (ec) return err("cannot create the lab directory " + lab->dir_.string() + ": " + ec.message());
+  // Leftovers of a previous lab that did not tear down (crash, SIGKILL).
+  if (auto t = read_file(lab->dir_ / "lab.json")) {
+    try {
+      json j = json::parse(*t);
+      lab->mounts_ = j.value("mounts", std::vector<std::string>{});
+      lab->pools_ = j.value("pools", std::vector<std::string>{});
+      lab->files_ = j.value("files", std::vector<std::string>{});
+      // Only loop devices still backed by a file of this lab directory.
+      for (const auto& l : j.value("loops", std::vector<std::string>{})) {
+        auto bf = read_file(cfg.host.sys("class/block/" + fs::path(l).filename().string() + "/loop/backing_file"));
+        if (bf && std::string(trim(*bf)).rfind(lab->dir_.string() + "/", 0) == 0) lab->loops_.push_back(l);
+      }
+    } catch (...) {
+    }
+    lab->teardown();
+    lab->torn_down_ = false;
+    lab->loops_.clear();
+    lab->mounts_.clear();
+    lab->pools_.clear();
+    lab->files_.clear();
+  }
+  for (const auto& s : cfg.canary.lab.stacks) {
+    auto r = lab->build_stack(cfg, s);
+    if (!r) lab->warnings_.push_back("lab stack " + s + " not built: " + r.error());
+  }
+  lab->save();
+  if (lab->canaries_.empty()) {
+    std::string all;
+    for (const auto& w : lab->warnings_) all += (all.empty() ? "" : "; ") + w;
+    lab->teardown();
+    return err("lab mode: no canary could be built: " + all);
+  }
+  return lab;
+}
+
+void Lab::teardown() {
+  if (torn_down_) return;
+  torn_down_ = true;
+  for (auto it = pools_.rbegin(); it != pools_.rend(); ++it)
+    for (int i = 0; i < 10; ++i) {
+      if (run({"zpool", "destroy", "-f", *it}, 60).ok()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  for (auto it = mounts_.rbegin(); it != mounts_.rend(); ++it) {
+    bool done = false;
+    for (int i = 0; i < 20 && !done; ++i) {
+      auto mi = read_file(host_.proc("self/mountinfo"));
+      if (mi && mi->find(" " + *it + " ") == std::string::npos) done = true;
+      else if (run({"umount", *it}, 60).ok()) done = true;
+      else std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    if (!done) run({"umount", "-l", *it}, 60);
+  }
+  for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+    for (int i = 0; i < 20; ++i) {
+      if (run({"losetup", "-d", *it}, 30).ok()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  if (zfs_pid_ > 0) {
+    ::kill(zfs_pid_, SIGTERM);
+    int st = 0;
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+      if (::waitpid(zfs_pid_, &st, WNOHANG) == zfs_pid_) gone = true;
+      else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!gone) {
+      ::kill(zfs_pid_, SIGKILL);
+      ::waitpid(zfs_pid_, &st, 0);
+    }
+    zfs_pid_ = -1;
+  }
+  if (zfs_lock_fd_ >= 0) {
+    ::close(zfs_lock_fd_);
+    zfs_lock_fd_ = -1;
+  }
+  std::error_code ec;
+  for (const auto& f : files_) fs::remove(f, ec);
+  fs::remove(dir_ / "lab.json", ec);
+}
+
+void Lab::add_to(config::Config& cfg) const {
+  for (const auto& t : targets_)
+    if (!cfg.canary.find(t.name)) cfg.canary.canaries.push_back(t);
+}
+
+Lab::~Lab() { teardown(); }
+
+}  // namespace fsaudit::canary

@@ -1,0 +1,51 @@
+#pragma once
+// Lab mode (canary.lab.enabled): loop-device canaries under <state_dir>/lab/ — btrfs raid1, btrfs
+// single, XFS, ext4 and (when zfs-fuse is installed) a ZFS mirror — so that one machine shows every
+// verdict. Lab::setup() builds them, signs them, and ADDS them to cfg.canary.canaries; the destructor
+// (or teardown()) unmounts, destroys/exports and detaches exactly what it created. Leftovers of a
+// crashed previous lab (recorded in <dir>/lab.json) are removed first.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/config/config.hpp"
+#include "daemon/core/host_paths.hpp"
+#include "daemon/core/result.hpp"
+#include "daemon/runner/runner.hpp"
+
+namespace fsaudit::canary {
+
+class Lab {
+ public:
+  static Result<std::unique_ptr<Lab>> setup(config::Config& cfg);
+  ~Lab();
+  Lab(const Lab&) = delete;
+  Lab& operator=(const Lab&) = delete;
+
+  // Idempotent: unmount, zpool destroy, losetup -d (own devices only), stop zfs-fuse if started.
+  void teardown();
+  const std::vector<std::string>& canaries() const { return canaries_; }
+  // After a config reload: appends the lab's canaries to the new config (if not already there).
+  void add_to(config::Config& cfg) const;
+  const std::vector<std::string>& warnings() const { return warnings_; }  // stacks that could not be built
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  Lab() = default;
+  Result<void> build_stack(config::Config& cfg, const std::string& stack);
+  Result<std::string> attach(const std::string& file, std::uint64_t size);
+  void save() const;
+  CommandResult run(std::vector<std::string> argv, int timeout_s = 120);
+
+  ProcessRunner runner_;
+  HostPaths host_;
+  std::filesystem::path dir_;
+  std::vector<std::string> loops_, mounts_, pools_, files_;
+  std::vector<std::string> canaries_, warnings_;
+  std::vector<config::CanaryTarget> targets_;
+  int zfs_pid_ = -1;
+  int zfs_lock_fd_ = -1;
+  bool torn_down_ = false;
+};
+
+}  // namespace fsaudit::canary

@@ -1,0 +1,47 @@
+#pragma once
+// The ONLY code in fsaudit that writes to a raw device. Deliberately tiny, with a narrow request
+// {device, offset, bytes}, so it can later run as a separate privileged helper.
+//
+// It writes only inside a grant: a byte range on one device that the safety gate (safety.hpp) has
+// vouched for — a located copy of a canary block on a verified canary member. Everything else is
+// refused before the device is opened for writing.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/core/result.hpp"
+
+namespace fsaudit::canary {
+
+struct RawWriteRequest {
+  std::string device;                  // absolute path (symlinks such as by-id are resolved)
+  std::uint64_t offset = 0;
+  std::vector<unsigned char> bytes;    // 1..512 bytes
+  // If set, the write is refused unless the bytes currently there are exactly these (used when a
+  // restart restores what a crashed cycle overwrote).
+  std::optional<std::vector<unsigned char>> expect_current;
+};
+
+struct RawWriteGrant {
+  std::string device;   // resolved path of a verified canary member
+  std::uint64_t begin = 0, end = 0;  // allowed byte range [begin, end): one located canary block
+};
+
+struct RawWriteReceipt {
+  std::string device;  // resolved
+  std::uint64_t offset = 0;
+  std::vector<unsigned char> before, after;
+};
+
+inline constexpr std::size_t kMaxRawWrite = 512;
+
+// Pure validation (no I/O beyond resolving the path): the reason for refusal, or "" if allowed.
+std::string validate_raw_write(const RawWriteRequest& req, const std::string& resolved_device,
+                               const std::vector<RawWriteGrant>& grants);
+
+// Validates, then O_DIRECT read-modify-write of the containing 4 KiB sector(s), then fsync of the
+// device. Refusals return an error starting with "refused: " and write nothing.
+Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<RawWriteGrant>& grants);
+
+}  // namespace fsaudit::canary

@@ -1,0 +1,39 @@
+#pragma once
+// The safety gate: every check that must pass before fsaudit writes a single byte to a canary
+// (and before a cycle even writes its canary file). Any failure is a refusal with its reason.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "daemon/config/sections/canary.hpp"
+#include "daemon/core/host_paths.hpp"
+#include "daemon/probe/targets.hpp"
+#include "probes/canary/identity.hpp"
+#include "probes/canary/stack.hpp"
+
+namespace fsaudit::canary {
+
+// Pure: "" when the mount table is consistent with the canary, else the reason to refuse.
+// `online`: the canary is expected mounted at its mount point (fs) / imported (zfs); when false,
+// no member may be mounted anywhere.
+std::string mount_conflict(const std::vector<MountEntry>& mounts, const std::vector<DeviceIdentity>& members,
+                           const config::CanaryTarget& t, bool online);
+
+struct Verified {
+  const config::CanaryTarget* target = nullptr;
+  CanaryRecord record;
+  std::vector<DeviceIdentity> members;  // identities now (== recorded)
+};
+
+// In config; initialised; every member's identity equals the recorded one; no holders (dm/md);
+// mount table consistent; when online also the signature and the stack's own member list.
+// `stack` may be null (skips the stack member check).
+Result<Verified> verify_canary(const config::CanaryConfig& cfg, const std::string& name, const HostPaths& host,
+                               const std::filesystem::path& state_dir, StackOps* stack, bool online);
+
+// Only for `canary init`: the checks that do not need a record yet. Returns current identities.
+Result<std::vector<DeviceIdentity>> verify_for_init(const config::CanaryTarget& t, const HostPaths& host, StackOps* stack);
+
+Result<std::vector<MountEntry>> read_mounts(const HostPaths& host);
+
+}  // namespace fsaudit::canary

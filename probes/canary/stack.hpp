@@ -1,0 +1,82 @@
+#pragma once
+// What the cycle needs from each filesystem stack: take the canary offline and back (to drop its
+// caches), list its member devices, read its error counters, scrub it, clear the counters it caused.
+// Parsers are pure; StackOps runs the tools through CommandRunner.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/config/sections/canary.hpp"
+#include "daemon/core/result.hpp"
+#include "daemon/probe/probe.hpp"
+
+namespace fsaudit::canary {
+
+// `btrfs device stats <mnt>`: "[/dev/sda3].corruption_errs 0" lines, summed per device.
+// (Minimal local reader; replace with probes/btrfs error_stats once it exists.)
+struct BtrfsDevStats {
+  std::string device;
+  std::uint64_t read_io_errs = 0, write_io_errs = 0, flush_io_errs = 0, corruption_errs = 0, generation_errs = 0;
+};
+Result<std::vector<BtrfsDevStats>> parse_btrfs_device_stats(std::string_view text);
+
+// `btrfs filesystem show <mnt>`: the "path /dev/..." of every devid line.
+std::vector<std::string> parse_btrfs_show_devices(std::string_view text);
+
+// Error counters of the whole canary, for before/after comparisons.
+struct Counters {
+  std::uint64_t checksum = 0;  // btrfs corruption_errs, ZFS CKSUM (leaf vdevs)
+  std::uint64_t read = 0;      // btrfs read_io_errs, ZFS READ (leaf vdevs)
+  std::uint64_t total() const { return checksum + read; }
+};
+
+struct ScrubOutcome {
+  bool supported = false;
+  bool ok = false;             // the scrub ran to completion
+  std::string error;
+  double seconds = 0;
+  std::uint64_t errors_found = 0;
+  std::uint64_t errors_repaired = 0;
+  std::uint64_t uncorrectable = 0;
+  std::string summary;         // one line, for the journal
+};
+
+struct StackEnv {
+  CommandRunner& runner;
+  const ToolPaths& tools;
+  std::stop_token stop;
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};  // per command
+  std::string tool(const std::string& n) const {
+    auto it = tools.find(n);
+    return it == tools.end() || it->second.empty() ? n : it->second;
+  }
+};
+
+class StackOps {
+ public:
+  StackOps(const config::CanaryTarget& t, StackEnv env) : t_(t), env_(env) {}
+  bool checksumming() const { return t_.fs == "btrfs" || t_.fs == "zfs"; }
+  // Members as the stack itself reports them (btrfs fi show, zpool status), resolved paths.
+  Result<std::vector<std::string>> members();
+  Result<void> take_offline();  // unmount / zpool export
+  Result<void> bring_online();  // mount / zpool import
+  Result<Counters> counters();
+  ScrubOutcome scrub();
+  Result<void> clear_counters();
+
+ private:
+  CommandResult run(std::vector<std::string> argv, std::chrono::milliseconds timeout = {});
+  const config::CanaryTarget& t_;
+  StackEnv env_;
+};
+
+// Default expectation from the stack: repaired | detected | blind.
+std::string default_expectation(const std::string& fs, const std::string& layout);
+bool expectation_met(const std::string& expect, const std::string& verdict);
+
+}  // namespace fsaudit::canary

@@ -1,0 +1,41 @@
+#pragma once
+// Kernel messages from the systemd journal (sd-journal, _TRANSPORT=kernel).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "daemon/core/result.hpp"
+
+struct sd_journal;
+
+namespace fsaudit::kernel_log {
+
+struct JournalEntry {
+  std::string message;
+  std::uint64_t realtime_usec = 0;
+};
+
+class JournalReader {
+ public:
+  JournalReader() = default;
+  ~JournalReader();
+  JournalReader(const JournalReader&) = delete;
+  JournalReader& operator=(const JournalReader&) = delete;
+
+  // directory "" = the local system journal (SD_JOURNAL_LOCAL_ONLY). `cursor`: resume after that
+  // entry; else start at the end (`from_boot` false) or at the first entry of the current boot.
+  Result<void> open(const std::string& directory, const std::optional<std::string>& cursor, bool from_boot);
+  bool is_open() const { return j_ != nullptr; }
+
+  enum class Status { entry, empty, error };
+  Status next(JournalEntry* out, std::string* error);
+  // Cursor of the last entry returned (or the resume cursor).
+  const std::optional<std::string>& cursor() const { return cursor_; }
+
+ private:
+  sd_journal* j_ = nullptr;
+  std::optional<std::string> cursor_;
+  bool pending_ = false;  // positioned on an entry not yet returned (after seeking to a vanished cursor)
+};
+
+}  // namespace fsaudit::kernel_log

@@ -1,0 +1,246 @@
+#include "probes/kernel_log/kernel_log_probe.hpp"
+
+#include <time.h>
+
+#include <nlohmann/json.hpp>
+#include <system_error>
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "probes/kernel_log/attribution.hpp"
+
+namespace fsaudit::kernel_log {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string WatcherState::to_json() const {
+  json j;
+  j["version"] = 1;
+  j["source"] = source;
+  j["boot_id"] = boot_id;
+  if (kmsg_seq) j["kmsg_seq"] = *kmsg_seq;
+  if (journal_cursor) j["journal_cursor"] = *journal_cursor;
+  json errs = json::array();
+  for (const auto& [k, v] : errors)
+    errs.push_back({{"device", std::get<0>(k)}, {"fs", std::get<1>(k)}, {"kind", std::get<2>(k)},
+                    {"target", std::get<3>(k)}, {"count", v}});
+  j["errors"] = errs;
+  j["lines"] = lines;
+  j["lost"] = lost;
+  j["last_event"] = last_event;
+  json ds = json::array();
+  for (const auto& [k, v] : btrfs_dev_stats) ds.push_back({{"device", k.first}, {"target", k.second}, {"stats", v}});
+  j["btrfs_dev_stats"] = ds;
+  return j.dump(1) + "\n";
+}
+
+Result<WatcherState> WatcherState::from_json(std::string_view text) {
+  try {
+    auto j = json::parse(text);
+    if (j.value("version", 0) != 1) return err("unknown state version");
+    WatcherState s;
+    s.source = j.value("source", "");
+    s.boot_id = j.value("boot_id", "");
+    if (j.contains("kmsg_seq")) s.kmsg_seq = j["kmsg_seq"].get<std::uint64_t>();
+    if (j.contains("journal_cursor")) s.journal_cursor = j["journal_cursor"].get<std::string>();
+    for (const auto& e : j.value("errors", json::array()))
+      s.errors[{e.at("device").get<std::string>(), e.at("fs").get<std::string>(), e.at("kind").get<std::string>(),
+                e.at("target").get<std::string>()}] = e.at("count").get<std::uint64_t>();
+    s.lines = j.value("lines", std::map<std::string, std::uint64_t>{});
+    s.lost = j.value("lost", std::map<std::string, std::uint64_t>{});
+    s.last_event = j.value("last_event", std::map<std::string, double>{});
+    for (const auto& e : j.value("btrfs_dev_stats", json::array()))
+      s.btrfs_dev_stats[{e.at("device").get<std::string>(), e.at("target").get<std::string>()}] =
+          e.at("stats").get<std::array<std::uint64_t, 5>>();
+    return s;
+  } catch (const std::exception& e) {
+    return err(std::string("bad state file: ") + e.what());
+  }
+}
+
+std::string pick_source(const config::KernelLogConfig& cfg, const HostPaths& host) {
+  if (cfg.source != "auto") return cfg.source;
+  if (!cfg.journal_directory.empty()) return "journal";
+  std::error_code ec;
+  if (!fs::exists(host.rootfs / "run/systemd/journal/socket", ec)) return "kmsg";
+  for (const char* base : {"run/log/journal", "var/log/journal"}) {
+    std::error_code e1;
+    for (const auto& dir : fs::directory_iterator(host.rootfs / base, e1)) {
+      std::error_code e2;
+      for (const auto& f : fs::directory_iterator(dir.path(), e2))
+        if (f.path().extension() == ".journal") return "journal";
+    }
+  }
+  return "kmsg";
+}
+
+Result<void> KernelLogProbe::init(ProbeContext& ctx) {
+  source_ = pick_source(cfg_, ctx.host);
+  auto bid = read_file(ctx.host.proc("sys/kernel/random/boot_id"));
+  boot_id_ = bid ? std::string(trim(*bid)) : "";
+
+  bool have_state = false;
+  auto state_path = ctx.state_dir / cfg_.state_file;
+  std::error_code ec;
+  if (fs::exists(state_path, ec)) {
+    auto text = read_file(state_path);
+    if (!text) return err("cannot read state " + state_path.string() + ": " + text.error());
+    auto s = WatcherState::from_json(*text);
+    if (!s) {
+      // Keep the broken file for inspection and start over rather than failing forever.
+      fs::rename(state_path, state_path.string() + ".corrupt", ec);
+      init_note_ = s.error() + "; moved aside to " + state_path.string() + ".corrupt";
+    } else {
+      st_ = std::move(*s);
+      have_state = true;
+    }
+  }
+  lost_base_ = st_.lost[source_];
+  const bool from_boot_cfg = cfg_.start_at == "boot";
+  if (source_ == "kmsg") {
+    path_ = ctx.host.dev("kmsg").string();
+    std::optional<std::uint64_t> resume;
+    bool from_end = !from_boot_cfg;
+    if (have_state && st_.source == "kmsg" && !boot_id_.empty() && st_.boot_id == boot_id_ && st_.kmsg_seq) {
+      resume = st_.kmsg_seq;  // same boot: continue after the last record counted
+      init_note_ = "resumed after seq " + std::to_string(*st_.kmsg_seq);
+    } else if (have_state && st_.source == "kmsg") {
+      from_end = false;  // rebooted while we were away: this boot's messages are all new to us
+      init_note_ = "new boot: reading this boot's buffer from the start";
+    } else {
+      init_note_ = from_end ? "first start: from the current end" : "first start: from the start of this boot";
+    }
+    auto r = kmsg_.open(path_, resume, from_end);
+    if (!r) return r;
+  } else {
+    path_ = cfg_.journal_directory.empty() ? "(local journal)" : cfg_.journal_directory;
+    std::optional<std::string> cursor;
+    if (have_state && st_.source == "journal" && st_.journal_cursor) {
+      cursor = st_.journal_cursor;  // the journal keeps old boots: the cursor stays valid across reboots
+      init_note_ = "resumed at cursor";
+    } else {
+      init_note_ = from_boot_cfg ? "first start: from the start of this boot" : "first start: from the current end";
+    }
+    auto r = journal_.open(cfg_.journal_directory, cursor, from_boot_cfg && !cursor);
+    if (!r) return r;
+  }
+  st_.source = source_;
+  st_.boot_id = boot_id_;
+  initialized_ = true;
+  return {};
+}
+
+void KernelLogProbe::handle(const Event& ev, double when, ProbeContext& ctx,
+                            std::unique_ptr<TargetResolver>& resolver) {
+  if (!resolver) resolver = std::make_unique<TargetResolver>(ctx.host);
+  if (ev.kind == kind::device_stats) {
+    // The kernel's own cumulative per-device counters, restating the event on the previous line (or
+    // printed at mount time): exported as a gauge, never added to fsaudit_kernel_errors_total.
+    std::string target = resolver->target_of(ev.device);
+    if (target.empty()) target = resolver->target_of(ev.fs_device);
+    st_.btrfs_dev_stats[{ev.device, target}] = ev.stats;
+    return;
+  }
+  std::string target = resolver->target_of(ev.fs_device);
+  if (target.empty() && ev.device != ev.fs_device) target = resolver->target_of(ev.device);
+  st_.errors[{ev.device, ev.fs, std::string(ev.kind), target}] += 1;
+  auto& last = st_.last_event[std::string(ev.kind)];
+  if (when > last) last = when;
+}
+
+ProbeResult KernelLogProbe::run(const Target&, ProbeContext& ctx) {
+  std::lock_guard lock(mu_);
+  try {
+    if (!initialized_) {
+      auto r = init(ctx);
+      if (!r) return ProbeResult::failed(r.error());
+    }
+    // Wall time of a kmsg timestamp: now minus its age on CLOCK_MONOTONIC (what printk uses, roughly).
+    timespec mono{};
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    const double mono_now = static_cast<double>(mono.tv_sec) + mono.tv_nsec / 1e9;
+    const double wall_now = ctx.clock.wall_seconds();
+
+    std::unique_ptr<TargetResolver> resolver;  // built lazily, once per run, only when an event needs it
+    std::uint64_t n = 0;
+    std::string error;
+    const auto max = static_cast<std::uint64_t>(cfg_.max_lines_per_run);
+    while (n < max) {
+      if ((n & 255) == 255 && (ctx.stop.stop_requested() || ctx.clock.now() >= ctx.deadline)) break;
+      std::string msg;
+      double when = wall_now;
+      if (source_ == "kmsg") {
+        KmsgRecord rec;
+        auto s = kmsg_.next(&rec, &error);
+        if (s != KmsgReader::Status::record) break;
+        msg = std::move(rec.message);
+        when = wall_now - (mono_now - static_cast<double>(rec.ts_usec) / 1e6);
+      } else {
+        JournalEntry e;
+        auto s = journal_.next(&e, &error);
+        if (s != JournalReader::Status::entry) break;
+        msg = std::move(e.message);
+        if (e.realtime_usec) when = static_cast<double>(e.realtime_usec) / 1e6;
+      }
+      ++n;
+      if (auto ev = classify(msg)) handle(*ev, when, ctx, resolver);
+    }
+    if (n > 0) {
+      st_.lines[source_] += n;
+      if (source_ == "kmsg") {
+        st_.kmsg_seq = kmsg_.last_seq();
+        st_.lost["kmsg"] = lost_base_ + kmsg_.lost();
+      } else {
+        st_.journal_cursor = journal_.cursor();
+      }
+      std::error_code ec;
+      fs::create_directories(ctx.state_dir, ec);
+      auto w = write_file_atomic(ctx.state_dir / cfg_.state_file, st_.to_json(), 0600);
+      if (!w) return ProbeResult::failed("cannot save kernel log state (counts would repeat after a restart): " +
+                                         w.error(), snapshot());
+    }
+    if (!error.empty()) {
+      // Reopen on the next run, resuming after what was counted.
+      initialized_ = false;
+      return ProbeResult::failed(error, snapshot());
+    }
+    return ProbeResult::ok(snapshot());
+  } catch (const std::exception& e) {
+    return ProbeResult::failed(std::string("kernel_log: ") + e.what());
+  }
+}
+
+metrics::Batch KernelLogProbe::snapshot() const {
+  metrics::Batch b;
+  for (const auto& [k, v] : st_.errors)
+    b.counter("fsaudit_kernel_errors_total",
+              "Storage error reports in the kernel log, by kind (checksum, io, metadata_corruption, fs_error, "
+              "shutdown, md_failure, md_mismatch, repaired, unrepairable); one per log line",
+              {{"device", std::get<0>(k)}, {"fs", std::get<1>(k)}, {"kind", std::get<2>(k)}, {"target", std::get<3>(k)}},
+              static_cast<double>(v));
+  b.counter("fsaudit_kernel_log_lines_total", "Kernel log records read by the kernel log watcher",
+            {{"source", source_}}, static_cast<double>(st_.lines.count(source_) ? st_.lines.at(source_) : 0));
+  if (source_ == "kmsg")
+    b.counter("fsaudit_kernel_log_lost_messages_total",
+              "Kernel log records overwritten in the ring buffer before the watcher read them",
+              {{"source", source_}}, static_cast<double>(st_.lost.count("kmsg") ? st_.lost.at("kmsg") : 0));
+  b.info("fsaudit_kernel_log_source_info", "Where the kernel log watcher reads kernel messages from",
+         {{"source", source_}, {"path", path_}});
+  for (const auto& [k, t] : st_.last_event)
+    b.gauge("fsaudit_kernel_log_last_event_timestamp_seconds",
+            "Time of the newest kernel log storage error report of this kind", {{"kind", k}}, t);
+  static const char* names[5] = {"write", "read", "flush", "corruption", "generation"};
+  for (const auto& [k, v] : st_.btrfs_dev_stats)
+    for (int i = 0; i < 5; ++i)
+      b.gauge("fsaudit_kernel_btrfs_reported_device_errors",
+              "Last per-device btrfs error counter values printed by the kernel ('bdev X errs: ...' lines)",
+              {{"device", k.first}, {"target", k.second}, {"counter", names[i]}}, static_cast<double>(v[i]));
+  return b;
+}
+
+std::unique_ptr<Probe> make_kernel_log_probe(const config::Config& cfg) {
+  return std::make_unique<KernelLogProbe>(cfg.kernel_log);
+}
+
+}  // namespace fsaudit::kernel_log

@@ -1,0 +1,132 @@
+// fsaudit-latency-sample: runs the latency sampler by hand (benchmarks, checks).
+//   fsaudit-latency-sample --dir DIR [--samples N] [--size 64MiB] [--mode io_uring_fsync|o_dsync] [--keep]
+//   fsaudit-latency-sample --dir DIR --remove
+//   fsaudit-latency-sample --dir DIR --stream [--stream-size 256MiB] [--duration 30s]
+// DIR is the directory the sampler owns (e.g. /mnt/x/.fsaudit); the probe file is DIR/latency.probe.
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "daemon/core/units.hpp"
+#include "daemon/runner/runner.hpp"
+#include "probes/latency/latency_probe.hpp"
+#include "probes/latency/stream.hpp"
+
+using namespace fsaudit;
+
+namespace {
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+int usage(const char* why) {
+  std::fprintf(stderr,
+               "fsaudit-latency-sample: %s\nusage: fsaudit-latency-sample --dir DIR [--samples N] [--size 64MiB] "
+               "[--mode io_uring_fsync|o_dsync] [--keep] | --dir DIR --remove | --dir DIR --stream "
+               "[--stream-size 256MiB] [--duration 30s]\n",
+               why);
+  return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir, mode = "io_uring_fsync", size = "64MiB", stream_size = "256MiB", duration = "30s";
+  long samples = 1000;
+  bool keep = false, remove = false, stream = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--dir") dir = next();
+    else if (a == "--samples") samples = std::strtol(next().c_str(), nullptr, 10);
+    else if (a == "--size") size = next();
+    else if (a == "--mode") mode = next();
+    else if (a == "--keep") keep = true;
+    else if (a == "--remove") remove = true;
+    else if (a == "--stream") stream = true;
+    else if (a == "--stream-size") stream_size = next();
+    else if (a == "--duration") duration = next();
+    else return usage(("unknown argument " + a).c_str());
+  }
+  if (dir.empty() || dir[0] != '/') return usage("--dir needs an absolute path");
+  std::filesystem::path d = dir;
+  while (d.has_filename() == false && d.has_parent_path() && d != "/") d = d.parent_path();
+  if (remove) {
+    auto e = latency::ProbeFile::remove(d);
+    if (!e.empty()) {
+      std::fprintf(stderr, "%s\n", e.c_str());
+      return 1;
+    }
+    std::printf("removed %s\n", latency::ProbeFile::path_in(d).c_str());
+    return 0;
+  }
+  auto sz = parse_size(size);
+  if (!sz || *sz % latency::kBlock) return usage("--size must be a multiple of 4KiB such as 64MiB");
+  if (samples < 1 || samples > 10'000'000) return usage("--samples must be 1..10000000");
+  if (!latency::parse_mode(mode)) return usage("--mode must be io_uring_fsync or o_dsync");
+
+  HostPaths host;
+  ProcessRunner runner;
+  ToolPaths tools;
+  const Clock& clock = SystemClock::instance();
+  ProbeContext ctx{host, runner, clock, tools, "/tmp", {}, clock.now() + std::chrono::hours(24)};
+
+  if (stream) {
+    config::LatencyConfig c;
+    c.probe_file_size = *sz;
+    c.mode = mode;
+    c.dir_name = d.filename().string();
+    c.stream.enabled = true;
+    auto ss = parse_size(stream_size);
+    auto du = parse_duration(duration);
+    if (!ss || !du) return usage("bad --stream-size or --duration");
+    c.stream.size = *ss;
+    c.stream.duration = *du;
+    c.stream.targets = {d.parent_path().string()};
+    latency::StreamProbe p(c, "/tmp");
+    auto r = p.run_once(d.parent_path().string(), ctx);
+    if (!keep) latency::ProbeFile::remove(d);
+    std::printf("state=%s reason=\"%s\" idle_samples=%zu load_samples=%zu idle_p99_ms=%.3f load_p99_ms=%.3f "
+                "load_max_ms=%.3f ratio=%.2f streamed_mib=%.1f stream_seconds=%.1f\n",
+                std::string(latency::state_name(r.state)).c_str(), r.reason.c_str(), r.summary.idle_samples,
+                r.summary.load_samples, r.summary.idle_p99_ns / 1e6, r.summary.load_p99_ns / 1e6,
+                r.summary.load_max_ns / 1e6, r.summary.ratio, r.bytes / 1048576.0, r.stream_seconds);
+    return r.state == latency::State::ok ? 0 : 1;
+  }
+
+  latency::SamplerSettings s;
+  s.samples = static_cast<int>(samples);
+  s.file_size = *sz;
+  s.mode = *latency::parse_mode(mode);
+  s.window = std::chrono::hours(24);
+  s.budget_per_hour = 1ull << 50;
+  s.fill_threshold = 1.0;
+  s.dir_name = d.filename().string();
+  latency::Sampler sampler(s);
+  metrics::Batch b;
+  std::string why;
+  double cpu0 = cpu_seconds();
+  auto t0 = latency::mono_ns();
+  auto state = sampler.sample("cli", d.parent_path(), d, ctx, b, &why);
+  auto t1 = latency::mono_ns();
+  double cpu = cpu_seconds() - cpu0;
+  if (!keep) latency::ProbeFile::remove(d);
+  double n = b.value("fsaudit_fsync_latency_window_samples", {{"target", "cli"}});
+  auto q = [&](const char* quantile) {
+    return b.value("fsaudit_fsync_latency_window_seconds", {{"target", "cli"}, {"quantile", quantile}}) * 1e3;
+  };
+  std::string used;
+  for (const auto& f : b.families())
+    if (f.name == "fsaudit_latency_sampler_info")
+      for (const auto& l : f.metric[0].label)
+        if (l.name == "mode") used = l.value;
+  std::printf("state=%s mode=%s samples=%.0f p50_ms=%.4f p99_ms=%.4f p999_ms=%.4f max_ms=%.4f wall_s=%.2f cpu_s=%.4f "
+              "cpu_ms_per_1000=%.2f%s%s\n",
+              std::string(latency::state_name(state)).c_str(), used.c_str(), n, q("0.5"), q("0.99"), q("0.999"),
+              b.value("fsaudit_fsync_latency_window_max_seconds", {{"target", "cli"}}) * 1e3, (t1 - t0) / 1e9, cpu,
+              n > 0 ? cpu / n * 1e6 : 0.0, why.empty() ? "" : " note=", why.c_str());
+  return state == latency::State::ok ? 0 : 1;
+}

@@ -1,0 +1,58 @@
+#include "probes/latency/stats.hpp"
+
+#include <algorithm>
+
+namespace fsaudit::latency {
+
+void Histogram::observe(std::uint64_t ns) {
+  auto it = std::lower_bound(kBucketBoundsNs.begin(), kBucketBoundsNs.end(), ns);  // first bound >= ns
+  per_bucket_[static_cast<std::size_t>(it - kBucketBoundsNs.begin())]++;
+  ++count_;
+  sum_ns_ += ns;
+  max_ns_ = std::max(max_ns_, ns);
+}
+
+std::vector<double> Histogram::bounds_seconds() {
+  std::vector<double> out;
+  for (auto b : kBucketBoundsNs) out.push_back(static_cast<double>(b) / 1e9);
+  return out;
+}
+
+std::vector<std::uint64_t> Histogram::cumulative() const {
+  std::vector<std::uint64_t> out;
+  std::uint64_t acc = 0;
+  for (auto c : per_bucket_) {
+    acc += c;
+    out.push_back(acc);
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> nearest_rank(const std::vector<std::uint64_t>& sorted, std::uint32_t q_ppm) {
+  if (sorted.empty()) return std::nullopt;
+  const std::uint64_t n = sorted.size();
+  std::uint64_t rank = (static_cast<std::uint64_t>(q_ppm) * n + 999'999) / 1'000'000;  // ceil(q*n)
+  rank = std::clamp<std::uint64_t>(rank, 1, n);
+  return sorted[rank - 1];
+}
+
+void RollingWindow::add(SteadyTime t, std::uint64_t ns) {
+  samples_.emplace_back(t, ns);
+  while (samples_.size() > max_samples_) samples_.pop_front();
+}
+
+void RollingWindow::expire(SteadyTime now) {
+  while (!samples_.empty() && now - samples_.front().first >= window_) samples_.pop_front();
+}
+
+std::optional<RollingWindow::Quantiles> RollingWindow::quantiles(SteadyTime now) {
+  expire(now);
+  if (samples_.empty()) return std::nullopt;
+  std::vector<std::uint64_t> v;
+  v.reserve(samples_.size());
+  for (const auto& s : samples_) v.push_back(s.second);
+  std::sort(v.begin(), v.end());
+  return Quantiles{*nearest_rank(v, 500'000), *nearest_rank(v, 990'000), *nearest_rank(v, 999'000), v.back()};
+}
+
+}  // namespace fsaudit::latency

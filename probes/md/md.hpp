@@ -1,0 +1,88 @@
+#pragma once
+// Linux md RAID (host-scope probe): <procfs>/mdstat and <sysfs>/block/md*/md/{array_state,degraded,
+// sync_action,mismatch_cnt,...}. md has no checksums: a mismatch found by `check` cannot say which
+// copy is right; mismatch_cnt is the only sign of silent divergence.
+//
+// /proc/mdstat layout (drivers/md/md.c md_seq_show/status_resync, raid1.c/raid5.c status):
+//   Personalities : [raid1] [raid6] ...
+//   md0 : active raid1 sdb1[1] sda1[0]
+//         976630464 blocks super 1.2 [2/2] [UU]
+//         [=>...................]  recovery =  8.5% (166106112/1953382464) finish=166.5min speed=178832K/sec
+//         bitmap: 0/8 pages [0KB], 65536KB chunk
+//   md1 : inactive sdc[0](S)
+//   unused devices: <none>
+// Member flags: (F) faulty, (S) spare, (W) write-mostly, (J) journal, (R) replacement.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/config/config.hpp"
+#include "daemon/core/host_paths.hpp"
+#include "daemon/core/result.hpp"
+#include "daemon/metrics/batch.hpp"
+#include "daemon/probe/probe.hpp"
+
+namespace fsaudit::md {
+
+struct Member {
+  std::string name;  // "sda1"
+  int slot = -1;     // the [N] after the name
+  bool faulty = false, spare = false, write_mostly = false, journal = false, replacement = false;
+};
+
+struct SyncProgress {
+  std::string action;  // "resync", "recovery", "check", "repair", "reshape"
+  double ratio = 0;    // 0..1
+  std::uint64_t done_kib = 0, total_kib = 0;
+  std::optional<double> finish_seconds;
+  std::optional<double> speed_bytes_per_second;
+};
+
+struct Array {
+  std::string name;  // "md0"
+  bool active = false;
+  bool read_only = false, auto_read_only = false;
+  std::string level;  // "raid1", "raid5", "linear", ... ("" for inactive)
+  std::vector<Member> members;
+  std::optional<std::uint64_t> blocks_kib;
+  std::string super_version;            // "1.2", "" when not printed (0.90) or external
+  std::optional<int> disks_expected;    // [2/1] -> 2
+  std::optional<int> disks_active;      // [2/1] -> 1
+  std::string status_map;               // "U_"
+  std::optional<SyncProgress> sync;
+  std::string sync_pending;             // "DELAYED", "PENDING", "REMOTE" (resync=...)
+};
+
+struct Mdstat {
+  std::vector<std::string> personalities;
+  std::vector<Array> arrays;
+};
+Result<Mdstat> parse_mdstat(std::string_view text);
+
+// <sysfs>/block/<md>/md/ values, each optional (files vary by level and kernel).
+struct SysfsArray {
+  std::string array_state;  // clear, inactive, suspended, readonly, read-auto, clean, active, write-pending, active-idle, broken
+  std::optional<std::uint64_t> degraded;
+  std::string sync_action;  // idle, resync, recover, check, repair, reshape, frozen
+  std::optional<std::uint64_t> mismatch_cnt;  // sectors (512 B) found inconsistent by the last check/repair
+  std::string level;
+  std::optional<std::uint64_t> raid_disks;
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> sync_completed;  // sectors done / total, when running
+};
+SysfsArray read_sysfs_array(const std::filesystem::path& md_dir);
+
+struct Observation {
+  std::optional<Mdstat> mdstat;
+  std::map<std::string, SysfsArray> sysfs;  // by array name
+};
+metrics::Batch md_metrics(const Observation& o);
+
+}  // namespace fsaudit::md
+
+namespace fsaudit::probes {
+std::unique_ptr<Probe> make_md_probe(const config::Config& cfg);
+}  // namespace fsaudit::probes

@@ -1,0 +1,118 @@
+// fsaudit-scrub-detach DIR -- COMMAND [ARGS...]
+//
+// Starts a long-running scrub command (btrfs scrub start -B, xfs_scrub, bcachefs scrub) detached
+// from the caller, so the scrub probe, which runs it through the CommandRunner with a short timeout,
+// returns at once while the scrub goes on for hours:
+//   * a watcher process in its own session (setsid) runs COMMAND with stdin from /dev/null and
+//     stdout+stderr into DIR/output, waits for it and writes DIR/status atomically:
+//       exit=<code>\nsignal=<n>\nstart=<unix>\nend=<unix>\n
+//   * DIR/pid holds the process group id (kill -TERM -- -PGID cancels the scrub; the watcher
+//     ignores SIGTERM so it still records how the command ended);
+//   * this process prints "pid=<pgid>" and exits 0 once the watcher is set up.
+// It never uses a shell. Exit 2: usage; 1: could not set up.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+bool write_atomic(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+  ok = ::fsync(fd) == 0 && ok;
+  ::close(fd);
+  return ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4 || std::strcmp(argv[2], "--") != 0) {
+    std::fprintf(stderr, "usage: fsaudit-scrub-detach DIR -- COMMAND [ARGS...]\n");
+    return 2;
+  }
+  std::string dir = argv[1];
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    std::fprintf(stderr, "cannot create %s: %s\n", dir.c_str(), std::strerror(errno));
+    return 1;
+  }
+  ::unlink((dir + "/status").c_str());
+  int sync[2];
+  if (::pipe2(sync, O_CLOEXEC) != 0) {
+    std::perror("pipe");
+    return 1;
+  }
+  pid_t watcher = ::fork();
+  if (watcher < 0) {
+    std::perror("fork");
+    return 1;
+  }
+  if (watcher > 0) {
+    ::close(sync[1]);
+    char c = 0;
+    ssize_t n = ::read(sync[0], &c, 1);
+    if (n != 1 || c != 'k') {
+      std::fprintf(stderr, "watcher failed to start the command (see %s/output)\n", dir.c_str());
+      return 1;
+    }
+    std::printf("pid=%d\n", static_cast<int>(watcher));
+    return 0;
+  }
+  // Watcher: new session and process group; drop the caller's pipes.
+  ::close(sync[0]);
+  ::setsid();
+  int devnull = ::open("/dev/null", O_RDWR);
+  int out = ::open((dir + "/output").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  if (devnull < 0 || out < 0) {
+    ssize_t ignored = ::write(sync[1], "e", 1);
+    (void)ignored;
+    _exit(1);
+  }
+  ::dup2(devnull, 0);
+  ::dup2(devnull, 1);
+  ::dup2(devnull, 2);
+  ::signal(SIGTERM, SIG_IGN);
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGHUP, SIG_IGN);
+  long start = static_cast<long>(::time(nullptr));
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGHUP, SIG_DFL);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::execvp(argv[3], argv + 3);
+    std::fprintf(stderr, "fsaudit-scrub-detach: cannot run %s: %s\n", argv[3], std::strerror(errno));
+    _exit(127);
+  }
+  if (child < 0) {
+    ssize_t ignored = ::write(sync[1], "e", 1);
+    (void)ignored;
+    _exit(1);
+  }
+  write_atomic(dir + "/pid", std::to_string(::getpid()) + "\n");
+  ssize_t ignored = ::write(sync[1], "k", 1);
+  (void)ignored;
+  ::close(sync[1]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  write_atomic(dir + "/status", "exit=" + std::to_string(code) + "\nsignal=" + std::to_string(sig) +
+                                    "\nstart=" + std::to_string(start) +
+                                    "\nend=" + std::to_string(static_cast<long>(::time(nullptr))) + "\n");
+  _exit(0);
+}

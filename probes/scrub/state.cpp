@@ -1,0 +1,106 @@
+#include <cstdio>
+#include <sstream>
+
+#include "daemon/core/strings.hpp"
+#include "probes/scrub/model.hpp"
+
+namespace fsaudit::scrub {
+namespace {
+
+std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.3f", v);
+  return b;
+}
+
+void put(std::ostringstream& o, const std::string& k, const std::string& v) { o << k << '=' << v << '\n'; }
+void put_opt(std::ostringstream& o, const std::string& k, const std::optional<double>& v) {
+  if (v) put(o, k, num(*v));
+}
+void put_opt(std::ostringstream& o, const std::string& k, const std::optional<std::uint64_t>& v) {
+  if (v) put(o, k, std::to_string(*v));
+}
+
+std::string escape(const std::string& s) {
+  std::string r;
+  for (char c : s) r += (c == '\n' || c == '\r') ? ' ' : c;
+  return r;
+}
+
+}  // namespace
+
+// One "key=value" per line: easy to read when debugging, tolerant of keys added later.
+std::string TargetState::serialize() const {
+  std::ostringstream o;
+  put(o, "version", "1");
+  put(o, "first_seen", num(first_seen));
+  put(o, "running", running ? "1" : "0");
+  put(o, "by_us", by_us ? "1" : "0");
+  put(o, "paused_by_us", paused_by_us ? "1" : "0");
+  put(o, "run_start", num(run_start));
+  put_opt(o, "run_bytes", run_bytes);
+  put(o, "job_pid", std::to_string(job_pid));
+  put(o, "job_dir", escape(job_dir));
+  put(o, "last_attempt", num(last_attempt));
+  put(o, "last_attempt_error", escape(last_attempt_error));
+  put(o, "pause_unsupported", pause_unsupported ? "1" : "0");
+  put(o, "unsupported_reason", escape(unsupported_reason));
+  put(o, "unsupported_since", num(unsupported_since));
+  put(o, "last.start", num(last.start));
+  put(o, "last.end", num(last.end));
+  put(o, "last.duration", num(last.duration));
+  put_opt(o, "last.bytes", last.bytes);
+  put_opt(o, "last.rate", last.rate);
+  put_opt(o, "last.repaired_bytes", last.repaired_bytes);
+  put_opt(o, "last.found", last.errors.found);
+  put_opt(o, "last.repaired", last.errors.repaired);
+  put_opt(o, "last.uncorrectable", last.errors.uncorrectable);
+  put(o, "last.result", last.result);
+  put(o, "last.by_us", last.by_us ? "1" : "0");
+  put(o, "last_completed_end", num(last_completed_end));
+  for (const auto& [k, v] : runs) put(o, "runs." + k, std::to_string(v));
+  return o.str();
+}
+
+TargetState TargetState::parse(const std::string& text) {
+  TargetState s;
+  for (auto line : lines(text)) {
+    auto eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string k(line.substr(0, eq));
+    std::string v(line.substr(eq + 1));
+    auto d = [&]() { return parse_double(v).value_or(0); };
+    auto od = [&]() -> std::optional<double> { return parse_double(v); };
+    auto ou = [&]() -> std::optional<std::uint64_t> { return parse_u64(v); };
+    auto b = [&]() { return v == "1"; };
+    if (k == "first_seen") s.first_seen = d();
+    else if (k == "running") s.running = b();
+    else if (k == "by_us") s.by_us = b();
+    else if (k == "paused_by_us") s.paused_by_us = b();
+    else if (k == "run_start") s.run_start = d();
+    else if (k == "run_bytes") s.run_bytes = od();
+    else if (k == "job_pid") s.job_pid = static_cast<int>(parse_i64(v).value_or(0));
+    else if (k == "job_dir") s.job_dir = v;
+    else if (k == "last_attempt") s.last_attempt = d();
+    else if (k == "last_attempt_error") s.last_attempt_error = v;
+    else if (k == "pause_unsupported") s.pause_unsupported = b();
+    else if (k == "unsupported_reason") s.unsupported_reason = v;
+    else if (k == "unsupported_since") s.unsupported_since = d();
+    else if (k == "last.start") s.last.start = d();
+    else if (k == "last.end") s.last.end = d();
+    else if (k == "last.duration") s.last.duration = d();
+    else if (k == "last.bytes") s.last.bytes = od();
+    else if (k == "last.rate") s.last.rate = od();
+    else if (k == "last.repaired_bytes") s.last.repaired_bytes = od();
+    else if (k == "last.found") s.last.errors.found = ou();
+    else if (k == "last.repaired") s.last.errors.repaired = ou();
+    else if (k == "last.uncorrectable") s.last.errors.uncorrectable = ou();
+    else if (k == "last.result") s.last.result = v;
+    else if (k == "last.by_us") s.last.by_us = b();
+    else if (k == "last_completed_end") s.last_completed_end = d();
+    else if (k.rfind("runs.", 0) == 0) s.runs[k.substr(5)] = parse_u64(v).value_or(0);
+  }
+  return s;
+}
+
+}  // namespace fsaudit::scrub

@@ -1,0 +1,192 @@
+#include "probes/xfs/xfs.hpp"
+
+#include <filesystem>
+#include <set>
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "probes/ext4/block_name.hpp"
+
+namespace fsaudit::xfs {
+
+namespace fs = std::filesystem;
+
+std::size_t Health::unhealthy() const {
+  std::size_t n = 0;
+  for (const auto& i : items)
+    if (!i.healthy) ++n;
+  return n;
+}
+
+Result<Health> parse_spaceman_health(std::string_view text) {
+  Health h;
+  bool not_collected = false;
+  for (auto raw : lines(text)) {
+    auto line = trim(raw);
+    if (line.empty()) continue;
+    if (line.starts_with("Health status has not been collected")) {
+      not_collected = true;
+      continue;
+    }
+    if (line.starts_with("Please run xfs_scrub")) continue;
+    auto colon = line.rfind(": ");
+    if (colon == std::string_view::npos) continue;
+    auto verdict = trim(line.substr(colon + 2));
+    if (verdict != "ok" && verdict != "unhealthy") continue;
+    auto what = line.substr(0, colon);
+    HealthItem item;
+    item.healthy = verdict == "ok";
+    auto ws = split_ws(what);
+    if (what.starts_with("filesystem ")) {
+      item.scope = "filesystem";
+      item.metadata = std::string(trim(what.substr(11)));
+    } else if (ws.size() >= 3 && (ws[0] == "AG" || ws[0] == "rtgroup" || ws[0] == "inode") && parse_u64(ws[1])) {
+      item.scope = ws[0] == "AG" ? "ag" : std::string(ws[0]);
+      item.index = std::string(ws[1]);
+      auto start = what.find(ws[1]) + ws[1].size();
+      item.metadata = std::string(trim(what.substr(start)));
+    } else {
+      // A file argument: "<path> <metadata>"; the metadata names are fixed phrases, so match them.
+      static const char* const inode_meta[] = {"inode core", "data fork", "extended attribute fork",
+                                               "copy on write fork", "directory tree structure", "directory",
+                                               "extended attributes", "symbolic link target", "parent pointers",
+                                               "file data"};
+      item.scope = "path";
+      for (const auto* m : inode_meta) {
+        std::string_view mv(m);
+        if (what.size() > mv.size() && what.ends_with(mv) && what[what.size() - mv.size() - 1] == ' ') {
+          item.metadata = m;
+          item.index = std::string(what.substr(0, what.size() - mv.size() - 1));
+          break;
+        }
+      }
+      if (item.metadata.empty()) item.metadata = std::string(what);
+    }
+    h.items.push_back(std::move(item));
+  }
+  h.collected = !h.items.empty();
+  if (!h.collected && !not_collected) {
+    auto ls = lines(text);
+    return err("xfs_spaceman health output not recognised" +
+               (ls.empty() ? std::string(" (empty)") : ": '" + std::string(trim(ls.front())) + "'"));
+  }
+  return h;
+}
+
+ErrorConfig read_error_config(const fs::path& dir) {
+  ErrorConfig c;
+  if (auto f = read_file(dir / "error/fail_at_unmount", 64))
+    if (auto v = parse_i64(trim(*f))) c.fail_at_unmount = *v != 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir / "error/metadata", ec), end; !ec && it != end; it.increment(ec)) {
+    auto cls = it->path().filename().string();
+    if (auto f = read_file(it->path() / "max_retries", 64))
+      if (auto v = parse_i64(trim(*f))) c.max_retries[cls] = *v;
+    if (auto f = read_file(it->path() / "retry_timeout_seconds", 64))
+      if (auto v = parse_i64(trim(*f))) c.retry_timeout_seconds[cls] = *v;
+  }
+  return c;
+}
+
+metrics::Batch xfs_metrics(const Target& t, const Observation& o) {
+  metrics::Batch b;
+  metrics::Labels l{{"target", t.name}, {"device", o.device}};
+  b.gauge("fsaudit_xfs_shutdown",
+          "1 if the XFS filesystem has shut down (fatal metadata/log I/O error; xfs_spaceman gets EIO): it must be "
+          "unmounted and repaired.",
+          l, o.shutdown ? 1 : 0);
+  if (o.health) {
+    b.gauge("fsaudit_xfs_health_collected",
+            "1 if XFS has health information for this filesystem (from runtime corruption detection or online "
+            "scrub); 0 = nothing checked yet.",
+            l, o.health->collected ? 1 : 0);
+    b.gauge("fsaudit_xfs_unhealthy_metadata",
+            "Number of XFS metadata structures the kernel has marked unhealthy (xfs_spaceman -c health).", l,
+            static_cast<double>(o.health->unhealthy()));
+    std::map<std::pair<std::string, std::string>, std::size_t> per;  // (scope, metadata) -> unhealthy count
+    for (const auto& i : o.health->items) per[{i.scope, i.metadata}] += i.healthy ? 0 : 1;
+    for (const auto& [k, n] : per) {
+      auto lk = l;
+      lk["scope"] = k.first;
+      lk["metadata"] = k.second;
+      b.gauge("fsaudit_xfs_health_unhealthy",
+              "XFS metadata marked unhealthy, by scope (filesystem, ag, rtgroup, inode) and structure: how many "
+              "groups/inodes are affected (0 = checked and ok).",
+              lk, static_cast<double>(n));
+    }
+  }
+  if (o.error_config) {
+    const auto& c = *o.error_config;
+    if (c.fail_at_unmount)
+      b.gauge("fsaudit_xfs_error_fail_at_unmount",
+              "XFS error/fail_at_unmount: 1 if pending metadata write retries are abandoned at unmount.", l,
+              *c.fail_at_unmount ? 1 : 0);
+    for (const auto& [cls, v] : c.max_retries) {
+      auto lk = l;
+      lk["error"] = cls;
+      b.gauge("fsaudit_xfs_error_max_retries",
+              "XFS error/metadata/<class>/max_retries: retries of a failed metadata write before shutdown "
+              "(-1 = retry forever, which can hang the filesystem on a dying disk).",
+              lk, static_cast<double>(v));
+    }
+    for (const auto& [cls, v] : c.retry_timeout_seconds) {
+      auto lk = l;
+      lk["error"] = cls;
+      b.gauge("fsaudit_xfs_error_retry_timeout_seconds",
+              "XFS error/metadata/<class>/retry_timeout_seconds (-1 = no time limit).", lk, static_cast<double>(v));
+    }
+  }
+  return b;
+}
+
+}  // namespace fsaudit::xfs
+
+namespace fsaudit::probes {
+
+namespace {
+
+class XfsProbe final : public Probe {
+ public:
+  std::string name() const override { return "xfs"; }
+  bool applies_to(const Target& t) const override { return t.fstype == "xfs"; }
+  ProbeResult run(const Target& t, ProbeContext& ctx) override {
+    try {
+      xfs::Observation o;
+      std::vector<std::string> problems;
+      o.device = fshealth::sysfs_fs_dir_name(ctx.host, t, "xfs");
+      if (!o.device.empty()) o.error_config = xfs::read_error_config(ctx.host.sys("fs/xfs") / o.device);
+      else problems.push_back("no " + ctx.host.sys("fs/xfs").string() + "/<dev> directory for " + t.mountpoint);
+
+      CommandSpec spec;
+      spec.argv = {ctx.tool("xfs_spaceman"), "-c", "health", t.mountpoint};
+      spec.timeout = std::max(std::chrono::milliseconds(100), ctx.remaining());
+      spec.max_output = 1 << 20;
+      auto r = ctx.runner.run(spec, ctx.stop);
+      auto all = r.out + r.err;
+      if (r.exited && r.exit_code != 0 && all.find("Input/output error") != std::string::npos) {
+        o.shutdown = true;
+      } else if (r.ok()) {
+        auto h = xfs::parse_spaceman_health(all);
+        if (h) o.health = std::move(*h);
+        else problems.push_back(h.error());
+      } else {
+        problems.push_back("xfs_spaceman -c health " + t.mountpoint + ": " + r.describe());
+      }
+      auto batch = xfs::xfs_metrics(t, o);
+      if (!o.health && !o.shutdown) {
+        std::string why;
+        for (const auto& p : problems) why += (why.empty() ? "" : "; ") + p;
+        return ProbeResult::failed(why, std::move(batch));
+      }
+      return ProbeResult::ok(std::move(batch));
+    } catch (const std::exception& e) {
+      return ProbeResult::failed(std::string("xfs probe: ") + e.what());
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> make_xfs_probe(const config::Config&) { return std::make_unique<XfsProbe>(); }
+
+}  // namespace fsaudit::probes

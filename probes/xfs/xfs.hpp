@@ -1,0 +1,64 @@
+#pragma once
+// XFS health:
+//  * `xfs_spaceman -c health <mnt>`: the kernel's record of metadata it found sick, either at
+//    runtime (verifiers mark structures sick when they detect corruption) or through online scrub.
+//    Lines are "<scope> <metadata>: ok|unhealthy" (xfsprogs spaceman/health.c; scope "filesystem",
+//    "AG <n>", "rtgroup <n>", "inode <n>"). "Health status has not been collected" (stderr, exit 0)
+//    means nothing was checked yet: not an error.
+//  * a shut-down filesystem (after a fatal metadata or log I/O error): xfs_spaceman fails with
+//    EIO ("Input/output error") on it.
+//  * <sysfs>/fs/xfs/<dev>/error/: how XFS reacts to metadata write errors (max_retries,
+//    retry_timeout_seconds per errno class, fail_at_unmount). These are settings, not counts, but
+//    "retry forever" (-1) is why a dying disk can hang an XFS mount; exported so it can be alerted on.
+//    <sysfs>/fs/xfs/<dev>/stats/stats has performance counters only (no error counters), so it is
+//    not exported; XFS error *events* come from the kernel log watcher.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/config/config.hpp"
+#include "daemon/core/result.hpp"
+#include "daemon/metrics/batch.hpp"
+#include "daemon/probe/probe.hpp"
+
+namespace fsaudit::xfs {
+
+struct HealthItem {
+  std::string scope;     // "filesystem", "ag", "rtgroup", "inode", or "path" (file arguments)
+  std::string index;     // AG/rtgroup/inode number, or the path; "" for filesystem
+  std::string metadata;  // "summary counters", "superblock", "inode btree", ...
+  bool healthy = true;
+};
+struct Health {
+  bool collected = false;  // false: "Health status has not been collected"
+  std::vector<HealthItem> items;
+  std::size_t unhealthy() const;
+};
+// stdout and stderr of xfs_spaceman -c health, concatenated.
+Result<Health> parse_spaceman_health(std::string_view text);
+
+struct ErrorConfig {
+  std::optional<bool> fail_at_unmount;
+  // errno class ("EIO", "ENOSPC", "ENODEV", "default") -> value; -1 = forever
+  std::map<std::string, std::int64_t> max_retries;
+  std::map<std::string, std::int64_t> retry_timeout_seconds;
+};
+ErrorConfig read_error_config(const std::filesystem::path& xfs_dev_dir);
+
+struct Observation {
+  std::string device;  // kernel name, "" if the sysfs directory was not found
+  std::optional<Health> health;
+  bool shutdown = false;
+  std::optional<ErrorConfig> error_config;
+};
+metrics::Batch xfs_metrics(const Target& t, const Observation& o);
+
+}  // namespace fsaudit::xfs
+
+namespace fsaudit::probes {
+std::unique_ptr<Probe> make_xfs_probe(const config::Config& cfg);
+}  // namespace fsaudit::probes

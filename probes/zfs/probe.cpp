@@ -1,0 +1,284 @@
+#include "probes/zfs/probe.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "daemon/core/strings.hpp"
+
+namespace fsaudit::zfs {
+
+std::string_view to_string(StatusFormat f) {
+  switch (f) {
+    case StatusFormat::json: return "json";
+    case StatusFormat::text_p: return "text_p";
+    case StatusFormat::text: return "text";
+    case StatusFormat::unknown: break;
+  }
+  return "unknown";
+}
+
+namespace {
+
+const std::vector<std::string> kPoolStates = {"online", "degraded", "faulted", "offline",
+                                              "unavail", "removed", "suspended"};
+const std::vector<std::string> kVdevStates = {"online", "degraded", "faulted", "offline", "unavail",
+                                              "removed", "avail", "inuse", "unknown"};
+const std::vector<std::string> kScanStates = {"none", "in_progress", "finished", "canceled", "paused"};
+const std::vector<std::string> kScanFunctions = {"none", "scrub", "resilver", "error_scrub"};
+
+const char* kListColumns = "name,size,allocated,free,fragmentation,capacity,dedupratio,health";
+const char* kListColumnsLegacy = "name,size,allocated,free,capacity,health";  // zfs-fuse / pool v23
+
+std::string vdev_state(std::string_view s) {
+  auto l = to_lower(s);
+  if (l == "healthy") return "online";  // JSON of some 2.3 builds
+  if (std::find(kVdevStates.begin(), kVdevStates.end(), l) == kVdevStates.end()) return "unknown";
+  return l;
+}
+
+bool rejected_option(const CommandResult& r) {
+  auto e = to_lower(r.err + r.out);
+  return r.exited && r.exit_code != 0 &&
+         (e.find("invalid option") != std::string::npos || e.find("unrecognized option") != std::string::npos ||
+          e.find("illegal option") != std::string::npos || e.find("unknown option") != std::string::npos);
+}
+
+bool says_no_pools(const CommandResult& r) {
+  return (r.out + r.err).find("no pools available") != std::string::npos;
+}
+
+bool says_no_zfs(const CommandResult& r) {
+  auto e = r.err + r.out;
+  return e.find("modules are not loaded") != std::string::npos ||
+         e.find("zfs-fuse daemon is running") != std::string::npos ||  // zfs-fuse not started
+         e.find("/dev/zfs and /proc/self/mounts are required") != std::string::npos;
+}
+
+}  // namespace
+
+bool pool_is_redundant(const ZfsPoolStatus& pool) {
+  bool any = false;
+  for (const auto& v : pool.vdevs) {
+    if (v.depth != 0) continue;
+    if (v.role != "data" && v.role != "special" && v.role != "dedup") continue;
+    any = true;
+    const auto& t = v.type;
+    bool redundant = !v.leaf && (t.starts_with("mirror") || t.starts_with("raidz") || t.starts_with("draid"));
+    if (!redundant) return false;
+  }
+  return any;
+}
+
+metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vector<ZfsPoolList>& lists,
+                                 StatusFormat format, std::map<std::string, ScrubMemory>& memory) {
+  metrics::Batch b;
+  b.info("fsaudit_zfs_probe_info", "How the zfs probe read zpool status (format: json, text_p, text).",
+         {{"format", std::string(to_string(format))}});
+  for (const auto& p : status.pools) {
+    const metrics::Labels pl = {{"pool", p.name}};
+    b.stateset("fsaudit_zfs_pool_state", "ZFS pool state as zpool status reports it (1 = current).", pl,
+               kPoolStates, to_lower(p.state));
+    if (p.data_errors)
+      b.gauge("fsaudit_zfs_pool_data_errors",
+              "Data errors (files/objects with permanent errors) zpool status reports for the pool.", pl,
+              static_cast<double>(*p.data_errors));
+    for (auto [kind, val] : {std::pair{"read", p.read_errors}, {"write", p.write_errors}, {"checksum", p.checksum_errors}})
+      if (val)
+        b.gauge("fsaudit_zfs_pool_errors", "Error counters of the pool's root vdev row (reset by zpool clear).",
+                {{"pool", p.name}, {"kind", kind}}, static_cast<double>(*val));
+    b.gauge("fsaudit_zfs_pool_redundant",
+            "1 if every data/special/dedup top-level vdev is a mirror, raidz or draid (bad copies can be repaired).",
+            pl, pool_is_redundant(p) ? 1 : 0);
+
+    std::map<std::string, int> seen;
+    for (const auto& v : p.vdevs) {
+      std::string id = v.name;
+      if (int n = ++seen[v.name]; n > 1) id += "#" + std::to_string(n);  // legacy repeated "mirror"
+      metrics::Labels vl = {{"pool", p.name}, {"vdev", id}, {"vdev_type", v.type}, {"role", v.role}};
+      b.stateset("fsaudit_zfs_vdev_state", "ZFS vdev state (1 = current); spares are avail/inuse.", vl,
+                 kVdevStates, vdev_state(v.state));
+      for (auto [kind, val] : {std::pair{"read", v.read_errors}, {"write", v.write_errors}, {"checksum", v.checksum_errors}}) {
+        if (!val) continue;
+        auto l = vl;
+        l["kind"] = kind;
+        b.gauge("fsaudit_zfs_vdev_errors",
+                "Read/write/checksum error counters of a vdev as zpool status prints them (gauge: zpool clear resets them).",
+                l, static_cast<double>(*val));
+      }
+    }
+
+    const auto& s = p.scan;
+    b.stateset("fsaudit_zfs_scan_function", "Function of the pool's latest scan (none, scrub, resilver, error_scrub).",
+               pl, kScanFunctions, std::string(to_string(s.function)));
+    b.stateset("fsaudit_zfs_scan_state", "State of the pool's latest scan.", pl, kScanStates,
+               std::string(to_string(s.state)));
+    auto g = [&](const char* name, const char* help, const std::optional<double>& v) {
+      if (v) b.gauge(name, help, pl, *v);
+    };
+    bool running = s.state == ScanState::in_progress || s.state == ScanState::paused;
+    if (running) {
+      g("fsaudit_zfs_scan_progress_ratio", "Progress of the running scan (0..1).", s.progress_ratio);
+      g("fsaudit_zfs_scan_examined_bytes", "Bytes scanned so far by the running scan.", s.examined_bytes);
+      g("fsaudit_zfs_scan_issued_bytes", "Bytes issued (verified) so far by the running scan.", s.issued_bytes);
+      g("fsaudit_zfs_scan_total_bytes", "Bytes the running scan has to examine.", s.total_bytes);
+      g("fsaudit_zfs_scan_eta_seconds", "Estimated time to completion of the running scan.", s.eta_seconds);
+    }
+    if (s.start_time)
+      b.gauge("fsaudit_zfs_scan_start_timestamp_seconds", "Start of the latest scan (Unix time).", pl,
+              static_cast<double>(*s.start_time));
+    if (s.end_time)
+      b.gauge("fsaudit_zfs_scan_end_timestamp_seconds", "End of the latest scan, finished or canceled (Unix time).",
+              pl, static_cast<double>(*s.end_time));
+    if (s.state == ScanState::finished) {
+      g("fsaudit_zfs_scan_duration_seconds", "Duration of the latest finished scan.", s.duration_seconds);
+    }
+    if (s.state != ScanState::none && s.state != ScanState::canceled) {
+      g("fsaudit_zfs_scan_repaired_bytes",
+        "Bytes repaired (scrub) or resilvered (resilver) by the latest scan, so far when running.", s.repaired_bytes);
+      if (s.errors)
+        b.gauge("fsaudit_zfs_scan_errors", "Errors the latest finished scan reported (\"with N errors\").", pl,
+                static_cast<double>(*s.errors));
+    }
+    if (s.function == ScanFunction::scrub && s.state == ScanState::finished && s.end_time) {
+      auto& m = memory[p.name];
+      if (*s.end_time >= m.end_time) m = {*s.end_time, s.duration_seconds, s.repaired_bytes, s.errors};
+    }
+    if (auto it = memory.find(p.name); it != memory.end() && it->second.end_time > 0) {
+      const auto& m = it->second;
+      b.gauge("fsaudit_zfs_last_scrub_end_timestamp_seconds",
+              "End of the pool's last finished scrub seen by this daemon (Unix time).", pl,
+              static_cast<double>(m.end_time));
+      g("fsaudit_zfs_last_scrub_duration_seconds", "Duration of the pool's last finished scrub.", m.duration_seconds);
+      g("fsaudit_zfs_last_scrub_repaired_bytes", "Bytes repaired by the pool's last finished scrub.", m.repaired_bytes);
+      if (m.errors)
+        b.gauge("fsaudit_zfs_last_scrub_errors", "Errors reported by the pool's last finished scrub.", pl,
+                static_cast<double>(*m.errors));
+    }
+  }
+  for (const auto& l : lists) {
+    const metrics::Labels pl = {{"pool", l.name}};
+    auto g = [&](const char* name, const char* help, const std::optional<double>& v) {
+      if (v) b.gauge(name, help, pl, *v);
+    };
+    g("fsaudit_zfs_pool_size_bytes", "Pool size (zpool list SIZE).", l.size_bytes);
+    g("fsaudit_zfs_pool_allocated_bytes", "Allocated bytes in the pool (zpool list ALLOC).", l.allocated_bytes);
+    g("fsaudit_zfs_pool_free_bytes", "Free bytes in the pool (zpool list FREE).", l.free_bytes);
+    g("fsaudit_zfs_pool_fragmentation_ratio", "Free-space fragmentation of the pool (0..1).", l.fragmentation_ratio);
+    g("fsaudit_zfs_pool_capacity_ratio", "Used fraction of the pool (zpool list CAP, 0..1).", l.capacity_ratio);
+    g("fsaudit_zfs_pool_dedup_ratio", "Deduplication ratio of the pool.", l.dedup_ratio);
+  }
+  return b;
+}
+
+StatusFormat ZfsProbe::detected_format() const {
+  std::lock_guard lk(mu_);
+  return format_;
+}
+
+ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
+  try {
+    const std::string zpool = ctx.tool("zpool");
+    auto exec = [&](std::vector<std::string> args) {
+      CommandSpec spec;
+      spec.argv = {zpool};
+      spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+      spec.timeout = ctx.remaining();
+      return ctx.runner.run(spec, ctx.stop);
+    };
+    auto stopped = [&] { return ctx.stop.stop_requested(); };
+
+    StatusFormat fmt;
+    {
+      std::lock_guard lk(mu_);
+      fmt = format_tool_ == zpool ? format_ : StatusFormat::unknown;
+    }
+    // Try the best format first; downgrade only on "invalid option" (cached).
+    static const std::vector<std::pair<StatusFormat, std::vector<std::string>>> kTries = {
+        {StatusFormat::json, {"status", "-jp"}}, {StatusFormat::text_p, {"status", "-p"}}, {StatusFormat::text, {"status"}}};
+    CommandResult st;
+    bool got = false;
+    for (const auto& [f, args] : kTries) {
+      if (fmt != StatusFormat::unknown && f != fmt) continue;
+      if (stopped()) return ProbeResult::failed("stopped before zpool status ran");
+      st = exec(args);
+      if (stopped()) return ProbeResult::failed("zpool status: " + st.describe());
+      if (st.spawn_error.find(": not found") != std::string::npos)
+        return ProbeResult::not_applicable("no zpool tool: " + st.describe());
+      if (!st.spawn_error.empty() || st.busy || st.timed_out) return ProbeResult::failed("zpool status: " + st.describe());
+      if (says_no_zfs(st)) return ProbeResult::not_applicable("ZFS not available: " + st.describe());
+      if (fmt == StatusFormat::unknown && rejected_option(st)) continue;
+      if (fmt == StatusFormat::unknown && f == StatusFormat::json && st.ok()) {
+        // Some builds accept -j but print text: make sure.
+        if (!parse_zpool_status_json(st.out).ok()) continue;
+      }
+      fmt = f;
+      got = true;
+      break;
+    }
+    if (!got) return ProbeResult::failed("zpool status: no supported output format (" + st.describe() + ")");
+    if (!st.ok()) {
+      if (says_no_pools(st)) return ProbeResult::not_applicable("no ZFS pools imported");
+      return ProbeResult::failed("zpool status: " + st.describe());
+    }
+    {
+      std::lock_guard lk(mu_);
+      format_ = fmt;
+      format_tool_ = zpool;
+    }
+    auto parsed = fmt == StatusFormat::json ? parse_zpool_status_json(st.out) : parse_zpool_status(st.out);
+    if (!parsed) return ProbeResult::failed("zpool status: " + parsed.error());
+    if (parsed->pools.empty()) return ProbeResult::not_applicable("no ZFS pools imported");
+
+    std::string list_problem;
+    std::vector<ZfsPoolList> lists;
+    // zpool list: exact values with all columns where supported; older zpools (zfs-fuse, pool v23)
+    // reject -p ("invalid option") and the fragmentation/dedupratio columns ("bad property list").
+    static const std::vector<std::pair<std::vector<std::string>, const char*>> kListTries = {
+        {{"list", "-Hp", "-o"}, kListColumns}, {{"list", "-H", "-o"}, kListColumns},
+        {{"list", "-H", "-o"}, kListColumnsLegacy}};
+    std::size_t first;
+    {
+      std::lock_guard lk(mu_);
+      first = list_format_tool_ == zpool ? list_format_ : 0;
+    }
+    for (std::size_t i = first; i < kListTries.size(); ++i) {
+      if (stopped()) {
+        list_problem = "stopped before zpool list ran";
+        break;
+      }
+      auto args = kListTries[i].first;
+      args.emplace_back(kListTries[i].second);
+      auto lr = exec(args);
+      if (!lr.ok()) {
+        list_problem = "zpool list: " + lr.describe();
+        // Only a refused option/column makes the next, simpler form worth trying.
+        if (lr.exited && !lr.timed_out && i + 1 < kListTries.size() && first == 0) continue;
+        break;
+      }
+      auto pl = parse_zpool_list(lr.out, kListTries[i].second);
+      if (!pl) {
+        list_problem = "zpool list: " + pl.error();
+        break;
+      }
+      lists = std::move(*pl);
+      list_problem.clear();
+      std::lock_guard lk(mu_);
+      list_format_ = i;
+      list_format_tool_ = zpool;
+      break;
+    }
+    metrics::Batch batch;
+    {
+      std::lock_guard lk(mu_);
+      batch = build_zfs_metrics(*parsed, lists, fmt, scrubs_);
+    }
+    if (!list_problem.empty()) return ProbeResult::failed(list_problem, std::move(batch));
+    return ProbeResult::ok(std::move(batch));
+  } catch (const std::exception& e) {
+    return ProbeResult::failed(std::string("zfs probe: ") + e.what());
+  }
+}
+
+std::unique_ptr<Probe> make_zfs_probe(const config::Config&) { return std::make_unique<ZfsProbe>(); }
+
+}  // namespace fsaudit::zfs

@@ -1,0 +1,56 @@
+#pragma once
+// The "zfs" host probe: runs `zpool status` (JSON where supported, else text -p, else plain text,
+// detected once and cached) and `zpool list -H`, and turns them into fsaudit_zfs_* metrics.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/config/config.hpp"
+#include "daemon/metrics/batch.hpp"
+#include "daemon/probe/probe.hpp"
+#include "probes/zfs/status.hpp"
+
+namespace fsaudit::zfs {
+
+enum class StatusFormat { unknown, json, text_p, text };
+std::string_view to_string(StatusFormat f);  // "json", "text_p", "text", "unknown"
+
+// Remembered across runs: the last finished scrub per pool (zpool status only shows the latest
+// scan, so a resilver would hide the previous scrub's end time).
+struct ScrubMemory {
+  std::int64_t end_time = 0;
+  std::optional<double> duration_seconds, repaired_bytes;
+  std::optional<std::uint64_t> errors;
+};
+
+// Pure: metrics for one probe run. `lists` may be empty (zpool list failed). `memory` is updated.
+metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vector<ZfsPoolList>& lists,
+                                 StatusFormat format, std::map<std::string, ScrubMemory>& memory);
+
+// True when a pool's data vdevs (data/special/dedup roles) are all mirror/raidz/draid: the layout
+// can repair a bad copy. copies=N datasets are not seen here.
+bool pool_is_redundant(const ZfsPoolStatus& pool);
+
+class ZfsProbe final : public Probe {
+ public:
+  std::string name() const override { return "zfs"; }
+  Scope scope() const override { return Scope::host; }
+  ProbeResult run(const Target& target, ProbeContext& ctx) override;
+
+  StatusFormat detected_format() const;
+
+ private:
+  mutable std::mutex mu_;
+  StatusFormat format_ = StatusFormat::unknown;
+  std::string format_tool_;  // the zpool path the detection was made for
+  std::size_t list_format_ = 0;  // which `zpool list` form works (index into the tries)
+  std::string list_format_tool_;
+  std::map<std::string, ScrubMemory> scrubs_;
+};
+
+std::unique_ptr<Probe> make_zfs_probe(const config::Config& cfg);
+
+}  // namespace fsaudit::zfs

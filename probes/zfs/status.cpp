@@ -1,0 +1,252 @@
+#include "probes/zfs/status.hpp"
+
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include "daemon/core/strings.hpp"
+#include "daemon/core/units.hpp"
+
+namespace fsaudit::zfs {
+
+namespace {
+
+const std::set<std::string, std::less<>> kKeys = {"pool",   "id",    "state", "status",     "action",
+                                                  "see",    "scan",  "scrub", "config",     "errors",
+                                                  "remove", "checkpoint", "expand", "comment"};
+
+// Leading whitespace width, tabs to the next multiple of 8 (as a terminal shows it).
+std::size_t indent_of(std::string_view line) {
+  std::size_t col = 0;
+  for (char c : line) {
+    if (c == ' ') ++col;
+    else if (c == '\t') col = (col / 8 + 1) * 8;
+    else break;
+  }
+  return col;
+}
+
+// "0", "7", "1.05K", "3.45K" (abbreviated without -p).
+std::optional<std::uint64_t> count(std::string_view s) {
+  if (auto v = parse_u64(s)) return v;
+  if (s.empty() || !(s[0] >= '0' && s[0] <= '9')) return std::nullopt;
+  auto h = parse_human_bytes(s);
+  if (!h || *h < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(std::llround(*h));
+}
+
+std::string role_of_section(std::string_view header) {
+  if (header == "logs") return "log";
+  if (header == "cache") return "cache";
+  if (header == "spares") return "spare";
+  return std::string(header);  // special, dedup, ...
+}
+
+// Interior vdev type from its printed name: "mirror-0" -> mirror, "raidz2-1" -> raidz2,
+// "draid2:4d:11c:0s-0" -> draid2, legacy "mirror"/"raidz" -> as is.
+std::string interior_type(std::string_view name) {
+  auto colon = name.find(':');
+  if (colon != std::string_view::npos) return std::string(name.substr(0, colon));
+  auto dash = name.rfind('-');
+  if (dash != std::string_view::npos && dash + 1 < name.size() && parse_u64(name.substr(dash + 1)))
+    return std::string(name.substr(0, dash));
+  return std::string(name);
+}
+
+std::string join_ws(std::string_view s) {
+  std::string out;
+  for (auto w : split_ws(s)) {
+    if (!out.empty()) out += ' ';
+    out.append(w);
+  }
+  return out;
+}
+
+void finish_errors(ZfsPoolStatus& p, const std::vector<std::string>& extra) {
+  static const std::regex re_n(R"(^(\d+) data errors?\b.*)");
+  std::smatch m;
+  const std::string& e = p.errors_text;
+  if (e.starts_with("No known data errors")) {
+    p.data_errors = 0;
+  } else if (std::regex_match(e, m, re_n)) {
+    p.data_errors = parse_u64(m[1].str());
+  } else if (e.starts_with("Permanent errors have been detected")) {
+    std::uint64_t n = 0;
+    for (auto& l : extra) {
+      auto t = trim(l);
+      if (!t.empty() && t.find_first_not_of('.') != std::string_view::npos) ++n;
+    }
+    if (n > 0) p.data_errors = n;  // a lower bound when the list was cut
+  }
+}
+
+void finish_tree(ZfsPoolStatus& p) {
+  for (std::size_t i = 0; i < p.vdevs.size(); ++i) {
+    auto& v = p.vdevs[i];
+    v.leaf = !(i + 1 < p.vdevs.size() && p.vdevs[i + 1].depth > v.depth);
+    v.type = v.leaf ? "leaf" : interior_type(v.name);
+  }
+}
+
+}  // namespace
+
+bool state_is_healthy(std::string_view state) { return state == "ONLINE" || state == "HEALTHY"; }
+
+Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone tz) {
+  ZfsStatusReport rep;
+  static const std::regex re_key(R"(^\s*([a-z]+):(?:\s(.*))?$)");
+  ZfsPoolStatus* pool = nullptr;
+  std::string key;            // current header key for continuation lines
+  std::string scan_text;      // scan block being collected
+  std::vector<std::string> error_lines;
+  bool in_config = false, have_header = false, have_root = false;
+  std::size_t base = 0;
+  int nslow = 0;              // extra numeric columns after CKSUM (-s: SLOW)
+  std::string section_role = "data";
+  std::vector<std::string> parents;  // by depth
+
+  auto close_pool = [&]() {
+    if (!pool) return;
+    if (pool->has_scan) pool->scan = parse_zfs_scan(scan_text, tz);
+    else pool->scan.recognized = true;  // no scan line: never scrubbed/resilvered (OpenZFS 2.x)
+    finish_errors(*pool, error_lines);
+    finish_tree(*pool);
+    scan_text.clear();
+    error_lines.clear();
+  };
+
+  for (auto raw : lines(text)) {
+    std::string_view line = raw;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    auto t = trim(line);
+    if (in_config) {
+      if (t.empty()) {
+        if (have_root) in_config = false;
+        continue;
+      }
+      auto toks = split_ws(t);
+      if (!have_header) {
+        if (toks.size() >= 2 && toks[0] == "NAME" && toks[1] == "STATE") {
+          have_header = true;
+          base = indent_of(line);
+          nslow = 0;
+          for (std::size_t i = 5; i < toks.size(); ++i) ++nslow;
+          continue;
+        }
+        // No tree header: this line is a header key or something unknown; fall through.
+        in_config = false;
+      } else if (indent_of(line) < base) {
+        in_config = false;  // less indented than NAME: the tree is over
+      } else {
+        std::size_t depth = (indent_of(line) - base) / 2;
+        std::string name(toks[0]);
+        std::string state = toks.size() > 1 ? std::string(toks[1]) : "";
+        std::optional<std::uint64_t> r, w, c;
+        std::size_t next = 2;
+        if (toks.size() >= 5) {
+          r = count(toks[2]);
+          w = count(toks[3]);
+          c = count(toks[4]);
+          if (r && w && c) {
+            next = 5;
+            for (int s = 0; s < nslow && next < toks.size() && count(toks[next]); ++s) ++next;
+          } else {
+            r = w = c = std::nullopt;
+          }
+        }
+        std::string note;
+        for (std::size_t i = next; i < toks.size(); ++i) {
+          if (!note.empty()) note += ' ';
+          note.append(toks[i]);
+        }
+        if (depth == 0) {
+          if (!have_root) {
+            have_root = true;
+            if (pool) {
+              pool->root_state = state;
+              pool->read_errors = r;
+              pool->write_errors = w;
+              pool->checksum_errors = c;
+            }
+            section_role = "data";
+          } else {
+            section_role = role_of_section(name);  // logs / cache / spares / special / dedup
+          }
+          parents.assign(1, "");
+          continue;
+        }
+        if (!pool) continue;
+        ZfsVdev v;
+        v.name = name;
+        v.depth = static_cast<int>(depth) - 1;
+        v.role = section_role;
+        v.state = state == "-" ? "" : state;
+        v.read_errors = r;
+        v.write_errors = w;
+        v.checksum_errors = c;
+        v.note = note;
+        parents.resize(depth + 1);
+        v.parent = depth >= 2 ? parents[depth - 1] : "";
+        parents[depth] = name;
+        pool->vdevs.push_back(std::move(v));
+        continue;
+      }
+    }
+    std::smatch m;
+    std::string ls(line);
+    if (std::regex_match(ls, m, re_key) && kKeys.count(m[1].str())) {
+      key = m[1].str();
+      std::string value(trim(m[2].str()));
+      if (key == "pool") {
+        close_pool();
+        rep.pools.emplace_back();
+        pool = &rep.pools.back();
+        pool->name = value;
+        have_header = have_root = false;
+        section_role = "data";
+      } else if (!pool) {
+        continue;
+      } else if (key == "state") {
+        pool->state = value;
+      } else if (key == "status") {
+        pool->status = value;
+      } else if (key == "action") {
+        pool->action = value;
+      } else if (key == "see") {
+        pool->see = value;
+      } else if (key == "scan" || key == "scrub") {
+        pool->has_scan = true;
+        scan_text = value;
+      } else if (key == "config") {
+        in_config = true;
+        have_header = have_root = false;
+      } else if (key == "errors") {
+        pool->errors_text = value;
+      }
+      continue;
+    }
+    if (t.empty()) {
+      if (key != "errors") key.clear();
+      continue;
+    }
+    if (!pool) {
+      if (t.starts_with("no pools available")) rep.no_pools = true;
+      continue;
+    }
+    // Continuation of the current key.
+    if (key == "status") pool->status += " " + join_ws(t);
+    else if (key == "action") pool->action += " " + join_ws(t);
+    else if (key == "scan" || key == "scrub") scan_text += "\n" + std::string(t);
+    else if (key == "errors") error_lines.emplace_back(t);
+  }
+  close_pool();
+  if (rep.pools.empty() && !rep.no_pools) {
+    auto t = trim(text);
+    if (t.starts_with("all pools are healthy") || t.empty()) return rep;
+    auto first = lines(t);
+    return err("not zpool status output (first line: '" + std::string(first.empty() ? "" : first[0]) + "')");
+  }
+  return rep;
+}
+
+}  // namespace fsaudit::zfs

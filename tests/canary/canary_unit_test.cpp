@@ -1,0 +1,430 @@
+// Unit tests for the canary: config, verdict expectations, pattern, parsers, mount-table safety
+// rules, raw writer refusals and the io_uring scanner (on regular files, no root needed).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "daemon/config/config.hpp"
+#include "probes/canary/cycle.hpp"
+#include "probes/canary/identity.hpp"
+#include "probes/canary/pattern.hpp"
+#include "probes/canary/probe.hpp"
+#include "probes/canary/raw_writer.hpp"
+#include "probes/canary/safety.hpp"
+#include "probes/canary/scanner.hpp"
+#include "probes/canary/stack.hpp"
+#include "tests/support/lab.hpp"
+#include "tests/support/support.hpp"
+
+namespace fsaudit::canary {
+namespace {
+
+using testing::digest_file;
+using testing::TempDir;
+
+config::Config parse(const std::string& yaml) { return config::parse_config(yaml, "test.yaml"); }
+
+const char* kTwoCanaries = R"(
+state_dir: /var/lib/fsaudit-test
+canary:
+  canaries:
+    - name: mirror
+      fs: btrfs
+      layout: raid1
+      devices: [/dev/disk/by-id/ata-A-part9, /dev/disk/by-id/ata-B-part9]
+      mountpoint: /srv/canary-btrfs
+      interval: 12h
+      window: "Sat 01:00-06:00"
+      file_blocks: 128
+    - name: tank-canary
+      fs: zfs
+      layout: mirror
+      pool: canarypool
+      devices: [/dev/sdc9, /dev/sdd9]
+      mountpoint: /canarypool
+      expect: detected
+  lab:
+    enabled: true
+    stacks: [btrfs-raid1, xfs]
+)";
+
+TEST(CanaryConfig, ParsesCanariesAndLab) {
+  auto c = parse(kTwoCanaries);
+  ASSERT_EQ(c.canary.canaries.size(), 2u);
+  const auto& m = c.canary.canaries[0];
+  EXPECT_EQ(m.name, "mirror");
+  EXPECT_EQ(m.fs, "btrfs");
+  EXPECT_EQ(m.devices.size(), 2u);
+  EXPECT_EQ(m.interval, std::chrono::hours(12));
+  EXPECT_FALSE(m.window.always);
+  EXPECT_EQ(m.file_blocks, 128u);
+  EXPECT_EQ(m.expect, "");
+  EXPECT_EQ(c.canary.canaries[1].pool, "canarypool");
+  EXPECT_EQ(c.canary.canaries[1].expect, "detected");
+  EXPECT_TRUE(c.canary.lab.enabled);
+  EXPECT_EQ(c.canary.lab.stacks, (std::vector<std::string>{"btrfs-raid1", "xfs"}));
+  EXPECT_NE(c.canary.find("tank-canary"), nullptr);
+  EXPECT_EQ(c.canary.find("nope"), nullptr);
+}
+
+TEST(CanaryConfig, DefaultsAreEmptyAndDaily) {
+  auto c = parse("{}");
+  EXPECT_TRUE(c.canary.canaries.empty());
+  EXPECT_FALSE(c.canary.lab.enabled);
+  auto one = parse("canary: {canaries: [{name: a, fs: xfs, devices: [/dev/sdz1], mountpoint: /srv/a}]}");
+  EXPECT_EQ(one.canary.canaries.at(0).interval, std::chrono::hours(24));
+  EXPECT_TRUE(one.canary.canaries.at(0).window.always);
+}
+
+void expect_config_error(const std::string& yaml, const std::string& fragment) {
+  try {
+    parse(yaml);
+    ADD_FAILURE() << "accepted: " << yaml;
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(CanaryConfig, RejectsBadEntries) {
+  expect_config_error("canary: {canaries: [{name: a, fs: ntfs, devices: [/dev/x], mountpoint: /m}]}", "ntfs");
+  expect_config_error("canary: {canaries: [{name: a, fs: zfs, devices: [/dev/x], mountpoint: /m}]}", "pool");
+  expect_config_error("canary: {canaries: [{name: a, fs: xfs, devices: [], mountpoint: /m}]}", "devices");
+  expect_config_error("canary: {canaries: [{name: a, fs: xfs, devices: [/dev/x], mountpoint: /}]}", "mountpoint");
+  expect_config_error("canary: {canaries: [{name: a, fs: xfs, devices: [/dev/x], mountpoint: /m, window: Someday}]}", "window");
+  expect_config_error("canary: {canaries: [{name: a, fs: xfs, devices: [/dev/x], mountpoint: /m, intervall: 1h}]}", "interval");
+  expect_config_error(
+      "canary: {canaries: [{name: a, fs: xfs, devices: [/dev/x], mountpoint: /m}, {name: a, fs: xfs, devices: [/dev/y], mountpoint: /n}]}",
+      "duplicate");
+  expect_config_error("canary: {lab: {stacks: [btrfs-raid5]}}", "btrfs-raid5");
+}
+
+TEST(CanaryExpectation, DerivedFromStack) {
+  EXPECT_EQ(default_expectation("btrfs", "raid1"), "repaired");
+  EXPECT_EQ(default_expectation("btrfs", "dup"), "repaired");
+  EXPECT_EQ(default_expectation("zfs", "mirror"), "repaired");
+  EXPECT_EQ(default_expectation("zfs", "raidz2"), "repaired");
+  EXPECT_EQ(default_expectation("btrfs", "single"), "detected");
+  EXPECT_EQ(default_expectation("zfs", "stripe"), "detected");
+  EXPECT_EQ(default_expectation("xfs", "md-raid1"), "blind");
+  EXPECT_EQ(default_expectation("ext4", "plain"), "blind");
+}
+
+TEST(CanaryExpectation, MetOrNot) {
+  EXPECT_TRUE(expectation_met("repaired", "repaired"));
+  EXPECT_FALSE(expectation_met("repaired", "silent"));  // the regression that must page
+  EXPECT_FALSE(expectation_met("repaired", "detected"));
+  EXPECT_FALSE(expectation_met("repaired", "unverified"));
+  EXPECT_TRUE(expectation_met("detected", "detected"));
+  EXPECT_TRUE(expectation_met("detected", "repaired"));
+  EXPECT_FALSE(expectation_met("detected", "silent"));
+  EXPECT_TRUE(expectation_met("blind", "silent"));  // standing warning, not a page
+  EXPECT_FALSE(expectation_met("blind", "error"));
+  EXPECT_FALSE(expectation_met("repaired", "refused"));
+  EXPECT_FALSE(expectation_met("repaired", "not_injectable"));
+}
+
+TEST(CanaryPattern, BlocksAreUniqueAndRecognisable) {
+  PatternKey k{0x1234, 0xabcdef};
+  auto a = make_block(k, 0, 4096), b = make_block(k, 1, 4096);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(header_index(a.data(), k.nonce), std::optional<std::uint64_t>(0));
+  EXPECT_EQ(header_index(b.data(), k.nonce), std::optional<std::uint64_t>(1));
+  EXPECT_EQ(header_index(b.data(), k.nonce + 1), std::nullopt);
+  PatternKey k2{0x9999, 0xabcdef};
+  EXPECT_NE(make_block(k2, 1, 4096), b);  // keyed
+  EXPECT_EQ(make_block(k, 1, 4096), b);   // deterministic
+  EXPECT_EQ(from_hex(to_hex(b)).value(), b);
+  EXPECT_EQ(from_hex("zz"), std::nullopt);
+}
+
+TEST(CanaryParsers, BtrfsDeviceStatsFromFixtures) {
+  auto one = parse_btrfs_device_stats(testing::fixture("btrfs-device-stats-corruption-errs-689.txt"));
+  ASSERT_TRUE(one) << one.error();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].device, "/dev/mapper/root");
+  EXPECT_EQ((*one)[0].corruption_errs, 689u);
+  auto two = parse_btrfs_device_stats(testing::fixture("btrfs-device-stats-raid1-nvme-huge-write-read-errs.txt"));
+  ASSERT_TRUE(two) << two.error();
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[1].device, "/dev/nvme2n1p2");
+  EXPECT_EQ((*two)[1].read_io_errs, 137924767u);
+  EXPECT_EQ((*two)[1].corruption_errs, 2216u);
+  EXPECT_EQ((*two)[0].corruption_errs, 0u);
+  EXPECT_FALSE(parse_btrfs_device_stats("ERROR: not a btrfs filesystem"));
+}
+
+TEST(CanaryParsers, BtrfsShowDevices) {
+  // Captured on this machine: btrfs filesystem show of a 2-device raid1 loop lab (btrfs-progs v6.2).
+  const char* text =
+      "Label: 'fsaudit-lab-btrfs-raid1'  uuid: 4a1d0f36-3c86-4d4b-9a49-0d6bb3b7c0a2\n"
+      "\tTotal devices 2 FS bytes used 144.00KiB\n"
+      "\tdevid    1 size 128.00MiB used 32.00MiB path /dev/loop3\n"
+      "\tdevid    2 size 128.00MiB used 32.00MiB path /dev/loop4\n\n";
+  EXPECT_EQ(parse_btrfs_show_devices(text), (std::vector<std::string>{"/dev/loop3", "/dev/loop4"}));
+}
+
+// ---- mount-table safety rules
+std::vector<MountEntry> mounts(const std::string& text) { return parse_mountinfo(text).value(); }
+
+DeviceIdentity blockdev(const std::string& path, unsigned maj, unsigned min) {
+  DeviceIdentity d;
+  d.path = d.resolved = path;
+  d.kind = "loop";
+  d.major = maj;
+  d.minor = min;
+  return d;
+}
+
+config::CanaryTarget target(const std::string& fs, const std::string& mnt) {
+  config::CanaryTarget t;
+  t.name = "c";
+  t.fs = fs;
+  t.mountpoint = mnt;
+  return t;
+}
+
+const char* kBase =
+    "22 1 252:0 / / rw,relatime - ext4 /dev/vda rw\n"
+    "40 22 7:5 / /srv/canary rw,relatime - xfs /dev/loop5 rw\n";
+
+TEST(CanarySafety, CanaryMountedWhereConfiguredIsFine) {
+  EXPECT_EQ(mount_conflict(mounts(kBase), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/canary"), true), "");
+}
+
+TEST(CanarySafety, DeviceAlsoMountedElsewhereIsRefused) {
+  std::string t = std::string(kBase) + "41 22 7:5 / /mnt/other rw,relatime - xfs /dev/loop5 rw\n";
+  auto why = mount_conflict(mounts(t), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/canary"), true);
+  EXPECT_NE(why.find("/mnt/other"), std::string::npos) << why;
+}
+
+TEST(CanarySafety, BindMountOfCanaryElsewhereIsRefused) {
+  // btrfs: anonymous dev numbers; a second mount of the same filesystem shares them.
+  std::string t =
+      "22 1 252:0 / / rw - ext4 /dev/vda rw\n"
+      "40 22 0:55 / /srv/canary rw - btrfs /dev/loop5 rw\n"
+      "41 22 0:55 /sub /var/lib/app rw - btrfs /dev/loop6 rw\n";
+  auto why = mount_conflict(mounts(t), {blockdev("/dev/loop5", 7, 5)}, target("btrfs", "/srv/canary"), true);
+  EXPECT_NE(why.find("/var/lib/app"), std::string::npos) << why;
+}
+
+TEST(CanarySafety, ProductionFilesystemIsRefused) {
+  // The configured mount point is just a directory on the root filesystem.
+  const char* root_only = "22 1 252:0 / / rw,relatime - ext4 /dev/vda rw\n";
+  auto why = mount_conflict(mounts(root_only), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/notmounted"), true);
+  EXPECT_NE(why.find("not mounted"), std::string::npos) << why;
+  EXPECT_NE(why.find("/dev/vda"), std::string::npos) << why;
+  // The mount point is a production filesystem on other devices.
+  std::string t = std::string(root_only) + "42 22 8:1 / /data rw - xfs /dev/sda1 rw\n";
+  why = mount_conflict(mounts(t), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/data"), true);
+  EXPECT_NE(why.find("production"), std::string::npos) << why;
+}
+
+TEST(CanarySafety, OfflineMeansNoMemberMounted) {
+  EXPECT_NE(mount_conflict(mounts(kBase), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/canary"), false), "");
+  EXPECT_EQ(mount_conflict(mounts("22 1 252:0 / / rw - ext4 /dev/vda rw\n"), {blockdev("/dev/loop5", 7, 5)},
+                           target("xfs", "/srv/canary"), false),
+            "");
+}
+
+TEST(CanarySafety, ZfsPoolMountIsRecognised) {
+  std::string t = "22 1 252:0 / / rw - ext4 /dev/vda rw\n42 27 0:41 / /canexp rw,relatime - fuse.zfs canexp rw\n";
+  auto tz = target("zfs", "/canexp");
+  tz.pool = "canexp";
+  EXPECT_EQ(mount_conflict(mounts(t), {}, tz, true), "");
+  tz.pool = "otherpool";
+  EXPECT_NE(mount_conflict(mounts(t), {}, tz, true), "");
+}
+
+TEST(CanaryIdentity, MismatchReasons) {
+  DeviceIdentity a;
+  a.path = "/dev/disk/by-id/wwn-0x5000";
+  a.kind = "block";
+  a.size = 1000;
+  a.wwid = "naa.5000";
+  auto b = a;
+  EXPECT_EQ(identity_mismatch(a, b), "");
+  b.wwid = "naa.6000";
+  EXPECT_NE(identity_mismatch(a, b).find("WWN"), std::string::npos);
+  b = a;
+  b.size = 2000;
+  EXPECT_NE(identity_mismatch(a, b).find("size"), std::string::npos);
+  DeviceIdentity l;
+  l.path = "/dev/loop3";
+  l.kind = "loop";
+  l.size = 5;
+  l.backing_file = "/srv/a.img";
+  auto l2 = l;
+  l2.backing_file = "/srv/b.img";
+  EXPECT_NE(identity_mismatch(l, l2).find("backed"), std::string::npos);
+}
+
+TEST(CanaryIdentity, Signature) {
+  auto t = signature_text("c1", "abc");
+  EXPECT_EQ(check_signature(t, "c1", "abc"), "");
+  EXPECT_NE(check_signature(t, "c2", "abc"), "");
+  EXPECT_NE(check_signature(t, "c1", "abd"), "");
+  EXPECT_NE(check_signature("hello", "c1", "abc"), "");
+}
+
+// ---- raw writer and scanner on regular files
+std::filesystem::path make_file(const TempDir& d, std::uint64_t size) {
+  auto p = d / "dev.img";
+  std::vector<char> z(size, 0x11);
+  std::ofstream(p, std::ios::binary).write(z.data(), static_cast<std::streamsize>(z.size()));
+  return p;
+}
+
+TEST(CanaryRawWriter, RefusesOutsideGrantAndWritesNothing) {
+  TempDir d("canary-unit");
+  auto p = make_file(d, 1 << 20);
+  auto dev = std::filesystem::canonical(p).string();
+  auto before = digest_file(p);
+  std::vector<RawWriteGrant> g = {{dev, 8192, 12288}};
+  std::vector<unsigned char> bytes(16, 0xEE);
+  // outside the located block
+  auto r1 = raw_write({dev, 4096, bytes, std::nullopt}, g);
+  ASSERT_FALSE(r1);
+  EXPECT_EQ(r1.error().rfind("refused: ", 0), 0u) << r1.error();
+  // straddling its end
+  EXPECT_FALSE(raw_write({dev, 12288 - 8, bytes, std::nullopt}, g));
+  // a device that is not granted
+  auto other = d / "other.img";
+  std::filesystem::copy_file(p, other);
+  EXPECT_FALSE(raw_write({other.string(), 8192, bytes, std::nullopt}, g));
+  // too many bytes
+  EXPECT_FALSE(raw_write({dev, 8192, std::vector<unsigned char>(600, 1), std::nullopt}, {{dev, 0, 1 << 20}}));
+  // wrong expected-current bytes
+  EXPECT_FALSE(raw_write({dev, 8192, bytes, std::vector<unsigned char>(16, 0x22)}, g));
+  // relative path
+  EXPECT_FALSE(raw_write({"dev.img", 8192, bytes, std::nullopt}, g));
+  EXPECT_EQ(digest_file(p), before);
+  EXPECT_EQ(digest_file(other), before);
+}
+
+TEST(CanaryRawWriter, WritesInsideGrantAndReportsOldBytes) {
+  TempDir d("canary-unit");
+  auto p = make_file(d, 1 << 20);
+  auto dev = std::filesystem::canonical(p).string();
+  std::vector<unsigned char> bytes = {1, 2, 3, 4, 5};
+  auto r = raw_write({dev, 8200, bytes, std::vector<unsigned char>(5, 0x11)}, {{dev, 8192, 12288}});
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->before, std::vector<unsigned char>(5, 0x11));
+  auto back = read_direct(dev, 8198, 9);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(*back, (std::vector<unsigned char>{0x11, 0x11, 1, 2, 3, 4, 5, 0x11, 0x11}));
+}
+
+TEST(CanaryScanner, FindsPlantedBlocksAtTheirOffsets) {
+  TempDir d("canary-unit");
+  const std::uint64_t size = 8 << 20;
+  auto p = make_file(d, size);
+  PatternKey k{42, 0x5eed};
+  // Blocks at 512-aligned (not 4K-aligned) offsets, one across the 1 MiB chunk boundary.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> planted = {{3, 512 * 7}, {5, (1 << 20) - 1024}, {5, 5 << 20}};
+  {
+    std::fstream f(p, std::ios::binary | std::ios::in | std::ios::out);
+    for (auto [idx, off] : planted) {
+      auto b = make_block(k, idx, 4096);
+      f.seekp(static_cast<std::streamoff>(off));
+      f.write(reinterpret_cast<const char*>(b.data()), 4096);
+    }
+    // A block of another cycle must not be reported.
+    auto stale = make_block(PatternKey{42, 0x01d}, 5, 4096);
+    f.seekp(6 << 20);
+    f.write(reinterpret_cast<const char*>(stale.data()), 4096);
+  }
+  ScanOptions o;
+  o.queue_depth = 8;
+  auto r = scan_device(p.string(), k.nonce, o);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->bytes, size);
+  ASSERT_EQ(r->hits.size(), 3u);
+  std::set<std::pair<std::uint64_t, std::uint64_t>> got;
+  for (auto h : r->hits) got.insert({h.index, h.offset});
+  for (auto pl : planted) EXPECT_TRUE(got.count(pl)) << pl.first << "@" << pl.second;
+  EXPECT_GT(r->bytes_per_second(), 0);
+}
+
+TEST(CanaryScanner, MissingDeviceIsAnError) {
+  auto r = scan_device("/nonexistent/dev", 1);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("/nonexistent/dev"), std::string::npos);
+}
+
+// ---- refusal before any host change: not in config
+TEST(CanaryCycle, NotInConfigIsRefused) {
+  TempDir d("canary-unit");
+  auto cfg = parse("state_dir: " + (d / "state").string() + "\n");
+  ProcessRunner runner;
+  CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
+  auto r = run_cycle(cfg.canary, "ghost", env);
+  EXPECT_EQ(r.verdict, "refused");
+  EXPECT_NE(r.reason.find("not a canary in the config"), std::string::npos) << r.reason;
+  EXPECT_FALSE(r.expectation_met);
+}
+
+TEST(CanaryMetrics, FromState) {
+  auto cfg = parse(kTwoCanaries);
+  CanaryState s;
+  s.runs["repaired"] = 3;
+  s.runs["silent"] = 1;
+  CycleReport r;
+  r.verdict = "silent";
+  r.expect = "repaired";
+  r.expectation_met = false;
+  r.finished = 1700000000;
+  r.copies_found = 2;
+  r.scan_bytes = 100;
+  r.scan_seconds = 0.5;
+  s.last = r;
+  auto b = canary_metrics(cfg.canary.canaries[0], s);
+  metrics::Labels l{{"target", "mirror"}, {"fs", "btrfs"}, {"layout", "raid1"}};
+  auto with = [&](const std::string& k, const std::string& v) {
+    auto x = l;
+    x[k] = v;
+    return x;
+  };
+  EXPECT_EQ(b.value("fsaudit_canary_runs_total", with("verdict", "repaired")), 3);
+  EXPECT_EQ(b.value("fsaudit_canary_runs_total", with("verdict", "detected")), 0);
+  EXPECT_EQ(b.value("fsaudit_canary_last_verdict", with("verdict", "silent")), 1);
+  EXPECT_EQ(b.value("fsaudit_canary_last_verdict", with("verdict", "repaired")), 0);
+  EXPECT_EQ(b.value("fsaudit_canary_expectation_met", l), 0);
+  EXPECT_EQ(b.value("fsaudit_canary_expected_verdict_info", with("expected", "repaired")), 1);
+  EXPECT_EQ(b.value("fsaudit_canary_copies_found", l), 2);
+  EXPECT_EQ(b.value("fsaudit_canary_scan_bytes_per_second", l), 200);
+  EXPECT_EQ(b.value("fsaudit_canary_last_run_timestamp_seconds", l), 1700000000);
+}
+
+TEST(CanaryProbe, OnePerCanaryWithItsSchedule) {
+  auto cfg = parse(kTwoCanaries);
+  auto probes = make_canary_probes(cfg);
+  ASSERT_EQ(probes.size(), 2u);
+  EXPECT_EQ(probes[0]->name(), "canary:mirror");
+  EXPECT_EQ(probes[0]->scope(), Scope::host);
+  auto s = canary_schedule(*probes[0]);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->interval, std::chrono::hours(12));
+  EXPECT_FALSE(s->window.always);
+}
+
+TEST(CanaryProbe, NotDueRepublishesWithoutRunningACycle) {
+  TempDir d("canary-unit");
+  auto cfg = parse("state_dir: " + (d / "state").string() +
+                   "\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-nonexistent], mountpoint: /srv/nowhere, interval: 1h}]}\n");
+  CanaryState s;
+  s.runs["silent"] = 4;
+  s.last_run = SystemClock::instance().wall_seconds() - 60;  // a minute ago: not due
+  ASSERT_TRUE(save_state(cfg.state_dir, "c", s));
+  ProcessRunner runner;
+  ProbeContext ctx{cfg.host, runner, SystemClock::instance(), cfg.tools, cfg.state_dir, {}, SteadyTime::max()};
+  auto probes = make_canary_probes(cfg);
+  auto res = probes[0]->run(Target::host(), ctx);
+  EXPECT_EQ(res.outcome, Outcome::ok) << res.reason;
+  EXPECT_EQ(res.metrics.value("fsaudit_canary_runs_total", {{"target", "c"}, {"verdict", "silent"}}), 4);
+  EXPECT_EQ(load_state(cfg.state_dir, "c").cycles, 0u);  // no cycle ran
+}
+
+}  // namespace
+}  // namespace fsaudit::canary

@@ -1,0 +1,383 @@
+// btrfs probe: parsers on real fixtures and on outputs captured on this machine, the pure metric
+// builder, and the adapter on a sysfs fixture tree copied from a real raid1 / single filesystem.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "probes/btrfs/btrfs.hpp"
+#include "tests/fshealth/fshealth_util.hpp"
+#include "tests/support/support.hpp"
+
+namespace fsaudit::btrfs {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fixture;
+using testing::fshealth_data;
+
+const std::string kRaid1Fsid = "42fbdc2e-9cd9-4f99-aa0a-3dbca1ce9f49";
+const std::string kSingleFsid = "6be188f5-120e-49bb-84db-be126bd998dd";
+
+// ---- error_stats ----------------------------------------------------------------------------
+
+TEST(BtrfsErrorStats, CapturedRaid1DeviceWithOneCorruption) {
+  auto text = *read_file(testing::fshealth_data_dir() / "btrfs/tree-raid1/sys/fs/btrfs" / kRaid1Fsid /
+                         "devinfo/2/error_stats");
+  auto e = parse_error_stats(text);
+  ASSERT_TRUE(e.ok()) << e.error();
+  EXPECT_EQ(e->write, 0u);
+  EXPECT_EQ(e->read, 0u);
+  EXPECT_EQ(e->flush, 0u);
+  EXPECT_EQ(e->corruption, 1u);
+  EXPECT_EQ(e->generation, 0u);
+}
+
+TEST(BtrfsErrorStats, InvalidAndIncompleteAreErrors) {
+  EXPECT_FALSE(parse_error_stats("write_errs invalid\nread_errs 0\nflush_errs 0\ncorruption_errs 0\ngeneration_errs 0\n").ok());
+  auto r = parse_error_stats("write_errs 1\nread_errs 2\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("found 2"), std::string::npos);
+}
+
+// ---- btrfs device stats --------------------------------------------------------------------
+
+TEST(BtrfsDeviceStats, DocExample) {
+  auto r = parse_device_stats(fixture("btrfs-device-stats-doc-example.txt"));
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].device, "/dev/sda3");
+  EXPECT_EQ((*r)[0].errors.corruption, 0u);
+}
+
+TEST(BtrfsDeviceStats, CorruptionErrs689OnDmDevice) {
+  auto r = parse_device_stats(fixture("btrfs-device-stats-corruption-errs-689.txt"));
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].device, "/dev/mapper/root");
+  EXPECT_EQ((*r)[0].errors.corruption, 689u);
+  EXPECT_EQ((*r)[0].errors.read, 0u);
+}
+
+TEST(BtrfsDeviceStats, AllZeroDespiteScrubErrors) {
+  // The kernel-6.12 case: scrub found 110693 csum errors, the counters stayed 0.
+  auto r = parse_device_stats(fixture("btrfs-device-stats-all-zero-despite-scrub-errors.txt"));
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 1u);
+  const auto& e = (*r)[0].errors;
+  EXPECT_EQ(e.write + e.read + e.flush + e.corruption + e.generation, 0u);
+  auto scrub = parse_scrub_status(fixture("btrfs-scrub-status-finished-csum-110693-uncorrectable.txt"));
+  ASSERT_TRUE(scrub.ok());
+  EXPECT_EQ(scrub->total.uncorrectable_errors(), 110693u);  // why the scrub counts are exported too
+}
+
+TEST(BtrfsDeviceStats, Raid1NvmeHugeCounters) {
+  auto r = parse_device_stats(fixture("btrfs-device-stats-raid1-nvme-huge-write-read-errs.txt"));
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].device, "/dev/nvme0n1p2");
+  EXPECT_EQ((*r)[0].errors.write, 0u);
+  EXPECT_EQ((*r)[1].device, "/dev/nvme2n1p2");
+  EXPECT_EQ((*r)[1].errors.write, 130766017u);
+  EXPECT_EQ((*r)[1].errors.read, 137924767u);
+  EXPECT_EQ((*r)[1].errors.flush, 5054u);
+  EXPECT_EQ((*r)[1].errors.corruption, 2216u);
+  EXPECT_EQ((*r)[1].errors.generation, 0u);
+}
+
+TEST(BtrfsDeviceStats, Raid1AfterResetAllZero) {
+  auto r = parse_device_stats(fixture("btrfs-device-stats-raid1-after-reset-all-zero.txt"));
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[1].device, "/dev/nvme2n1p2");
+  EXPECT_EQ((*r)[1].errors.write, 0u);
+}
+
+TEST(BtrfsDeviceStats, TabularPatchExampleHasDevids) {
+  auto r = parse_device_stats(fixture("btrfs-device-stats-T-tabular-patch-2022-example.txt"));
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].device, "/dev/vdc");
+  EXPECT_EQ((*r)[0].devid, 1u);
+  EXPECT_EQ((*r)[1].device, "/dev/vdd");
+  EXPECT_EQ((*r)[1].devid, 2u);
+}
+
+TEST(BtrfsDeviceStats, CapturedHereRaid1OneCorruptionEach) {
+  auto r = parse_device_stats(fshealth_data("btrfs/device-stats-raid1-corruption-1-each-progs-6.2.txt"));
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].device, "/dev/loop3");
+  EXPECT_EQ((*r)[0].errors.corruption, 1u);
+  EXPECT_EQ((*r)[1].device, "/dev/loop4");
+  EXPECT_EQ((*r)[1].errors.corruption, 1u);
+}
+
+TEST(BtrfsDeviceStats, NotDeviceStatsIsAnError) {
+  auto r = parse_device_stats("ERROR: not a btrfs filesystem: /tmp\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("not a btrfs filesystem"), std::string::npos);
+}
+
+// ---- scrub status captured on this machine -------------------------------------------------
+
+TEST(BtrfsScrubCaptured, NeverScrubbedPerDevice) {
+  auto s = parse_scrub_status(fshealth_data("btrfs/scrub-status-dR-never-scrubbed-progs-6.2.txt"));
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->uuid, kSingleFsid);
+  ASSERT_EQ(s->devices.size(), 1u);
+  EXPECT_EQ(s->devices[0].device, "/dev/loop3");
+  EXPECT_EQ(s->devices[0].state, ScrubState::never);
+  EXPECT_EQ(s->total.state, ScrubState::never);
+  EXPECT_FALSE(s->total.errors_found().has_value());
+}
+
+TEST(BtrfsScrubCaptured, Raid1CorrectedOnLoop4) {
+  auto s = parse_scrub_status(fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  ASSERT_TRUE(s.ok()) << s.error();
+  ASSERT_EQ(s->devices.size(), 2u);
+  EXPECT_EQ(s->devices[0].csum_errors(), 0u);
+  EXPECT_EQ(s->devices[1].device, "/dev/loop4");
+  EXPECT_EQ(s->devices[1].devid, 2u);
+  EXPECT_EQ(s->devices[1].csum_errors(), 1u);
+  EXPECT_EQ(s->devices[1].corrected_errors(), 1u);
+  EXPECT_EQ(s->total.csum_errors(), 1u);
+  EXPECT_EQ(s->total.uncorrectable_errors(), 0u);
+  EXPECT_EQ(s->total.state, ScrubState::finished);
+
+  auto sum = parse_scrub_status(fshealth_data("btrfs/scrub-status-raid1-corrected-1-progs-6.2.txt"));
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(sum->total.corrected_errors(), 1u);
+  EXPECT_NEAR(*sum->total.total_bytes, 816 * 1024.0, 1e-6);
+
+  auto start = parse_scrub_status(fshealth_data("btrfs/scrub-start-BdR-raid1-corrected-1-progs-6.2.txt"));
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->devices.size(), 2u);
+  EXPECT_EQ(start->total.corrected_errors(), 1u);
+  EXPECT_FALSE(start->uncorrectable_reported());
+
+  auto file = parse_scrub_status_file(fshealth_data("btrfs/scrub.status.file-raid1-corrected-1.txt"));
+  ASSERT_TRUE(file.ok()) << file.error();
+  ASSERT_EQ(file->records.size(), 2u);
+  auto agg = file->aggregate(kRaid1Fsid);
+  ASSERT_TRUE(agg);
+  EXPECT_EQ(agg->counters.csum_errors, 1u);
+  EXPECT_EQ(agg->counters.corrected_errors, 1u);
+  EXPECT_EQ(agg->t_start, 1795997139);
+  EXPECT_EQ(agg->state(), ScrubState::finished);
+}
+
+TEST(BtrfsScrubCaptured, SingleUncorrectable) {
+  auto s = parse_scrub_status(fshealth_data("btrfs/scrub-start-B-single-uncorrectable-progs-6.2.txt"));
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->uuid, kSingleFsid);
+  EXPECT_EQ(s->total.uncorrectable_errors(), 1u);
+  EXPECT_TRUE(s->uncorrectable_reported());
+  auto d = parse_scrub_status(fshealth_data("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->total.uncorrectable_errors(), 1u);
+  EXPECT_EQ(d->total.csum_errors(), 1u);
+}
+
+// ---- profiles ------------------------------------------------------------------------------
+
+TEST(BtrfsProfiles, Redundancy) {
+  for (auto p : {"dup", "raid1", "raid1c3", "raid1c4", "raid10", "raid5", "raid6", "RAID1"})
+    EXPECT_TRUE(profile_is_redundant(p)) << p;
+  for (auto p : {"single", "raid0", ""}) EXPECT_FALSE(profile_is_redundant(p)) << p;
+}
+
+// ---- adapter on fixture trees --------------------------------------------------------------
+
+// Writes a minimal btrfs superblock (magic, fsid, dev_item.devid) into a regular file so the
+// adapter can pair devid and device name as it does on a real block device.
+void write_superblock(const fs::path& p, const std::string& fsid, std::uint64_t devid) {
+  std::string buf(0x10000 + 0x1000, '\0');
+  std::memcpy(&buf[0x10040], "_BHRfS_M", 8);
+  std::string hex;
+  for (char c : fsid)
+    if (c != '-') hex.push_back(c);
+  for (int i = 0; i < 16; ++i) buf[0x10020 + i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  for (int i = 0; i < 8; ++i) buf[0x100c9 + i] = static_cast<char>((devid >> (8 * i)) & 0xff);
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << buf;
+}
+
+struct Tree {
+  testing::TempDir dir{"fsaudit-btrfs-tree"};
+  explicit Tree(const std::string& name) {
+    fs::copy(testing::fshealth_data_dir() / "btrfs" / name, dir.path(), fs::copy_options::recursive);
+  }
+  HostPaths host() const { return HostPaths::under(dir.path()); }
+};
+
+Target target(const std::string& mnt, const std::string& source) {
+  return Target{mnt, mnt, "btrfs", source, "rw", "rw", 0, 41};
+}
+
+TEST(BtrfsSysfs, FindFsidByNameAndByMajorMinor) {
+  Tree t("tree-raid1");
+  auto h = t.host();
+  auto id = find_fsid(h, "/dev/loop4");
+  ASSERT_TRUE(id.ok()) << id.error();
+  EXPECT_EQ(*id, kRaid1Fsid);
+  auto none = find_fsid(h, "/dev/sdz1");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().find("/dev/sdz1"), std::string::npos);
+  // /dev/mapper/x -> ../loop3 is followed to the kernel name.
+  fs::create_directories(t.dir / "dev/mapper");
+  write_superblock(t.dir / "dev/loop3", kRaid1Fsid, 1);
+  fs::create_symlink("../loop3", t.dir / "dev/mapper/crypt");
+  auto via_link = find_fsid(h, "/dev/mapper/crypt");
+  ASSERT_TRUE(via_link.ok()) << via_link.error();
+  EXPECT_EQ(*via_link, kRaid1Fsid);
+}
+
+TEST(BtrfsSysfs, SuperblockDevidChecksFsid) {
+  testing::TempDir d;
+  write_superblock(d / "dev", kRaid1Fsid, 7);
+  auto id = read_superblock_devid(d / "dev", kRaid1Fsid);
+  ASSERT_TRUE(id.ok()) << id.error();
+  EXPECT_EQ(*id, 7u);
+  auto wrong = read_superblock_devid(d / "dev", kSingleFsid);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().find("is not"), std::string::npos);
+  testing::write_text(d / "zero", std::string(0x11000, '\0'));
+  EXPECT_FALSE(read_superblock_devid(d / "zero", kRaid1Fsid).ok());
+}
+
+TEST(BtrfsProbeAdapter, Raid1TreeCountersProfilesAndScrub) {
+  Tree t("tree-raid1");
+  write_superblock(t.dir / "dev/loop3", kRaid1Fsid, 1);
+  write_superblock(t.dir / "dev/loop4", kRaid1Fsid, 2);
+  // The status file, where btrfs-progs keeps it (under rootfs).
+  fs::create_directories(t.dir / "var/lib/btrfs");
+  testing::write_text(t.dir / "var/lib/btrfs" / ("scrub.status." + kRaid1Fsid),
+                      fshealth_data("btrfs/scrub.status.file-raid1-corrected-1.txt"));
+  testing::FakeRunner runner;
+  runner.answer("btrfs scrub status -d -R /mnt/r1", fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  testing::ContextHolder c(t.host(), runner);
+  auto probe = probes::make_btrfs_probe(config::default_config());
+  EXPECT_EQ(probe->name(), "btrfs");
+  auto tg = target("/mnt/r1", "/dev/loop3");
+  ASSERT_TRUE(probe->applies_to(tg));
+  EXPECT_FALSE(probe->applies_to(Target{"/x", "/x", "ext4", "/dev/vda", "", "", 0, 0}));
+  auto r = probe->run(tg, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  const auto& b = r.metrics;
+  // sysfs counters: no need for `btrfs device stats`.
+  EXPECT_EQ(runner.calls, std::vector<std::string>{"btrfs scrub status -d -R /mnt/r1"});
+  EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"kind", "corruption"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"devid", "2"}, {"kind", "read"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"devid", "1"}, {"kind", "corruption"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_device_missing", {{"device", "loop3"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_btrfs_devices", {{"target", "/mnt/r1"}}), 2);
+  EXPECT_EQ(b.value("fsaudit_btrfs_devices_missing", {{"target", "/mnt/r1"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_btrfs_profile_redundant", {{"type", "data"}, {"profile", "raid1"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_used_bytes", {{"type", "data"}, {"profile", "raid1"}}), 262144);
+  EXPECT_EQ(b.value("fsaudit_btrfs_allocated_bytes", {{"type", "metadata"}, {"profile", "raid1"}}), 54525952);
+  EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
+  // Scrub: state, exact start time from the status file, the scrub's own counts.
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_state", {{"state", "finished"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_state", {{"state", "running"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_last_start_timestamp_seconds"), 1795997139);
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_errors", {{"kind", "csum"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_corrected_errors"), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_uncorrectable_errors"), 0);
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_scrubbed_bytes"), 2 * (262144 + 147456));
+  // Per device, named by devid through the superblock -> loop4, not the printed /dev/loop4 path.
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_device_errors", {{"device", "loop4"}, {"kind", "csum"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_device_errors", {{"device", "loop3"}, {"kind", "csum"}}), 0);
+}
+
+TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
+  Tree t("tree-single");
+  // No superblock files: the only member and the only devid are paired directly.
+  testing::FakeRunner runner;
+  runner.answer("btrfs scrub status -d -R /mnt/s", fshealth_data("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
+  testing::ContextHolder c(t.host(), runner);
+  auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/s", "/dev/loop3"), c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  const auto& b = r.metrics;
+  EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"kind", "corruption"}}), 4);
+  EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/s"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_btrfs_profile_redundant", {{"type", "data"}, {"profile", "single"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_btrfs_profile_redundant", {{"type", "metadata"}, {"profile", "dup"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 262144);
+  EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "metadata"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_uncorrectable_errors"), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_device_uncorrectable_errors", {{"device", "loop3"}}), 1);
+  // No status file in this tree: the start time comes from the printed (local) time.
+  EXPECT_TRUE(b.has("fsaudit_btrfs_scrub_last_start_timestamp_seconds"));
+}
+
+TEST(BtrfsProbeAdapter, NoSysfsFallsBackToDeviceStatsCommand) {
+  testing::TempDir empty;
+  fs::create_directories(empty / "sys/fs/btrfs/features");
+  fs::create_directories(empty / "dev/mapper");
+  testing::write_text(empty / "dev/dm-0", "");
+  fs::create_symlink("../dm-0", empty / "dev/mapper/root");
+  testing::FakeRunner runner;
+  runner.answer("btrfs device stats /data", fixture("btrfs-device-stats-corruption-errs-689.txt"));
+  runner.answer("btrfs scrub status -d -R /data", fixture("btrfs-scrub-status-finished-csum-110693-uncorrectable.txt"));
+  testing::ContextHolder c(HostPaths::under(empty.path()), runner);
+  auto r = probes::make_btrfs_probe(config::default_config())
+               ->run(Target{"/data", "/data", "btrfs", "/dev/mapper/root", "", "", 0, 30}, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  // Named by the kernel name behind /dev/mapper/root, as sysfs and the kernel log name it.
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "dm-0"}, {"kind", "corruption"}}), 689);
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_scrub_uncorrectable_errors", {{"target", "/data"}}), 110693);
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_scrub_errors", {{"kind", "csum"}}), 110693);
+  EXPECT_FALSE(r.metrics.has("fsaudit_filesystem_data_redundancy"));  // unknown without sysfs
+}
+
+TEST(BtrfsProbeAdapter, MissingToolIsAClearFailureButKeepsSysfsCounters) {
+  Tree t("tree-raid1");
+  testing::FakeRunner runner;  // answers nothing: "btrfs: not found in PATH"
+  testing::ContextHolder c(t.host(), runner);
+  auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::failed);
+  EXPECT_NE(r.reason.find("btrfs scrub status /mnt/r1"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("not found"), std::string::npos) << r.reason;
+  // Without superblocks the two devices cannot be named: devid labels keep them apart.
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "devid-2"}, {"kind", "corruption"}}), 1);
+}
+
+TEST(BtrfsProbeAdapter, UnreadableErrorStatsFallsBackToDeviceStatsForThatDevice) {
+  Tree t("tree-raid1");
+  write_superblock(t.dir / "dev/loop3", kRaid1Fsid, 1);
+  write_superblock(t.dir / "dev/loop4", kRaid1Fsid, 2);
+  testing::write_text(t.dir / "sys/fs/btrfs" / kRaid1Fsid / "devinfo/2/error_stats",
+                      "write_errs invalid\nread_errs 0\nflush_errs 0\ncorruption_errs 0\ngeneration_errs 0\n");
+  testing::FakeRunner runner;
+  runner.answer("btrfs device stats /mnt/r1", fshealth_data("btrfs/device-stats-raid1-corruption-1-each-progs-6.2.txt"));
+  runner.answer("btrfs scrub status -d -R /mnt/r1", fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  testing::ContextHolder c(t.host(), runner);
+  auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(runner.calls.front(), "btrfs device stats /mnt/r1");
+  // loop3 from sysfs (devid 1), loop4 from the command (printed /dev/loop4, no devid).
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"devid", "1"}, {"kind", "corruption"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"devid", ""}, {"kind", "corruption"}}), 1);
+}
+
+TEST(BtrfsProbeAdapter, MissingDeviceIsReported) {
+  Tree t("tree-raid1");
+  write_superblock(t.dir / "dev/loop3", kRaid1Fsid, 1);
+  auto fsdir = t.dir / "sys/fs/btrfs" / kRaid1Fsid;
+  fs::remove_all(fsdir / "devices/loop4");
+  testing::write_text(fsdir / "devinfo/2/missing", "1\n");
+  testing::FakeRunner runner;
+  runner.answer("btrfs scrub status -d -R /mnt/r1", fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  testing::ContextHolder c(t.host(), runner);
+  auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_devices_missing"), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_missing", {{"devid", "2"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_missing", {{"device", "loop3"}}), 0);
+}
+
+}  // namespace
+}  // namespace fsaudit::btrfs

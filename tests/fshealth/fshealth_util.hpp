@@ -1,0 +1,74 @@
+#pragma once
+// Helpers shared by the fshealth tests: captured data under tests/data/fshealth, a fake command
+// runner, and a ProbeContext over a fixture tree.
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "daemon/core/clock.hpp"
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "daemon/probe/probe.hpp"
+#include "daemon/runner/runner.hpp"
+
+namespace fsaudit::testing {
+
+inline std::filesystem::path fshealth_data_dir() {
+  return std::filesystem::path(FSAUDIT_TEST_DATA_DIR) / "fshealth";
+}
+
+// Text of tests/data/fshealth/<rel> without its "# source:" line.
+inline std::string fshealth_data(const std::string& rel) {
+  auto r = read_file(fshealth_data_dir() / rel);
+  if (!r) throw std::runtime_error("missing test data: " + r.error());
+  std::string out;
+  for (auto line : lines(*r)) {
+    if (line.rfind("# source:", 0) == 0) continue;
+    out.append(line);
+    out.push_back('\n');
+  }
+  return out;
+}
+
+// Answers commands from a table keyed by the argv joined with spaces; records every call.
+class FakeRunner final : public CommandRunner {
+ public:
+  std::map<std::string, CommandResult> answers;
+  std::vector<std::string> calls;
+  void answer(const std::string& argv, std::string out, int exit_code = 0, std::string err = "") {
+    CommandResult r;
+    r.exited = true;
+    r.exit_code = exit_code;
+    r.out = std::move(out);
+    r.err = std::move(err);
+    answers[argv] = r;
+  }
+  CommandResult run(const CommandSpec& spec, std::stop_token) override {
+    std::string key;
+    for (const auto& a : spec.argv) key += (key.empty() ? "" : " ") + a;
+    calls.push_back(key);
+    auto it = answers.find(key);
+    if (it != answers.end()) return it->second;
+    CommandResult r;
+    r.spawn_error = spec.argv.empty() ? "empty argv" : spec.argv[0] + ": not found in PATH";
+    return r;
+  }
+};
+
+// A ProbeContext with its own storage.
+struct ContextHolder {
+  HostPaths host;
+  FakeClock clock;
+  ToolPaths tools;
+  std::filesystem::path state_dir;
+  ProbeContext ctx;
+  ContextHolder(HostPaths h, CommandRunner& runner, std::filesystem::path state = "/nonexistent-state")
+      : host(std::move(h)),
+        state_dir(std::move(state)),
+        ctx{host, runner, clock, tools, state_dir, {}, clock.now() + std::chrono::seconds(10)} {}
+};
+
+}  // namespace fsaudit::testing

@@ -1,0 +1,189 @@
+// Sanity of the shipped alert rules, their promtool unit tests and the Grafana dashboards.
+// (promtool check/test themselves run as separate ctest entries, see CMakeLists.txt.)
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "tests/prometheus/assets.hpp"
+
+namespace fsaudit::testing::prom {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(AlertRules, EveryAlertHasSeverityAndOnCallAnnotations) {
+  auto rules = load_alert_rules(rules_file());
+  ASSERT_GE(rules.size(), 20u) << "the issue asks for at least ~17 distinct alerts";
+  std::set<std::string> names;
+  for (auto r : rules) {
+    SCOPED_TRACE(r.name);
+    EXPECT_TRUE(names.insert(r.name).second) << "duplicate alert name";
+    EXPECT_EQ(r.name.rfind("Fsaudit", 0), 0u) << "alert names start with Fsaudit (dashboards count ALERTS{alertname=~\"Fsaudit.*\"})";
+    EXPECT_TRUE(r.severity == "critical" || r.severity == "warning") << "severity: " << r.severity;
+    EXPECT_GE(r.annotations["summary"].size(), 20u);
+    EXPECT_NE(r.annotations["description"].find("Check first"), std::string::npos)
+        << "the description must tell the on-call person what to check first";
+  }
+}
+
+TEST(AlertRules, CanarySeveritiesFollowTheExpectation) {
+  std::map<std::string, std::string> sev;
+  for (const auto& r : load_alert_rules(rules_file())) sev[r.name] = r.severity;
+  EXPECT_EQ(sev["FsauditCanarySilentCorruption"], "critical");
+  EXPECT_EQ(sev["FsauditCanaryBlindStack"], "warning");
+  EXPECT_EQ(sev["FsauditDown"], "critical");
+}
+
+// Each alert needs a promtool case where it fires and one where it must stay silent.
+TEST(AlertRules, EveryAlertHasFiringAndSilentUnitTests) {
+  std::map<std::string, std::pair<int, int>> cases;  // name -> (firing cases, silent cases)
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(rule_tests_dir())) {
+    if (e.path().filename().string().find(".test.yml") == std::string::npos) continue;
+    ++files;
+    YAML::Node root = YAML::LoadFile(e.path().string());
+    bool loads_rules = false;
+    for (const auto& f : root["rule_files"])
+      if (f.as<std::string>() == "../fsaudit.rules.yml") loads_rules = true;
+    EXPECT_TRUE(loads_rules) << e.path() << " must test ../fsaudit.rules.yml";
+    for (const auto& t : root["tests"])
+      for (const auto& a : t["alert_rule_test"]) {
+        auto& c = cases[a["alertname"].as<std::string>()];
+        if (a["exp_alerts"] && a["exp_alerts"].size() > 0) ++c.first;
+        else ++c.second;
+      }
+  }
+  ASSERT_GT(files, 0);
+  std::set<std::string> known;
+  for (const auto& r : load_alert_rules(rules_file())) {
+    known.insert(r.name);
+    EXPECT_GE(cases[r.name].first, 1) << r.name << ": no promtool case where it fires";
+    EXPECT_GE(cases[r.name].second, 1) << r.name << ": no promtool case where it stays silent";
+  }
+  for (const auto& [name, c] : cases) EXPECT_TRUE(known.count(name)) << "tests an alert that does not exist: " << name;
+}
+
+TEST(Dashboards, ThreeDashboardsWithUniqueUids) {
+  auto ds = load_dashboards(dashboards_dir());
+  std::set<std::string> uids;
+  for (const auto& d : ds) {
+    EXPECT_FALSE(d.uid.empty()) << d.file;
+    EXPECT_TRUE(uids.insert(d.uid).second) << "duplicate uid " << d.uid;
+  }
+  EXPECT_TRUE(uids.count("fsaudit-fleet"));
+  EXPECT_TRUE(uids.count("fsaudit-pool"));
+  EXPECT_TRUE(uids.count("fsaudit-capacity"));
+}
+
+TEST(Dashboards, EveryPanelHasAQueryOnTheDatasourceVariable) {
+  auto ds = load_dashboards(dashboards_dir());
+  ASSERT_FALSE(ds.empty());
+  for (const auto& d : ds) {
+    SCOPED_TRACE(d.file.filename().string());
+    EXPECT_GE(d.schema_version, 36) << "use a recent schemaVersion";
+    for (const auto& p : d.problems) ADD_FAILURE() << p;
+    EXPECT_GE(d.queries.size(), 8u);
+  }
+}
+
+TEST(Dashboards, VariablesAreDefinedAndUsed) {
+  for (const auto& d : load_dashboards(dashboards_dir())) {
+    SCOPED_TRACE(d.uid);
+    std::map<std::string, const Variable*> vars;
+    for (const auto& v : d.variables) vars[v.name] = &v;
+    ASSERT_TRUE(vars.count("datasource"));
+    EXPECT_EQ(vars["datasource"]->type, "datasource");
+    EXPECT_EQ(vars["datasource"]->query, "prometheus");
+    ASSERT_TRUE(vars.count("instance"));
+    EXPECT_TRUE(vars.count("target") || vars.count("pool"));
+    std::set<std::string> used;
+    for (const auto& q : d.queries) {
+      for (const auto& name : variables_used(q.expr)) {
+        used.insert(name);
+        EXPECT_TRUE(vars.count(name) || builtin_variables().count(name))
+            << q.where() << " uses undefined variable $" << name;
+      }
+      // Apart from Prometheus's own `up` and `ALERTS`, every query reads fsaudit metrics.
+      bool own = q.expr.rfind("sum(up{", 0) == 0 || q.expr.rfind("count(up{", 0) == 0 ||
+                 q.expr.find("ALERTS{") != std::string::npos;
+      EXPECT_TRUE(own || !metric_names(q.expr).empty()) << q.where() << " queries no fsaudit metric: " << q.expr;
+    }
+    for (const auto& v : d.variables) {
+      if (v.type == "datasource") continue;
+      EXPECT_TRUE(used.count(v.name)) << "variable $" << v.name << " is never used";
+      std::string sel, label;
+      EXPECT_TRUE(parse_label_values(v.query, sel, label)) << v.name << ": " << v.query;
+      // Multi-value variables are substituted as regex alternatives: they need =~ and an "All" of .*
+      if (v.multi) {
+        EXPECT_TRUE(v.include_all);
+        EXPECT_EQ(v.all_value, ".*");
+        for (const auto& q : d.queries) {
+          if (q.expr.find("\"$" + v.name + "\"") != std::string::npos) {
+            EXPECT_NE(q.expr.find("=~\"$" + v.name + "\""), std::string::npos) << q.where() << ": use =~ for $" << v.name;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Dashboards, SubstitutionReplacesVariablesOnly) {
+  std::map<std::string, std::string> v = {{"instance", ".*"}, {"target", "/srv"}, {"__rate_interval", "1m"}};
+  EXPECT_EQ(substitute(R"(rate(x{instance=~"$instance",target=~"${target}"}[$__rate_interval]))", v),
+            R"(rate(x{instance=~".*",target=~"/srv"}[1m]))");
+  EXPECT_EQ(substitute("a{b=\"$unknown\"}", v), "a{b=\"$unknown\"}");
+  EXPECT_EQ(variables_used("x{a=~\"${pool:regex}\"} + $instance"), (std::set<std::string>{"pool", "instance"}));
+  std::string sel, label;
+  ASSERT_TRUE(parse_label_values(R"(label_values(fsaudit_zfs_pool_state{instance=~"$instance"}, pool))", sel, label));
+  EXPECT_EQ(sel, R"(fsaudit_zfs_pool_state{instance=~"$instance"})");
+  EXPECT_EQ(label, "pool");
+}
+
+// Every fsaudit_* name in the rules and dashboards must be produced somewhere: a string literal in
+// daemon/ or probes/ (histograms: the base name). Catches typos and renamed metrics before a lab run.
+TEST(AlertRules, RulesAndDashboardsUseOnlyMetricsTheDaemonProduces) {
+  std::set<std::string> produced;
+  const std::regex lit(R"re("(fsaudit_[a-z0-9_]+)")re");
+  for (auto dir : {"daemon", "probes"})
+    for (const auto& e : fs::recursive_directory_iterator(source_dir() / dir)) {
+      auto ext = e.path().extension();
+      if (ext != ".cpp" && ext != ".hpp") continue;
+      std::ifstream in(e.path());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::string text = ss.str();
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), lit); it != std::sregex_iterator(); ++it)
+        produced.insert((*it)[1].str());
+    }
+  ASSERT_GT(produced.size(), 50u);
+  auto base = [](std::string m) {
+    for (std::string suf : {"_bucket", "_count", "_sum"})
+      if (m.size() > suf.size() && m.compare(m.size() - suf.size(), suf.size(), suf) == 0 &&
+          m.rfind("fsaudit_fsync_latency_seconds", 0) == 0)
+        return m.substr(0, m.size() - suf.size());
+    return m;
+  };
+  for (const auto& r : load_alert_rules(rules_file()))
+    for (const auto& m : metric_names(r.expr))
+      EXPECT_TRUE(produced.count(base(m))) << "alert " << r.name << " uses " << m << ", which nothing produces";
+  for (const auto& d : load_dashboards(dashboards_dir()))
+    for (const auto& q : d.queries)
+      for (const auto& m : metric_names(q.expr))
+        EXPECT_TRUE(produced.count(base(m))) << q.where() << " uses " << m << ", which nothing produces";
+}
+
+TEST(Provisioning, FilesParseAndPointAtTheDashboards) {
+  auto ds = YAML::LoadFile((source_dir() / "grafana/provisioning/datasources/fsaudit-prometheus.yml").string());
+  EXPECT_EQ(ds["datasources"][0]["type"].as<std::string>(), "prometheus");
+  auto db = YAML::LoadFile((source_dir() / "grafana/provisioning/dashboards/fsaudit.yml").string());
+  EXPECT_EQ(db["providers"][0]["type"].as<std::string>(), "file");
+  EXPECT_FALSE(db["providers"][0]["options"]["path"].as<std::string>().empty());
+}
+
+}  // namespace
+}  // namespace fsaudit::testing::prom

@@ -1,0 +1,246 @@
+// The scrub probe end to end on a fixture host tree with a scripted zpool (FakeRunner) and a
+// FakeClock: starts a due scrub, never starts a second one (also across a restart), times the run
+// and reads its result back, observes a timer-managed pool instead of scheduling it, and honours
+// the concurrency limit across pools.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "daemon/config/config.hpp"
+#include "daemon/core/files.hpp"
+#include "probes/scrub/probe.hpp"
+#include "tests/scrub/fake_runner.hpp"
+#include "tests/support/support.hpp"
+
+namespace fsaudit::scrub {
+namespace {
+
+using testing::FakeRunner;
+using testing::TempDir;
+using testing::write_text;
+
+constexpr long long kT0 = 1700265600;  // Sat 2023-11-18 00:00 UTC
+
+std::string status(const std::string& pool, const std::string& scan) {
+  return "  pool: " + pool + "\n state: ONLINE\n" + scan +
+         "config:\n\n\tNAME        STATE     READ WRITE CKSUM\n\t" + pool +
+         "        ONLINE       0     0     0\n\t  /tmp/a    ONLINE       0     0     0\n\nerrors: No known data errors\n";
+}
+
+struct Host {
+  TempDir dir{"scrub-probe"};
+  HostPaths host = HostPaths::under(dir.path());
+  FakeRunner runner;
+  FakeClock clock{WallTime(std::chrono::seconds(kT0))};
+  ToolPaths tools;
+  std::filesystem::path state = dir / "state";
+  Host() {
+    ::setenv("TZ", "UTC", 1);
+    ::tzset();
+    std::filesystem::create_directories(dir / "proc/self");
+    write_text(dir / "proc/self/mountinfo",
+               "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n");
+    std::filesystem::create_directories(dir / "sys/block");
+    std::filesystem::create_directories(state);
+  }
+  ProbeResult run(ScrubProbe& p) {
+    ProbeContext ctx{host, runner, clock, tools, state, {}, clock.now() + std::chrono::seconds(20)};
+    return p.run(Target::host(), ctx);
+  }
+};
+
+config::Config cfg_from(const std::string& yaml) { return config::parse_config(yaml, "test.yaml"); }
+
+TEST(ScrubProbe, StartsTimesAndReadsBackAZfsScrubAndSurvivesARestart) {
+  Host h;
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n");
+  h.runner.set("zpool list -H -o name", "tank\n");
+  h.runner.set("zpool status tank", status("tank", "  scan: none requested\n"));
+  h.runner.set("zpool scrub tank", "");
+  h.runner.set("zpool list -H -o allocated tank", "1.50G\n");
+  {
+    ScrubProbe p(cfg.scrub, cfg.targets);
+    p.set_tz_offset(0);
+    auto r = h.run(p);
+    ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+    EXPECT_EQ(h.runner.count("zpool scrub tank"), 1);
+    EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", {{"target", "tank"}, {"fs", "zfs"}}), 1);
+    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_mode_info", {{"target", "tank"}, {"mode", "scheduled"}}));
+    EXPECT_TRUE(std::isinf(r.metrics.value("fsaudit_scrub_last_completed_age_seconds", {{"target", "tank"}})));
+  }
+  // 30 s later, after a daemon restart (new probe object, same state dir): the scrub is running.
+  h.clock.advance(std::chrono::seconds(30));
+  h.runner.set("zpool status tank",
+               status("tank",
+                      "  scan: scrub in progress since Sat Nov 18 01:00:05 2023\n"
+                      "\t1.00G scanned at 34.1M/s, 512M issued at 17.0M/s, 1.50G total\n"
+                      "\t0B repaired, 33.33% done, 00:01:00 to go\n"));
+  {
+    ScrubProbe p(cfg.scrub, cfg.targets);
+    p.set_tz_offset(0);
+    auto r = h.run(p);
+    ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+    EXPECT_EQ(h.runner.count("zpool scrub tank"), 1) << "must not start a second scrub";
+    EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", {{"target", "tank"}}), 1);
+    EXPECT_NEAR(r.metrics.value("fsaudit_scrub_progress_ratio", {{"target", "tank"}}), 0.3333, 1e-4);
+    EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_last_start_timestamp_seconds", {{"target", "tank"}}),
+                     static_cast<double>(kT0 + 3600));
+    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "tank"}, {"code", "running"}}));
+  }
+  // Finished: timed and read back; not due again for 30 days.
+  h.clock.advance(std::chrono::seconds(300));
+  h.runner.set("zpool status tank",
+               status("tank", "  scan: scrub repaired 0B in 00:02:00 with 0 errors on Sat Nov 18 01:02:05 2023\n"));
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  p.set_tz_offset(0);
+  auto r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  metrics::Labels l{{"target", "tank"}, {"fs", "zfs"}};
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 0);
+  EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_last_end_timestamp_seconds", l), kT0 + 3600 + 125);
+  EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_last_duration_seconds", l), 120);
+  EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_last_scrubbed_bytes", l), 1.5 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_last_rate_bytes_per_second", l), 1.5 * 1024 * 1024 * 1024 / 120);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_last_errors", {{"target", "tank"}, {"kind", "uncorrectable"}}), 0);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "tank"}, {"result", "ok"}}), 1);
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_last_result_info", {{"target", "tank"}, {"started_by", "fsaudit"}}));
+  double age = r.metrics.value("fsaudit_scrub_last_completed_age_seconds", l);
+  EXPECT_NEAR(age, h.clock.wall_seconds() - (kT0 + 3600 + 125), 1);
+  EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_next_scheduled_timestamp_seconds", l), kT0 + 3600 + 125 + 30 * 86400.0);
+  EXPECT_EQ(h.runner.count("zpool scrub tank"), 1);
+}
+
+TEST(ScrubProbe, EnabledDistroTimerMeansObserveAndSayWhy) {
+  Host h;
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n");
+  std::filesystem::create_directories(h.dir / "etc/systemd/system/timers.target.wants");
+  write_text(h.dir / "etc/systemd/system/timers.target.wants/zfs-scrub-monthly@tank.timer", "");
+  h.runner.set("zpool list -H -o name", "tank\n");
+  h.runner.set("zpool status tank", status("tank", "  scan: none requested\n"));
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  auto r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool scrub tank"), 0);
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_mode_info",
+                            {{"target", "tank"}, {"mode", "observed-timer"}, {"timer", "zfs-scrub-monthly@tank.timer"}}));
+  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_next_scheduled_timestamp_seconds", {{"target", "tank"}}));
+}
+
+TEST(ScrubProbe, ConcurrencyLimitAcrossPoolsAndOthersScrubsCount) {
+  Host h;
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  max_concurrent: 1\n");
+  h.runner.set("zpool list -H -o name", "a\nb\nc\n");
+  for (std::string p : {"a", "b", "c"}) {
+    h.runner.set("zpool status " + p, status(p, "  scan: none requested\n"));
+    h.runner.set("zpool scrub " + p, "");
+  }
+  // Pool c is already being scrubbed by someone else: nothing may start.
+  h.runner.set("zpool status c", status("c",
+                                        "  scan: scrub in progress since Fri Nov 17 23:00:00 2023\n"
+                                        "\t1.00G scanned at 1M/s, 1.00G issued at 1M/s, 9.00G total\n"
+                                        "\t0B repaired, 11.11% done, 02:00:00 to go\n"));
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  auto r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool scrub a") + h.runner.count("zpool scrub b"), 0);
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "a"}, {"code", "concurrency"}}));
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "c"}, {"code", "busy"}}));
+  // c finishes: exactly one of a/b starts.
+  h.clock.advance(std::chrono::seconds(60));
+  h.runner.set("zpool status c", status("c", "  scan: scrub repaired 0B in 01:00:30 with 0 errors on Sat Nov 18 00:00:30 2023\n"));
+  h.runner.set("zpool list -H -o allocated c", "9G\n");
+  r = h.run(p);
+  EXPECT_EQ(h.runner.count("zpool scrub a") + h.runner.count("zpool scrub b"), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "c"}, {"result", "ok"}}), 1);
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_last_result_info", {{"target", "c"}, {"started_by", "other"}}));
+}
+
+TEST(ScrubProbe, LoadAboveThresholdFromPressureWaits) {
+  Host h;
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 30\n");
+  std::filesystem::create_directories(h.dir / "proc/pressure");
+  write_text(h.dir / "proc/pressure/io", "some avg10=55.00 avg60=40.00 avg300=20.00 total=1\nfull avg10=1.00 avg60=1.00 avg300=1.00 total=1\n");
+  h.runner.set("zpool list -H -o name", "tank\n");
+  h.runner.set("zpool status tank", status("tank", "  scan: none requested\n"));
+  h.runner.set("zpool scrub tank", "");
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  auto r = h.run(p);
+  EXPECT_EQ(h.runner.count("zpool scrub tank"), 0);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_host_io_load_percent", {{"source", "pressure"}}), 55);
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "tank"}, {"code", "io_load"}}));
+  write_text(h.dir / "proc/pressure/io", "some avg10=5.00 avg60=40.00 avg300=20.00 total=1\n");
+  h.clock.advance(std::chrono::seconds(60));
+  r = h.run(p);
+  EXPECT_EQ(h.runner.count("zpool scrub tank"), 1);
+}
+
+TEST(ScrubProbe, MdCheckThroughSysfs) {
+  Host h;
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  filesystems: [md]\n");
+  auto md = h.dir / "sys/block/md0/md";
+  std::filesystem::create_directories(md);
+  write_text(md / "level", "raid1\n");
+  write_text(md / "sync_action", "idle\n");
+  write_text(md / "degraded", "0\n");
+  write_text(md / "mismatch_cnt", "0\n");
+  write_text(h.dir / "sys/block/md0/size", "2097152\n");
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  auto r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  auto action = read_file(md / "sync_action");
+  ASSERT_TRUE(action.ok());
+  EXPECT_EQ(*action, "check\n");
+  // The kernel runs the check, finds 128 mismatched sectors, goes idle.
+  write_text(md / "sync_action", "check\n");
+  write_text(md / "sync_completed", "1048576 / 2097152\n");
+  h.clock.advance(std::chrono::seconds(30));
+  r = h.run(p);
+  EXPECT_NEAR(r.metrics.value("fsaudit_scrub_progress_ratio", {{"target", "md0"}}), 0.5, 1e-9);
+  write_text(md / "sync_action", "idle\n");
+  write_text(md / "last_sync_action", "check\n");
+  write_text(md / "mismatch_cnt", "128\n");
+  h.clock.advance(std::chrono::seconds(30));
+  r = h.run(p);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_last_errors", {{"target", "md0"}, {"kind", "found"}}), 128);
+  EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_last_duration_seconds", {{"target", "md0"}, {"fs", "md"}}), 60);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "md0"}, {"result", "errors"}}), 1);
+}
+
+TEST(ScrubProbe, WindowEndOnAZpoolWithoutPauseFallsBackToCancel) {
+  Host h;
+  // wall starts at Sat 01:00 UTC (FakeClock starts 1 h after kT0); window Sat 01:00-02:00.
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  window: \"Sat 01:00-02:00\"\n");
+  h.runner.set("zpool list -H -o name", "tank\n");
+  h.runner.set("zpool status tank", status("tank", "  scan: none requested\n"));
+  h.runner.set("zpool scrub tank", "");
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  p.set_tz_offset(0);
+  auto r = h.run(p);
+  ASSERT_EQ(h.runner.count("zpool scrub tank"), 1);
+  h.runner.set("zpool status tank", status("tank",
+                                           "  scrub: scrub in progress for 0h59m, 80.00% done, 0h15m to go\n"));
+  // zfs-fuse's zpool: "invalid option 'p'" and the usage text, exit 2.
+  h.runner.set("zpool scrub -p tank", "", 2, "invalid option 'p'\nusage:\n\tscrub [-s] <pool> ...\n");
+  h.runner.set("zpool scrub -s tank", "");
+  h.clock.advance(std::chrono::minutes(61));
+  r = h.run(p);
+  EXPECT_EQ(h.runner.count("zpool scrub -p tank"), 1);
+  EXPECT_EQ(h.runner.count("zpool scrub -s tank"), 1) << "cannot pause: must cancel at the window's end";
+  // Learned: the next window end cancels directly, without trying -p again.
+  auto saved = read_file(h.state / "scrub/zfs_tank.state");
+  ASSERT_TRUE(saved.ok());
+  EXPECT_NE(saved->find("pause_unsupported=1"), std::string::npos);
+}
+
+TEST(ScrubProbe, NothingToScrubIsNotApplicable) {
+  Host h;
+  auto cfg = cfg_from("{}");
+  h.runner.missing("zpool list -H -o name");
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  auto r = h.run(p);
+  EXPECT_EQ(r.outcome, fsaudit::Outcome::not_applicable);
+}
+
+}  // namespace
+}  // namespace fsaudit::scrub

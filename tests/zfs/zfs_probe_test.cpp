@@ -1,0 +1,260 @@
+// The zfs probe adapter: format detection and caching, not_applicable, failures and timeouts.
+// Uses a scripted CommandRunner (replaying the real captured outputs) and fake `zpool` scripts run
+// through the real ProcessRunner.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "daemon/core/clock.hpp"
+#include "probes/zfs/probe.hpp"
+#include "tests/support/support.hpp"
+
+namespace fsaudit::zfs {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string local_data(const std::string& name) {
+  std::ifstream f(std::string(FSAUDIT_TEST_DATA_DIR) + "/zfs/" + name);
+  EXPECT_TRUE(f.good()) << name;
+  std::string out, line;
+  while (std::getline(f, line))
+    if (!line.starts_with("# source:")) out += line + "\n";
+  return out;
+}
+
+struct ScriptedRunner : CommandRunner {
+  std::function<CommandResult(const std::vector<std::string>&)> answer;
+  std::vector<std::vector<std::string>> calls;
+  CommandResult run(const CommandSpec& spec, std::stop_token) override {
+    calls.push_back(spec.argv);
+    return answer(spec.argv);
+  }
+};
+
+CommandResult exited(int code, std::string out, std::string err = "") {
+  CommandResult r;
+  r.exited = true;
+  r.exit_code = code;
+  r.out = std::move(out);
+  r.err = std::move(err);
+  return r;
+}
+
+struct Ctx {
+  HostPaths host;
+  SystemClock clock;
+  ToolPaths tools;
+  std::stop_source stop;
+  ProbeContext make(CommandRunner& r, std::chrono::milliseconds budget = 5s) {
+    return ProbeContext{host, r, clock, tools, std::filesystem::temp_directory_path(), stop.get_token(),
+                        clock.now() + budget};
+  }
+};
+
+// A zfs-fuse-like zpool replaying what the real one printed here (exit 2 + the captured stderr
+// for -j, -p and the fragmentation column).
+CommandResult zfs_fuse_like(const std::vector<std::string>& argv) {
+  auto has = [&](const std::string& a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); };
+  if (argv.size() >= 2 && argv[1] == "status") {
+    if (has("-jp")) return exited(2, "", local_data("zfs-fuse-status-j-rejected.stderr.txt"));
+    if (has("-p")) return exited(2, "", local_data("zfs-fuse-status-p-rejected.stderr.txt"));
+    return exited(0, local_data("zfs-fuse-status-two-pools-2000M.txt"));
+  }
+  if (argv.size() >= 2 && argv[1] == "list") {
+    if (has("-Hp")) return exited(2, "", local_data("zfs-fuse-list-Hp-rejected.stderr.txt"));
+    if (argv.back().find("fragmentation") != std::string::npos)
+      return exited(2, "", local_data("zfs-fuse-list-H-fragmentation-rejected.stderr.txt"));
+    return exited(0, local_data("zfs-fuse-list-H-o-two-pools-2000M.txt"));
+  }
+  return exited(1, "", "unexpected");
+}
+
+TEST(ZfsProbe, DetectsPlainTextOnZfsFuseAndCachesIt) {
+  ScriptedRunner r;
+  r.answer = zfs_fuse_like;
+  Ctx c;
+  auto ctx = c.make(r);
+  ZfsProbe probe;
+  EXPECT_EQ(probe.scope(), Scope::host);
+  auto res = probe.run(Target::host(), ctx);
+  ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+  EXPECT_EQ(probe.detected_format(), StatusFormat::text);
+  // status -jp, status -p, status, then list -Hp, list -H (all columns), list -H (legacy columns).
+  ASSERT_EQ(r.calls.size(), 6u);
+  EXPECT_EQ(r.calls[0][2], "-jp");
+  EXPECT_EQ(r.calls[1][2], "-p");
+  EXPECT_EQ(r.calls[2].size(), 2u);
+  EXPECT_EQ(r.calls[3][2], "-Hp");
+  EXPECT_EQ(r.calls[4][2], "-H");
+  EXPECT_EQ(r.calls[5].back(), "name,size,allocated,free,capacity,health");
+  const auto& b = res.metrics;
+  EXPECT_EQ(b.value("fsaudit_zfs_vdev_errors", {{"pool", "fsauditcap"}, {"kind", "checksum"}, {"vdev_type", "leaf"}}), 0);
+  double max_ck = 0;
+  for (const auto& f : b.families())
+    if (f.name == "fsaudit_zfs_vdev_errors")
+      for (const auto& m : f.metric)
+        for (const auto& l : m.label)
+          if (l.name == "kind" && l.value == "checksum") max_ck = std::max(max_ck, m.gauge.value);
+  EXPECT_EQ(max_ck, 3533);
+  EXPECT_EQ(b.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap2"}, {"state", "online"}}), 1);
+  EXPECT_DOUBLE_EQ(b.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 481.0 * 1024 * 1024);
+
+  r.calls.clear();
+  res = probe.run(Target::host(), ctx);
+  ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+  ASSERT_EQ(r.calls.size(), 2u);  // cached: plain status + legacy list only
+  EXPECT_EQ(r.calls[0].size(), 2u);
+  EXPECT_EQ(r.calls[1].back(), "name,size,allocated,free,capacity,health");
+}
+
+TEST(ZfsProbe, PrefersJsonWhenAccepted) {
+  ScriptedRunner r;
+  r.answer = [](const std::vector<std::string>& argv) {
+    if (argv[1] == "status") {
+      std::string j = testing::fixture("zpool-status-jp-openzfs-2.4.2-freebsd15.1-mirror-raidz-special-log-cache-spare.json");
+      return exited(0, j);
+    }
+    return exited(0, "mqltest\t603979776\t254976\t603724800\t0\t0\t1.00\tONLINE\n");
+  };
+  Ctx c;
+  auto ctx = c.make(r);
+  ZfsProbe probe;
+  auto res = probe.run(Target::host(), ctx);
+  ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+  EXPECT_EQ(probe.detected_format(), StatusFormat::json);
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[1][2], "-Hp");
+  EXPECT_EQ(res.metrics.value("fsaudit_zfs_pool_size_bytes", {{"pool", "mqltest"}}), 603979776);
+  EXPECT_EQ(res.metrics.value("fsaudit_zfs_vdev_state", {{"vdev", "/var/tmp/mqlzfs/f8.img"}, {"state", "avail"}}), 1);
+  EXPECT_EQ(res.metrics.value("fsaudit_zfs_probe_info", {{"format", "json"}}), 1);
+}
+
+TEST(ZfsProbe, MissingToolIsNotApplicable) {
+  ProcessRunner r;
+  Ctx c;
+  c.tools["zpool"] = "/nonexistent/fsaudit-test/zpool";
+  auto ctx = c.make(r);
+  ZfsProbe probe;
+  auto res = probe.run(Target::host(), ctx);
+  EXPECT_EQ(res.outcome, Outcome::not_applicable);
+  EXPECT_NE(res.reason.find("zpool"), std::string::npos) << res.reason;
+}
+
+TEST(ZfsProbe, NoPoolsIsNotApplicable) {
+  ScriptedRunner r;
+  r.answer = [](const std::vector<std::string>& argv) {
+    if (argv.size() > 2) return exited(2, "", "invalid option 'j'\n");
+    return exited(0, "no pools available\n");
+  };
+  Ctx c;
+  auto ctx = c.make(r);
+  ZfsProbe probe;
+  auto res = probe.run(Target::host(), ctx);
+  EXPECT_EQ(res.outcome, Outcome::not_applicable);
+  EXPECT_EQ(res.reason, "no ZFS pools imported");
+}
+
+TEST(ZfsProbe, ZfsFuseNotRunningIsNotApplicable) {
+  ScriptedRunner r;
+  r.answer = [](const std::vector<std::string>&) { return exited(1, "", local_data("zfs-fuse-not-running.stderr.txt")); };
+  Ctx c;
+  auto ctx = c.make(r);
+  ZfsProbe probe;
+  auto res = probe.run(Target::host(), ctx);
+  EXPECT_EQ(res.outcome, Outcome::not_applicable);
+  EXPECT_NE(res.reason.find("connect: Connection refused"), std::string::npos) << res.reason;
+}
+
+TEST(ZfsProbe, FailingZpoolReportsItsMessage) {
+  ScriptedRunner r;
+  r.answer = [](const std::vector<std::string>&) {
+    return exited(1, "", "Permission denied the ZFS utilities must be run as root.\n");
+  };
+  Ctx c;
+  auto ctx = c.make(r);
+  ZfsProbe probe;
+  auto res = probe.run(Target::host(), ctx);
+  EXPECT_EQ(res.outcome, Outcome::failed);
+  EXPECT_NE(res.reason.find("zpool status: exit 1: Permission denied"), std::string::npos) << res.reason;
+  EXPECT_EQ(probe.detected_format(), StatusFormat::unknown);  // nothing cached from a failure
+}
+
+TEST(ZfsProbe, ListFailureKeepsStatusMetricsButFails) {
+  ScriptedRunner r;
+  r.answer = [](const std::vector<std::string>& argv) {
+    if (argv[1] == "status") return zfs_fuse_like(argv);
+    return exited(1, "", "list broke\n");
+  };
+  Ctx c;
+  auto ctx = c.make(r);
+  ZfsProbe probe;
+  auto res = probe.run(Target::host(), ctx);
+  EXPECT_EQ(res.outcome, Outcome::failed);
+  EXPECT_NE(res.reason.find("zpool list: exit 1: list broke"), std::string::npos) << res.reason;
+  EXPECT_TRUE(res.metrics.has("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}}));
+}
+
+TEST(ZfsProbe, StopRequestedBeforeRun) {
+  ScriptedRunner r;
+  r.answer = zfs_fuse_like;
+  Ctx c;
+  auto ctx = c.make(r);
+  c.stop.request_stop();
+  ZfsProbe probe;
+  auto res = probe.run(Target::host(), ctx);
+  EXPECT_EQ(res.outcome, Outcome::failed);
+  EXPECT_TRUE(r.calls.empty());
+}
+
+// A fake zpool that never answers: the probe times out within its budget, with the runner's reason.
+TEST(ZfsProbe, HungZpoolTimesOutWithClearReason) {
+  testing::TempDir dir("fsaudit-zfs-hang");
+  auto fake = dir / "zpool";
+  testing::write_text(fake, "#!/bin/sh\nexec sleep 1000\n");
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  ProcessRunner r;
+  Ctx c;
+  c.tools["zpool"] = fake.string();
+  auto ctx = c.make(r, 1500ms);
+  ZfsProbe probe;
+  auto t0 = std::chrono::steady_clock::now();
+  auto res = probe.run(Target::host(), ctx);
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(res.outcome, Outcome::failed);
+  EXPECT_NE(res.reason.find("timed out"), std::string::npos) << res.reason;
+  EXPECT_NE(res.reason.find("zpool status"), std::string::npos) << res.reason;
+  EXPECT_LT(took, 5s);
+}
+
+// A fake zfs-fuse-like zpool script through the real runner: detection sees "invalid option".
+TEST(ZfsProbe, FakeScriptThroughProcessRunner) {
+  testing::TempDir dir("fsaudit-zfs-fake");
+  auto status = dir / "status.txt";
+  auto list = dir / "list.txt";
+  testing::write_text(status, local_data("zfs-fuse-status-after-corruption-scrub-cksum-96M.txt"));
+  testing::write_text(list, local_data("zfs-fuse-list-H-o-with-data-96M.txt"));
+  auto fake = dir / "zpool";
+  testing::write_text(fake,
+                      "#!/bin/sh\n"
+                      "for a in \"$@\"; do case \"$a\" in -jp|-p|-Hp) echo \"invalid option '${a#-}'\" >&2; exit 2;;\n"
+                      "  *fragmentation*) echo \"bad property list: invalid property 'fragmentation'\" >&2; exit 2;; esac; done\n"
+                      "case \"$1\" in status) cat '" + status.string() + "';; list) cat '" + list.string() + "';; esac\n");
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  ProcessRunner r;
+  Ctx c;
+  c.tools["zpool"] = fake.string();
+  auto ctx = c.make(r);
+  ZfsProbe probe;
+  auto res = probe.run(Target::host(), ctx);
+  ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+  EXPECT_EQ(probe.detected_format(), StatusFormat::text);
+  EXPECT_EQ(res.metrics.value("fsaudit_zfs_pool_capacity_ratio", {{"pool", "fsauditcap"}}), 0.44);
+  EXPECT_EQ(res.metrics.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}, {"state", "online"}}), 1);
+}
+
+}  // namespace
+}  // namespace fsaudit::zfs
