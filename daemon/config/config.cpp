@@ -17,6 +17,7 @@ const std::vector<std::pair<std::string, ProbeSettings>>& known_probes() {
       {"ext4", {true, 60s, 3s, 10s}},
       {"md", {true, 30s, 2s, 10s}},
       {"kernel_log", {true, 5s, 0s, 10s}},
+      {"scrub", {true, 30s, 2s, 20s}},
   };
   return probes;
 }

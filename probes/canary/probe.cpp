@@ -81,6 +81,32 @@ metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& 
   return b;
 }
 
+std::string kernel_device_name(const HostPaths& host, const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p = path;
+  if (path.starts_with("/dev/")) p = host.dev(path.substr(5));
+  std::error_code ec;
+  auto c = fs::canonical(p, ec);
+  if (!ec && !c.filename().empty()) return c.filename().string();
+  auto l = fs::read_symlink(p, ec);  // dangling link (device gone): still name its target
+  if (!ec && !l.filename().empty()) return l.filename().string();
+  return fs::path(path).filename().string();
+}
+
+void canary_identity_metrics(metrics::Batch& b, const config::CanaryTarget& t, const HostPaths& host) {
+  b.info("fsaudit_canary_info",
+         "A configured injected-corruption canary (value 1): its mount point and ZFS pool (\"\" if none). Errors on "
+         "them are caused on purpose: alert rules exclude them.",
+         {{"target", t.name}, {"fs", t.fs}, {"layout", t.layout}, {"mountpoint", t.mountpoint}, {"pool", t.pool}});
+  for (const auto& d : t.devices)
+    b.info("fsaudit_canary_device_info",
+           "A member device of a canary (value 1): `device` is the kernel name as the kernel log and btrfs probes "
+           "print it, `path` as configured. Errors on it are caused on purpose: alert rules exclude them.",
+           {{"target", t.name}, {"device", kernel_device_name(host, d)}, {"path", d}});
+  b.gauge("fsaudit_canary_interval_seconds", "The canary's configured cycle interval.", {{"target", t.name}},
+          std::chrono::duration<double>(t.interval).count());
+}
+
 ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
   try {
     const auto* t = cfg_.find(canary_);
@@ -93,7 +119,11 @@ ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
     // interval: the scheduler counts from the start of the previous run, last_run is its end.
     bool due = pending || state.last_run <= 0 || now - state.last_run >= interval / 2;
     if (!pending && due && !t->window.contains(ctx.clock.wall())) due = false;
-    if (!due) return ProbeResult::ok(canary_metrics(*t, state));
+    if (!due) {
+      auto b = canary_metrics(*t, state);
+      canary_identity_metrics(b, *t, ctx.host);
+      return ProbeResult::ok(std::move(b));
+    }
     CycleEnv env(ctx.host, ctx.runner, ctx.tools, ctx.clock, ctx.state_dir, ctx.stop);
     // Commands get at least a minute: cleanup after an injection must finish even near the deadline
     // (the stop token still cancels everything before the injection and the scrub).
@@ -102,11 +132,18 @@ ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
     state = record_cycle(ctx.state_dir, report);
     journal_cycle(report);
     auto b = canary_metrics(*t, state);
+    canary_identity_metrics(b, *t, ctx.host);
     if (report.verdict == "error" || report.verdict == "refused")
       return ProbeResult::failed("canary " + canary_ + ": " + report.verdict + ": " + report.reason, std::move(b));
     return ProbeResult::ok(std::move(b));
   } catch (const std::exception& e) {
-    return ProbeResult::failed(std::string("canary probe internal error: ") + e.what());
+    // Keep the identity series so that the alert rules' canary exclusions still hold.
+    metrics::Batch b;
+    try {
+      if (const auto* t = cfg_.find(canary_)) canary_identity_metrics(b, *t, ctx.host);
+    } catch (const std::exception&) {
+    }
+    return ProbeResult::failed(std::string("canary probe internal error: ") + e.what(), std::move(b));
   }
 }
 

@@ -38,6 +38,16 @@ class CanaryProbe final : public Probe {
 // The metrics of one canary from its persistent state (and the cycle just run, already recorded).
 metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& s);
 
+// The kernel's name of a member device as the kernel log and btrfs probes print it ("loop3",
+// "sdb9"): "/dev/..." paths are looked up under host.devfs and symlinks (by-id, by-partlabel)
+// followed; falls back to the path's file name (e.g. a ZFS file vdev).
+std::string kernel_device_name(const HostPaths& host, const std::string& path);
+
+// Identity of a canary, exported on every run so that alert rules can exclude the canary's own
+// (deliberately caused) errors: fsaudit_canary_info{target,fs,layout,mountpoint,pool},
+// fsaudit_canary_device_info{target,device,path} per member, fsaudit_canary_interval_seconds{target}.
+void canary_identity_metrics(metrics::Batch& b, const config::CanaryTarget& t, const HostPaths& host);
+
 std::vector<std::unique_ptr<Probe>> make_canary_probes(const config::Config& cfg);
 // For the scheduler: the canary's own schedule when `p` is a canary probe.
 std::optional<CanarySchedule> canary_schedule(const Probe& p);

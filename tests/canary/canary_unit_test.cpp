@@ -397,6 +397,51 @@ TEST(CanaryMetrics, FromState) {
   EXPECT_EQ(b.value("fsaudit_canary_last_run_timestamp_seconds", l), 1700000000);
 }
 
+// The identity series the alert rules use to exclude a canary's own errors: mount point and pool,
+// member devices by kernel name (by-id symlinks followed under a fake /dev) and path, interval.
+TEST(CanaryProbe, IdentityMetricsLinkCanaryToMountPoolAndDevices) {
+  TempDir d("canary-ident");
+  HostPaths host = HostPaths::under(d.path());
+  std::filesystem::create_directories(d / "dev/disk/by-id");
+  testing::write_text(d / "dev/sdb9", "");
+  std::filesystem::create_symlink("../../sdb9", d / "dev/disk/by-id/ata-A-part9");
+  testing::write_text(d / "dev/sdc9", "");
+  std::filesystem::create_symlink("../../sdc9", d / "dev/disk/by-id/ata-B-part9");
+  auto cfg = parse(kTwoCanaries);
+  const auto& mirror = cfg.canary.canaries[0];
+  const auto& tank = cfg.canary.canaries[1];
+  ASSERT_EQ(mirror.name, "mirror");
+  ASSERT_EQ(tank.name, "tank-canary");
+
+  metrics::Batch b;
+  canary_identity_metrics(b, mirror, host);
+  canary_identity_metrics(b, tank, host);
+  EXPECT_EQ(b.value("fsaudit_canary_info", {{"target", "mirror"}, {"fs", "btrfs"}, {"layout", "raid1"},
+                                            {"mountpoint", "/srv/canary-btrfs"}, {"pool", ""}}),
+            1);
+  EXPECT_EQ(b.value("fsaudit_canary_info", {{"target", "tank-canary"}, {"mountpoint", "/canarypool"}, {"pool", "canarypool"}}),
+            1);
+  EXPECT_EQ(b.value("fsaudit_canary_device_info",
+                    {{"target", "mirror"}, {"device", "sdb9"}, {"path", "/dev/disk/by-id/ata-A-part9"}}),
+            1);
+  EXPECT_EQ(b.value("fsaudit_canary_device_info",
+                    {{"target", "mirror"}, {"device", "sdc9"}, {"path", "/dev/disk/by-id/ata-B-part9"}}),
+            1);
+  EXPECT_FALSE(b.has("fsaudit_canary_device_info", {{"target", "mirror"}, {"device", "ata-A-part9"}}));
+  EXPECT_EQ(b.value("fsaudit_canary_interval_seconds", {{"target", "mirror"}}), 12 * 3600);
+  EXPECT_EQ(b.value("fsaudit_canary_interval_seconds", {{"target", "tank-canary"}}),
+            std::chrono::duration<double>(tank.interval).count());
+  for (const auto& dev : tank.devices)
+    EXPECT_TRUE(b.has("fsaudit_canary_device_info", {{"target", "tank-canary"}, {"path", dev}})) << dev;
+
+  // Plain /dev names; a member that vanished (dangling link) still gets its kernel name.
+  testing::write_text(d / "dev/loop3", "");
+  EXPECT_EQ(kernel_device_name(host, "/dev/loop3"), "loop3");
+  std::filesystem::create_symlink("../../sdz1", d / "dev/disk/by-id/gone-part1");
+  EXPECT_EQ(kernel_device_name(host, "/dev/disk/by-id/gone-part1"), "sdz1");
+  EXPECT_EQ(kernel_device_name(host, "/var/lib/fsaudit/lab/zfs-0.img"), "zfs-0.img");
+}
+
 TEST(CanaryProbe, OnePerCanaryWithItsSchedule) {
   auto cfg = parse(kTwoCanaries);
   auto probes = make_canary_probes(cfg);
@@ -424,6 +469,12 @@ TEST(CanaryProbe, NotDueRepublishesWithoutRunningACycle) {
   EXPECT_EQ(res.outcome, Outcome::ok) << res.reason;
   EXPECT_EQ(res.metrics.value("fsaudit_canary_runs_total", {{"target", "c"}, {"verdict", "silent"}}), 4);
   EXPECT_EQ(load_state(cfg.state_dir, "c").cycles, 0u);  // no cycle ran
+  // The identity series are exported on every run, also when no cycle runs.
+  EXPECT_EQ(res.metrics.value("fsaudit_canary_info", {{"target", "c"}, {"mountpoint", "/srv/nowhere"}, {"pool", ""}}), 1);
+  EXPECT_EQ(res.metrics.value("fsaudit_canary_device_info",
+                              {{"target", "c"}, {"device", "null-nonexistent"}, {"path", "/dev/null-nonexistent"}}),
+            1);
+  EXPECT_EQ(res.metrics.value("fsaudit_canary_interval_seconds", {{"target", "c"}}), 3600);
 }
 
 }  // namespace
