@@ -72,12 +72,22 @@ prom="$(command -v prometheus || true)"
 work="$(mktemp -d -t fsaudit-lab-prometheus.XXXXXX)"
 prom_pid="" daemon_pid=""
 cleanup() {
-  trap - EXIT INT TERM
-  [[ -n "$prom_pid" ]] && kill "$prom_pid" 2>/dev/null && wait "$prom_pid" 2>/dev/null || true
-  [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null || true
+  trap '' INT TERM  # a second Ctrl-C must not cut the lab's teardown short
+  trap - EXIT
+  local p
+  for p in $prom_pid $daemon_pid; do kill "$p" 2>/dev/null || true; done
+  # fsauditd's lab teardown (unmount, zpool destroy, losetup -d) can take several seconds.
+  for _ in $(seq 1 600); do
+    local alive=0
+    for p in $prom_pid $daemon_pid; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [[ $alive = 0 ]] && break
+    sleep 0.1
+  done
   rm -rf "$work"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
 
 config > "$work/prometheus.yml"
 if [[ ${#cmd[@]} -gt 0 ]]; then

@@ -14,7 +14,7 @@ bool has_data_checksums(const std::string& fstype, const std::string& mount_opti
     return false;
   };
   if (fstype == "btrfs") return !has("nodatasum") && !has("nodatacow");
-  if (fstype == "zfs" || fstype == "fuse.zfs-fuse") return true;
+  if (fstype == "zfs" || fstype == "fuse.zfs") return true;  // fuse.zfs: zfs-fuse
   if (fstype == "bcachefs") return !has("data_checksum=none");
   return false;
 }

@@ -142,6 +142,7 @@ TEST(MountProbe, ReportsReadOnlyAndChecksums) {
 
 TEST(MountProbe, DataChecksumsByStack) {
   EXPECT_TRUE(probes::has_data_checksums("zfs", "rw", "rw"));
+  EXPECT_TRUE(probes::has_data_checksums("fuse.zfs", "rw", "rw,user_id=0"));
   EXPECT_TRUE(probes::has_data_checksums("btrfs", "rw", "rw,space_cache=v2"));
   EXPECT_FALSE(probes::has_data_checksums("btrfs", "rw", "rw,nodatasum"));
   EXPECT_TRUE(probes::has_data_checksums("bcachefs", "rw", "rw"));
