@@ -5,6 +5,7 @@
 
 #include "daemon/core/strings.hpp"
 #include "daemon/core/units.hpp"
+#include "probes/btrfs/btrfs.hpp"
 #include "probes/btrfs/scrub_status.hpp"
 #include "probes/zfs/status.hpp"
 
@@ -13,26 +14,19 @@ namespace fsaudit::canary {
 namespace fs = std::filesystem;
 
 Result<std::vector<BtrfsDevStats>> parse_btrfs_device_stats(std::string_view text) {
+  // One parser for this output in the project: the btrfs health probe's.
+  auto parsed = btrfs::parse_device_stats(text);
+  if (!parsed) return err(parsed.error());
   std::vector<BtrfsDevStats> out;
-  for (auto l : lines(text)) {
-    l = trim(l);
-    if (l.empty() || l[0] != '[') continue;
-    auto close = l.find("].");
-    if (close == std::string_view::npos) continue;
-    std::string dev(l.substr(1, close - 1));
-    auto rest = split_ws(l.substr(close + 2));
-    if (rest.size() != 2) continue;
-    auto v = parse_u64(rest[1]);
-    if (!v) continue;
-    if (out.empty() || out.back().device != dev) out.push_back(BtrfsDevStats{dev});
-    auto& d = out.back();
-    if (rest[0] == "read_io_errs") d.read_io_errs = *v;
-    else if (rest[0] == "write_io_errs") d.write_io_errs = *v;
-    else if (rest[0] == "flush_io_errs") d.flush_io_errs = *v;
-    else if (rest[0] == "corruption_errs") d.corruption_errs = *v;
-    else if (rest[0] == "generation_errs") d.generation_errs = *v;
+  for (const auto& e : *parsed) {
+    BtrfsDevStats d{e.device};
+    d.read_io_errs = e.errors.read;
+    d.write_io_errs = e.errors.write;
+    d.flush_io_errs = e.errors.flush;
+    d.corruption_errs = e.errors.corruption;
+    d.generation_errs = e.errors.generation;
+    out.push_back(std::move(d));
   }
-  if (out.empty()) return err("no \"[device].counter value\" lines in btrfs device stats output");
   return out;
 }
 

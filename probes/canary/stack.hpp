@@ -17,8 +17,7 @@
 
 namespace fsaudit::canary {
 
-// `btrfs device stats <mnt>`: "[/dev/sda3].corruption_errs 0" lines, summed per device.
-// (Minimal local reader; replace with probes/btrfs error_stats once it exists.)
+// `btrfs device stats <mnt>` per device, through probes/btrfs's parser.
 struct BtrfsDevStats {
   std::string device;
   std::uint64_t read_io_errs = 0, write_io_errs = 0, flush_io_errs = 0, corruption_errs = 0, generation_errs = 0;
