@@ -11,5 +11,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 sh scripts/install-deps.sh
 sh scripts/build.sh
-echo "fsauditd: http://127.0.0.1:9717/metrics   Prometheus: http://127.0.0.1:9090/alerts"
-exec bash scripts/lab-prometheus.sh -- build/daemon/fsauditd --config config/lab.yaml "$@"
+# Debian's prometheus package starts its own server on :9090 where systemd runs: use the next free port.
+port=9090
+while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+echo "fsauditd: http://127.0.0.1:9717/metrics   Prometheus: http://127.0.0.1:$port/alerts"
+exec bash scripts/lab-prometheus.sh --port "$port" -- build/daemon/fsauditd --config config/lab.yaml "$@"
