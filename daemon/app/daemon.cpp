@@ -102,6 +102,7 @@ class Daemon {
   std::string config_path_;
   config::Config cfg_;
   bool once_ = false;
+  bool last_reload_ok_ = true;
   std::shared_ptr<metrics::Store> store_ = std::make_shared<metrics::Store>();
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::string exposer_addr_;
@@ -123,7 +124,8 @@ class Daemon {
 void Daemon::publish_build_info() {
   metrics::Batch b;
   b.info("fsaudit_build_info", "fsauditd build information (value 1).", {{"version", FSAUDIT_VERSION}});
-  b.gauge("fsaudit_config_last_reload_success", "1 if the last configuration (re)load succeeded.", {}, 1);
+  b.gauge("fsaudit_config_last_reload_success", "1 if the last configuration (re)load succeeded.", {},
+          last_reload_ok_ ? 1 : 0);
   b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
   store_->publish("build", std::move(b));
 }
@@ -295,16 +297,14 @@ void Daemon::reload() {
     }
     if (lab_) lab_->add_to(cfg_);  // a reloaded file does not list the lab's canaries
     logging::set_level(cfg_.log_level);
+    last_reload_ok_ = true;
     apply_config();
     refresh_targets(true);
     spdlog::info("configuration reloaded from {}", path.empty() ? "(defaults)" : path);
   } catch (const std::exception& e) {
     logging::log(spdlog::level::err, std::string("config reload rejected, keeping the running config: ") + e.what());
-    metrics::Batch b;
-    b.info("fsaudit_build_info", "fsauditd build information (value 1).", {{"version", FSAUDIT_VERSION}});
-    b.gauge("fsaudit_config_last_reload_success", "1 if the last configuration (re)load succeeded.", {}, 0);
-    b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
-    store_->publish("build", std::move(b));
+    last_reload_ok_ = false;
+    publish_build_info();
   }
   systemd::notify_reloaded();
   systemd::notify_status(status_line());

@@ -1,5 +1,5 @@
 #pragma once
-// One include for daemon/app/registry.cpp's @include-fshealth marker: the factories of the
+// One include for daemon/app/registry.cpp: the factories of the
 // bcachefs, XFS, ext4 and md probes (libraries fsaudit_probe_{bcachefs,xfs,ext4,md}).
 #include "probes/bcachefs/bcachefs.hpp"
 #include "probes/ext4/ext4.hpp"

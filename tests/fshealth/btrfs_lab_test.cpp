@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 using testing::Cmd;
 using testing::must;
 using testing::run;
+using testing::ScrubStatusFileCleanup;
 
 constexpr std::uint64_t kDevSize = 128ull << 20;  // >= 110 MiB each for raid1 with default mkfs options
 
@@ -56,23 +57,6 @@ std::vector<Cmd> direct_reads(const fs::path& file, const fs::path& out, int tim
     r.push_back(run({"dd", "if=" + file.string(), "of=" + out.string(), "bs=64k", "iflag=direct", "status=none"}));
   return r;
 }
-
-// btrfs-progs records scrubs in /var/lib/btrfs/scrub.status.<fsid>: remove the file our scrub created.
-class ScrubStatusFileCleanup {
- public:
-  explicit ScrubStatusFileCleanup(const std::string& dev) {
-    auto c = run({"blkid", "-s", "UUID", "-o", "value", dev});
-    auto uuid = std::string(trim(c.out));
-    if (c.ok() && !uuid.empty()) path_ = fs::path("/var/lib/btrfs") / ("scrub.status." + uuid);
-  }
-  ~ScrubStatusFileCleanup() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove(path_, ec);
-  }
-
- private:
-  fs::path path_;
-};
 
 std::string slurp(const fs::path& p) {
   auto r = read_file(p, 64 << 20);

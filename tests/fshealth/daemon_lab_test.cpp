@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 using testing::DaemonProcess;
 using testing::must;
 using testing::run;
+using testing::ScrubStatusFileCleanup;
 using testing::scrape_lines;
 using testing::scrape_value;
 
@@ -35,22 +36,6 @@ std::string config_for(int port, const fs::path& state, const std::vector<fs::pa
          "  kernel_log: {interval: 1s, jitter: 0s}\n"
          "kernel_log:\n  source: kmsg\n";
 }
-
-class ScrubStatusFileCleanup {
- public:
-  explicit ScrubStatusFileCleanup(const std::string& dev) {
-    auto c = run({"blkid", "-s", "UUID", "-o", "value", dev});
-    auto uuid = std::string(trim(c.out));
-    if (c.ok() && !uuid.empty()) path_ = fs::path("/var/lib/btrfs") / ("scrub.status." + uuid);
-  }
-  ~ScrubStatusFileCleanup() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove(path_, ec);
-  }
-
- private:
-  fs::path path_;
-};
 
 TEST(FshealthDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();

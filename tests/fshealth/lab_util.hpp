@@ -6,15 +6,18 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "daemon/core/clock.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/probe/targets.hpp"
 #include "daemon/runner/runner.hpp"
+#include "tests/support/support.hpp"
 
 namespace fsaudit::testing {
 
@@ -87,6 +90,23 @@ struct LiveContext {
       : state_dir(std::move(state)),
         ctx{host, runner, SystemClock::instance(), tools, state_dir, {},
             SystemClock::instance().now() + std::chrono::seconds(60)} {}
+};
+
+// btrfs-progs records scrubs in /var/lib/btrfs/scrub.status.<fsid>: remove the file our scrub created.
+class ScrubStatusFileCleanup {
+ public:
+  explicit ScrubStatusFileCleanup(const std::string& dev) {
+    auto c = run({"blkid", "-s", "UUID", "-o", "value", dev});
+    auto uuid = std::string(trim(c.out));
+    if (c.ok() && !uuid.empty()) path_ = std::filesystem::path("/var/lib/btrfs") / ("scrub.status." + uuid);
+  }
+  ~ScrubStatusFileCleanup() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove(path_, ec);
+  }
+
+ private:
+  std::filesystem::path path_;
 };
 
 }  // namespace fsaudit::testing
