@@ -140,17 +140,17 @@ TEST(CanaryPattern, BlocksAreUniqueAndRecognisable) {
 }
 
 TEST(CanaryParsers, BtrfsDeviceStatsFromFixtures) {
-  auto one = parse_btrfs_device_stats(testing::fixture("btrfs-device-stats-corruption-errs-689.txt"));
+  auto one = parse_btrfs_device_stats(testing::fixture("written/btrfs/device-stats-dm-corruption-errs-412.txt"));
   ASSERT_TRUE(one) << one.error();
   ASSERT_EQ(one->size(), 1u);
-  EXPECT_EQ((*one)[0].device, "/dev/mapper/root");
-  EXPECT_EQ((*one)[0].corruption_errs, 689u);
-  auto two = parse_btrfs_device_stats(testing::fixture("btrfs-device-stats-raid1-nvme-huge-write-read-errs.txt"));
+  EXPECT_EQ((*one)[0].device, "/dev/mapper/cryptdata");
+  EXPECT_EQ((*one)[0].corruption_errs, 412u);
+  auto two = parse_btrfs_device_stats(testing::fixture("written/btrfs/device-stats-raid1-nvme-large-counters.txt"));
   ASSERT_TRUE(two) << two.error();
   ASSERT_EQ(two->size(), 2u);
-  EXPECT_EQ((*two)[1].device, "/dev/nvme2n1p2");
-  EXPECT_EQ((*two)[1].read_io_errs, 137924767u);
-  EXPECT_EQ((*two)[1].corruption_errs, 2216u);
+  EXPECT_EQ((*two)[1].device, "/dev/nvme4n1p3");
+  EXPECT_EQ((*two)[1].read_io_errs, 102774519u);
+  EXPECT_EQ((*two)[1].corruption_errs, 1589u);
   EXPECT_EQ((*two)[0].corruption_errs, 0u);
   EXPECT_FALSE(parse_btrfs_device_stats("ERROR: not a btrfs filesystem"));
 }

@@ -1,5 +1,6 @@
-// btrfs scrub status parser on every real btrfs-scrub-* fixture (old and new layouts,
-// running / finished / aborted, -R raw, -d per device) and on the scrub.status file.
+// btrfs scrub status parser on every scrub layout (old and new, running / finished / aborted, -R raw,
+// -d per device) written from btrfs-progs' print code (tests/fixtures/written/btrfs), and on the
+// scrub.status file.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -28,178 +29,178 @@ ScrubStatus parse(const std::string& name) {
   return r.ok() ? *r : ScrubStatus{};
 }
 
-TEST_F(ScrubStatusTest, FinishedCsumErrorsCorrectedAndUncorrectableProgs617) {
-  auto s = parse("btrfs-scrub-status-finished-csum-1068-corrected-172-uncorrectable-896.txt");
-  EXPECT_EQ(s.uuid, "a11787a5-de1d-421c-ac2e-b669f948b1f0");
+TEST_F(ScrubStatusTest, FinishedCsumErrorsCorrectedAndUncorrectable) {
+  auto s = parse("written/btrfs/scrub-status-finished-csum-2417-corrected-305-uncorrectable-2112.txt");
+  EXPECT_EQ(s.uuid, "3f6b2a90-7c1e-4d55-b8a3-e01d94c2f7a6");
   EXPECT_EQ(s.total.state, ScrubState::finished);
-  EXPECT_EQ(s.total.started_text, "Fri Oct 24 11:21:29 2025");
+  EXPECT_EQ(s.total.started_text, "Sat Nov  8 01:14:52 2025");
   ASSERT_TRUE(s.total.started_epoch);
-  EXPECT_EQ(*s.total.started_epoch, 1761304889);  // 2025-10-24T11:21:29Z
-  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 15 * 3600 + 49 * 60 + 35);
-  EXPECT_NEAR(*s.total.total_bytes, 9.09 * 1024.0 * 1024 * 1024 * 1024, 1e6);
-  EXPECT_NEAR(*s.total.rate_bytes_per_second, 167.21 * 1024 * 1024, 1);
-  EXPECT_EQ(s.total.errors_found(), 1068u);
-  EXPECT_EQ(s.total.csum_errors(), 1068u);
+  EXPECT_EQ(*s.total.started_epoch, 1762564492);  // 2025-11-08T01:14:52Z
+  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 12 * 3600 + 31 * 60 + 7);
+  EXPECT_NEAR(*s.total.total_bytes, 7.43 * 1024.0 * 1024 * 1024 * 1024, 1e6);
+  EXPECT_NEAR(*s.total.rate_bytes_per_second, 172.84 * 1024 * 1024, 1);
+  EXPECT_EQ(s.total.errors_found(), 2417u);
+  EXPECT_EQ(s.total.csum_errors(), 2417u);
   EXPECT_EQ(s.total.read_errors(), 0u);
-  EXPECT_EQ(s.total.corrected_errors(), 172u);
-  EXPECT_EQ(s.total.uncorrectable_errors(), 896u);
+  EXPECT_EQ(s.total.corrected_errors(), 305u);
+  EXPECT_EQ(s.total.uncorrectable_errors(), 2112u);
   EXPECT_EQ(s.total.unverified, 0u);
   EXPECT_DOUBLE_EQ(*s.total.progress_ratio, 1.0);
   EXPECT_TRUE(s.devices.empty());
   EXPECT_FALSE(s.uncorrectable_reported());
 }
 
-TEST_F(ScrubStatusTest, FinishedAllUncorrectable110693) {
-  auto s = parse("btrfs-scrub-status-finished-csum-110693-uncorrectable.txt");
-  EXPECT_EQ(s.uuid, "d90583c8-9284-48b4-9444-abd00924002a");
+TEST_F(ScrubStatusTest, FinishedAllUncorrectable48211) {
+  auto s = parse("written/btrfs/scrub-status-finished-csum-48211-uncorrectable.txt");
+  EXPECT_EQ(s.uuid, "9b27e4c1-5d08-4f3a-a6e2-81c0f5d9b314");
   EXPECT_EQ(s.total.state, ScrubState::finished);
-  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 166);
-  EXPECT_EQ(s.total.errors_found(), 110693u);
+  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 211);
+  EXPECT_EQ(s.total.errors_found(), 48211u);
   EXPECT_EQ(s.total.corrected_errors(), 0u);
-  EXPECT_EQ(s.total.uncorrectable_errors(), 110693u);
+  EXPECT_EQ(s.total.uncorrectable_errors(), 48211u);
 }
 
-TEST_F(ScrubStatusTest, RunningDocExampleProgress) {
-  auto s = parse("btrfs-scrub-status-running-doc-example.txt");
-  EXPECT_EQ(s.uuid, "76fac721-2294-4f89-a1af-620cde7a1980");
+TEST_F(ScrubStatusTest, RunningWithEtaProgress) {
+  auto s = parse("written/btrfs/scrub-status-running-with-eta.txt");
+  EXPECT_EQ(s.uuid, "5e81c3d2-0f47-4b9a-9c16-d2a7b3e48f05");
   EXPECT_EQ(s.total.state, ScrubState::running);
-  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 5);
-  EXPECT_DOUBLE_EQ(*s.total.time_left_seconds, 5);
-  EXPECT_EQ(s.total.eta_text, "Wed Apr 10 12:35:01 2023");
-  EXPECT_NEAR(*s.total.progress_ratio, 0.4859, 1e-9);
-  EXPECT_NEAR(*s.total.scrubbed_bytes, 13.76 * 1024 * 1024 * 1024, 1e3);
-  EXPECT_NEAR(*s.total.total_bytes, 28.32 * 1024 * 1024 * 1024, 1e3);
-  EXPECT_NEAR(*s.total.rate_bytes_per_second, 2.75 * 1024 * 1024 * 1024, 1e3);
+  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 12);
+  EXPECT_DOUBLE_EQ(*s.total.time_left_seconds, 18);
+  EXPECT_EQ(s.total.eta_text, "Thu May 16 09:20:30 2024");
+  EXPECT_NEAR(*s.total.progress_ratio, 0.4010, 1e-9);
+  EXPECT_NEAR(*s.total.scrubbed_bytes, 16.68 * 1024 * 1024 * 1024, 1e3);
+  EXPECT_NEAR(*s.total.total_bytes, 41.60 * 1024 * 1024 * 1024, 1e3);
+  EXPECT_NEAR(*s.total.rate_bytes_per_second, 1.39 * 1024 * 1024 * 1024, 1e3);
   EXPECT_EQ(s.total.errors_found(), 0u);
   EXPECT_EQ(s.total.uncorrectable_errors(), 0u);
 }
 
-TEST_F(ScrubStatusTest, Running9TiBProgs617) {
-  auto s = parse("btrfs-scrub-status-running-9TiB-progs-6.17.txt");
+TEST_F(ScrubStatusTest, RunningLargeFsProgs617) {
+  auto s = parse("written/btrfs/scrub-status-running-large-fs-progs-6.17.txt");
   EXPECT_EQ(s.total.state, ScrubState::running);
-  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 42 * 60 + 47);
-  EXPECT_DOUBLE_EQ(*s.total.time_left_seconds, 10 * 3600 + 43 * 60 + 39);
-  EXPECT_NEAR(*s.total.progress_ratio, 0.0623, 1e-9);
+  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 3600 + 5 * 60 + 21);
+  EXPECT_DOUBLE_EQ(*s.total.time_left_seconds, 14 * 3600 + 12 * 60 + 6);
+  EXPECT_NEAR(*s.total.progress_ratio, 0.0684, 1e-9);
   EXPECT_EQ(s.total.errors_found(), 0u);
 }
 
 TEST_F(ScrubStatusTest, RunningWithoutErrorSummaryLeavesErrorsUnknown) {
-  auto s = parse("btrfs-scrub-status-running-no-error-summary-progs-6.17.txt");
-  EXPECT_EQ(s.uuid, "ca4b7cda-2b9a-4bae-97d8-c491f25b8f67");
+  auto s = parse("written/btrfs/scrub-status-running-without-error-summary.txt");
+  EXPECT_EQ(s.uuid, "d04a7b35-e9c2-4186-8f3d-6b1e2c9a0d77");
   EXPECT_EQ(s.total.state, ScrubState::running);
-  EXPECT_NEAR(*s.total.progress_ratio, 0.2487, 1e-9);
+  EXPECT_NEAR(*s.total.progress_ratio, 0.2452, 1e-9);
   EXPECT_FALSE(s.total.summary_seen);
   EXPECT_FALSE(s.total.errors_found().has_value());
   EXPECT_FALSE(s.total.uncorrectable_errors().has_value());
 }
 
 TEST_F(ScrubStatusTest, RunningRaid6TimeLeftOver100Hours) {
-  auto s = parse("btrfs-scrub-status-running-raid6-eta-time-left.txt");
+  auto s = parse("written/btrfs/scrub-status-running-raid6-time-left-over-100h.txt");
   EXPECT_EQ(s.total.state, ScrubState::running);
-  EXPECT_DOUBLE_EQ(*s.total.time_left_seconds, 296 * 3600 + 36 * 60 + 44);
-  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 23 * 3600 + 10 * 60 + 13);
-  EXPECT_NEAR(*s.total.progress_ratio, 0.0725, 1e-9);
+  EXPECT_DOUBLE_EQ(*s.total.time_left_seconds, 312 * 3600 + 5 * 60 + 51);
+  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 19 * 3600 + 44 * 60 + 2);
+  EXPECT_NEAR(*s.total.progress_ratio, 0.0591, 1e-9);
 }
 
-TEST_F(ScrubStatusTest, RawFinished2020) {
-  auto s = parse("btrfs-scrub-status-R-finished-raw-2020.txt");
-  EXPECT_EQ(s.uuid, "fe0a1142-51ab-4181-b635-adbf9f4ea6e6");
+TEST_F(ScrubStatusTest, RawFinished) {
+  auto s = parse("written/btrfs/scrub-status-R-finished-raw.txt");
+  EXPECT_EQ(s.uuid, "8d3f51b7-2a6c-4e09-b4d1-7f0e93c6a258");
   EXPECT_EQ(s.total.state, ScrubState::finished);
   ASSERT_TRUE(s.total.raw);
-  EXPECT_EQ(s.total.raw->data_extents_scrubbed, 164773032u);
-  EXPECT_EQ(s.total.raw->no_csum, 3120u);
-  EXPECT_EQ(s.total.raw->last_physical, 5823976701952u);
-  EXPECT_DOUBLE_EQ(*s.total.scrubbed_bytes, 10570715316224.0 + 18246795264.0);
+  EXPECT_EQ(s.total.raw->data_extents_scrubbed, 131906221u);
+  EXPECT_EQ(s.total.raw->no_csum, 2716u);
+  EXPECT_EQ(s.total.raw->last_physical, 4811252383744u);
+  EXPECT_DOUBLE_EQ(*s.total.scrubbed_bytes, 8734421925888.0 + 14323105792.0);
   EXPECT_EQ(s.total.errors_found(), 0u);
   EXPECT_EQ(s.total.corrected_errors(), 0u);
   EXPECT_EQ(s.total.uncorrectable_errors(), 0u);
 }
 
 TEST_F(ScrubStatusTest, OldFormatPerDeviceRaid10) {
-  auto s = parse("btrfs-scrub-status-dR-old-format-5-devices-raid10.txt");
-  EXPECT_EQ(s.uuid, "4d3acf20-d408-49ab-b0a6-182396a9f27c");
+  auto s = parse("written/btrfs/scrub-status-dR-old-format-5-devices-raid10.txt");
+  EXPECT_EQ(s.uuid, "0c7e2d94-5b1a-4f83-a9e6-3d28c17b5f40");
   ASSERT_EQ(s.devices.size(), 5u);
-  EXPECT_EQ(s.devices[0].device, "/dev/sda");
+  EXPECT_EQ(s.devices[0].device, "/dev/sdb");
   EXPECT_EQ(s.devices[0].devid, 1u);
   EXPECT_EQ(s.devices[0].state, ScrubState::finished);
-  EXPECT_EQ(s.devices[0].started_text, "Wed Jul  8 19:53:52 2020");
-  EXPECT_EQ(*s.devices[0].started_epoch, 1594238032);
-  EXPECT_DOUBLE_EQ(*s.devices[0].duration_seconds, 10 * 3600 + 4 * 60 + 57);
-  EXPECT_EQ(s.devices[3].device, "/dev/sdd");
-  EXPECT_EQ(s.devices[3].devid, 5u);
-  EXPECT_EQ(s.devices[3].read_errors(), 24u);
-  EXPECT_EQ(s.devices[3].corrected_errors(), 24u);
+  EXPECT_EQ(s.devices[0].started_text, "Sat Jun 13 20:05:11 2020");
+  EXPECT_EQ(*s.devices[0].started_epoch, 1592078711);
+  EXPECT_DOUBLE_EQ(*s.devices[0].duration_seconds, 10 * 3600 + 22 * 60 + 14);
+  EXPECT_EQ(s.devices[3].device, "/dev/sdg");
+  EXPECT_EQ(s.devices[3].devid, 6u);
+  EXPECT_EQ(s.devices[3].read_errors(), 31u);
+  EXPECT_EQ(s.devices[3].corrected_errors(), 31u);
   EXPECT_EQ(s.devices[3].uncorrectable_errors(), 0u);
-  EXPECT_EQ(s.devices[4].device, "/dev/sdc");
-  EXPECT_EQ(s.devices[4].devid, 6u);
+  EXPECT_EQ(s.devices[4].device, "/dev/sde");
+  EXPECT_EQ(s.devices[4].devid, 7u);
   // The filesystem total is aggregated from the devices.
   EXPECT_TRUE(s.total_aggregated);
   EXPECT_EQ(s.total.state, ScrubState::finished);
-  EXPECT_EQ(s.total.errors_found(), 24u);
-  EXPECT_EQ(s.total.corrected_errors(), 24u);
-  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 10 * 3600 + 17 * 60 + 31);  // longest device
+  EXPECT_EQ(s.total.errors_found(), 31u);
+  EXPECT_EQ(s.total.corrected_errors(), 31u);
+  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 10 * 3600 + 31 * 60 + 48);  // longest device
 }
 
 TEST_F(ScrubStatusTest, StartBInteractiveErrorLineLast) {
-  auto s = parse("btrfs-scrub-start-B-interactive-csum-7137-error-line-last.txt");
-  EXPECT_EQ(s.uuid, "d90583c8-9284-48b4-9444-abd00924002a");
+  auto s = parse("written/btrfs/scrub-start-B-error-line-last.txt");
+  EXPECT_EQ(s.uuid, "9b27e4c1-5d08-4f3a-a6e2-81c0f5d9b314");
   EXPECT_EQ(s.total.state, ScrubState::finished);
-  EXPECT_EQ(s.total.csum_errors(), 7137u);
-  EXPECT_EQ(s.total.uncorrectable_errors(), 7137u);
+  EXPECT_EQ(s.total.csum_errors(), 2904u);
+  EXPECT_EQ(s.total.uncorrectable_errors(), 2904u);
   EXPECT_TRUE(s.uncorrectable_reported());
   ASSERT_EQ(s.error_lines.size(), 1u);
   EXPECT_EQ(s.error_lines[0], "ERROR: there are 1 uncorrectable errors");
 }
 
 TEST_F(ScrubStatusTest, StartBCronOutputErrorLineFirst) {
-  auto s = parse("btrfs-scrub-start-cron-output-csum-uncorrectable-kernel-6.12.txt");
+  auto s = parse("written/btrfs/scrub-start-B-cron-error-line-first.txt");
   EXPECT_EQ(s.total.state, ScrubState::finished);
-  EXPECT_EQ(s.total.errors_found(), 110693u);
-  EXPECT_EQ(s.total.uncorrectable_errors(), 110693u);
-  EXPECT_NEAR(*s.total.total_bytes, 226.35 * 1024 * 1024 * 1024, 1e4);
+  EXPECT_EQ(s.total.errors_found(), 48211u);
+  EXPECT_EQ(s.total.uncorrectable_errors(), 48211u);
+  EXPECT_NEAR(*s.total.total_bytes, 188.18 * 1024 * 1024 * 1024, 1e4);
   EXPECT_TRUE(s.uncorrectable_reported());
 }
 
 TEST_F(ScrubStatusTest, StartBRAbortedRaw) {
-  auto s = parse("btrfs-scrub-start-BR-aborted-raw-counters-progs-6.x.txt");
-  EXPECT_EQ(s.uuid, "4c61ff6d-a903-42f6-b490-a3ce3690604e");
+  auto s = parse("written/btrfs/scrub-start-BR-aborted-raw.txt");
+  EXPECT_EQ(s.uuid, "6a0d4f83-1e92-47c5-b3a8-c5f27e90d416");
   EXPECT_EQ(s.total.state, ScrubState::aborted);
-  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 22);
+  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 31);
   ASSERT_TRUE(s.total.raw);
-  EXPECT_EQ(s.total.raw->data_bytes_scrubbed, 44623339520u);
-  EXPECT_EQ(s.total.raw->last_physical, 36529242112u);
+  EXPECT_EQ(s.total.raw->data_bytes_scrubbed, 61253091328u);
+  EXPECT_EQ(s.total.raw->last_physical, 50176655360u);
   EXPECT_EQ(s.total.errors_found(), 0u);
   EXPECT_FALSE(s.total.progress_ratio.has_value());  // aborted: unknown fraction
 }
 
 TEST_F(ScrubStatusTest, StartBdRaid0PerDevice) {
-  auto s = parse("btrfs-scrub-start-Bd-raid0-per-device-csum-11198.txt");
+  auto s = parse("written/btrfs/scrub-start-Bd-raid0-per-device-csum-5361.txt");
   ASSERT_EQ(s.devices.size(), 3u);
-  EXPECT_EQ(s.devices[0].device, "/dev/sda2");
+  EXPECT_EQ(s.devices[0].device, "/dev/sdb3");
   EXPECT_EQ(s.devices[0].devid, 1u);
-  EXPECT_EQ(s.devices[0].csum_errors(), 11198u);
-  EXPECT_EQ(s.devices[0].uncorrectable_errors(), 11198u);
-  EXPECT_EQ(s.devices[1].device, "/dev/sdc2");
+  EXPECT_EQ(s.devices[0].csum_errors(), 5361u);
+  EXPECT_EQ(s.devices[0].uncorrectable_errors(), 5361u);
+  EXPECT_EQ(s.devices[1].device, "/dev/sdd3");
   EXPECT_EQ(s.devices[1].errors_found(), 0u);
-  EXPECT_DOUBLE_EQ(*s.devices[2].duration_seconds, 3600 + 53 * 60 + 42);
-  EXPECT_NEAR(*s.devices[2].rate_bytes_per_second, 85.73 * 1024 * 1024, 1);
+  EXPECT_DOUBLE_EQ(*s.devices[2].duration_seconds, 3600 + 39 * 60 + 27);
+  EXPECT_NEAR(*s.devices[2].rate_bytes_per_second, 70.84 * 1024 * 1024, 1);
   EXPECT_TRUE(s.total_aggregated);
   EXPECT_EQ(s.total.state, ScrubState::finished);
-  EXPECT_EQ(s.total.errors_found(), 11198u);
-  EXPECT_EQ(s.total.uncorrectable_errors(), 11198u);
+  EXPECT_EQ(s.total.errors_found(), 5361u);
+  EXPECT_EQ(s.total.uncorrectable_errors(), 5361u);
   EXPECT_EQ(s.total.corrected_errors(), 0u);
   EXPECT_TRUE(s.uncorrectable_reported());
 }
 
 TEST_F(ScrubStatusTest, StartRBdReadErrorsSplitCorrectedUncorrectable) {
-  auto s = parse("btrfs-scrub-start-RBd-read-errors-uncorrectable-corrected.txt");
+  auto s = parse("written/btrfs/scrub-start-RBd-read-errors-split.txt");
   ASSERT_EQ(s.devices.size(), 1u);
-  EXPECT_EQ(s.devices[0].device, "/dev/vdb");
-  EXPECT_EQ(s.devices[0].read_errors(), 416u);
-  EXPECT_EQ(s.devices[0].uncorrectable_errors(), 248u);
-  EXPECT_EQ(s.devices[0].corrected_errors(), 168u);
-  EXPECT_EQ(s.total.errors_found(), 416u);
-  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 35 * 60 + 50);
+  EXPECT_EQ(s.devices[0].device, "/dev/xvdf");
+  EXPECT_EQ(s.devices[0].read_errors(), 533u);
+  EXPECT_EQ(s.devices[0].uncorrectable_errors(), 317u);
+  EXPECT_EQ(s.devices[0].corrected_errors(), 216u);
+  EXPECT_EQ(s.total.errors_found(), 533u);
+  EXPECT_DOUBLE_EQ(*s.total.duration_seconds, 41 * 60 + 12);
   EXPECT_TRUE(s.uncorrectable_reported());
 }
 
@@ -244,27 +245,27 @@ TEST_F(ScrubStatusTest, GarbageIsAnErrorWithTheFirstLine) {
 }
 
 TEST_F(ScrubStatusTest, StatusFileAbortedRecord) {
-  auto r = parse_scrub_status_file(fixture("btrfs-scrub-status-file-var-lib-btrfs-scrub.status-UUID.txt"));
+  auto r = parse_scrub_status_file(fixture("written/btrfs/scrub-status-file-aborted-record.txt"));
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_EQ(r->version, 1);
   ASSERT_EQ(r->records.size(), 1u);
   const auto& rec = r->records[0];
-  EXPECT_EQ(rec.fsid, "4c61ff6d-a903-42f6-b490-a3ce3690604e");
+  EXPECT_EQ(rec.fsid, "6a0d4f83-1e92-47c5-b3a8-c5f27e90d416");
   EXPECT_EQ(rec.devid, 1u);
-  EXPECT_EQ(rec.counters.data_extents_scrubbed, 1392059u);
-  EXPECT_EQ(rec.counters.no_csum, 1853u);
-  EXPECT_EQ(rec.counters.last_physical, 36529242112u);
-  EXPECT_EQ(rec.t_start, 1709827877);
-  EXPECT_EQ(rec.duration_seconds, 22u);
+  EXPECT_EQ(rec.counters.data_extents_scrubbed, 2011347u);
+  EXPECT_EQ(rec.counters.no_csum, 2290u);
+  EXPECT_EQ(rec.counters.last_physical, 50176655360u);
+  EXPECT_EQ(rec.t_start, 1712907930);
+  EXPECT_EQ(rec.duration_seconds, 31u);
   EXPECT_TRUE(rec.canceled);
   EXPECT_TRUE(rec.finished);
   EXPECT_EQ(rec.state(), ScrubState::aborted);
   // Same scrub as the "scrub start -BR" aborted fixture: the two sources agree.
-  auto s = parse("btrfs-scrub-start-BR-aborted-raw-counters-progs-6.x.txt");
+  auto s = parse("written/btrfs/scrub-start-BR-aborted-raw.txt");
   EXPECT_EQ(s.total.raw->data_bytes_scrubbed, rec.counters.data_bytes_scrubbed);
-  // "Thu Mar  7 17:11:17 2024" read as UTC is one hour after t_start: the reporter's host printed
-  // local time in CET (UTC+1), which is why the file's epoch is preferred when it can be read.
-  EXPECT_EQ(*s.total.started_epoch - rec.t_start, 3600);
+  // "Fri Apr 12 09:45:30 2024" read as UTC is two hours after t_start: the host printed local time
+  // in CEST (UTC+2), which is why the file's epoch is preferred when it can be read.
+  EXPECT_EQ(*s.total.started_epoch - rec.t_start, 7200);
 }
 
 TEST_F(ScrubStatusTest, StatusFileAggregateAndErrors) {

@@ -43,65 +43,67 @@ TEST(BtrfsErrorStats, InvalidAndIncompleteAreErrors) {
 
 // ---- btrfs device stats --------------------------------------------------------------------
 
-TEST(BtrfsDeviceStats, DocExample) {
-  auto r = parse_device_stats(fixture("btrfs-device-stats-doc-example.txt"));
+TEST(BtrfsDeviceStats, SingleDeviceAllZero) {
+  auto r = parse_device_stats(fixture("written/btrfs/device-stats-single-all-zero.txt"));
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->size(), 1u);
-  EXPECT_EQ((*r)[0].device, "/dev/sda3");
+  EXPECT_EQ((*r)[0].device, "/dev/sdb1");
   EXPECT_EQ((*r)[0].errors.corruption, 0u);
 }
 
-TEST(BtrfsDeviceStats, CorruptionErrs689OnDmDevice) {
-  auto r = parse_device_stats(fixture("btrfs-device-stats-corruption-errs-689.txt"));
+TEST(BtrfsDeviceStats, CorruptionErrs412OnDmDevice) {
+  auto r = parse_device_stats(fixture("written/btrfs/device-stats-dm-corruption-errs-412.txt"));
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->size(), 1u);
-  EXPECT_EQ((*r)[0].device, "/dev/mapper/root");
-  EXPECT_EQ((*r)[0].errors.corruption, 689u);
+  EXPECT_EQ((*r)[0].device, "/dev/mapper/cryptdata");
+  EXPECT_EQ((*r)[0].errors.corruption, 412u);
   EXPECT_EQ((*r)[0].errors.read, 0u);
 }
 
 TEST(BtrfsDeviceStats, AllZeroDespiteScrubErrors) {
-  // The kernel-6.12 case: scrub found 110693 csum errors, the counters stayed 0.
-  auto r = parse_device_stats(fixture("btrfs-device-stats-all-zero-despite-scrub-errors.txt"));
+  // Counters reset (or never raised) while the last scrub still reports csum errors.
+  auto r = parse_device_stats(fixture("written/btrfs/device-stats-dm-all-zero-after-scrub-errors.txt"));
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->size(), 1u);
   const auto& e = (*r)[0].errors;
   EXPECT_EQ(e.write + e.read + e.flush + e.corruption + e.generation, 0u);
-  auto scrub = parse_scrub_status(fixture("btrfs-scrub-status-finished-csum-110693-uncorrectable.txt"));
+  auto scrub = parse_scrub_status(fixture("written/btrfs/scrub-status-finished-csum-48211-uncorrectable.txt"));
   ASSERT_TRUE(scrub.ok());
-  EXPECT_EQ(scrub->total.uncorrectable_errors(), 110693u);  // why the scrub counts are exported too
+  EXPECT_EQ(scrub->total.uncorrectable_errors(), 48211u);  // why the scrub counts are exported too
 }
 
 TEST(BtrfsDeviceStats, Raid1NvmeHugeCounters) {
-  auto r = parse_device_stats(fixture("btrfs-device-stats-raid1-nvme-huge-write-read-errs.txt"));
+  auto r = parse_device_stats(fixture("written/btrfs/device-stats-raid1-nvme-large-counters.txt"));
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0].device, "/dev/nvme0n1p2");
+  EXPECT_EQ((*r)[0].device, "/dev/nvme1n1p3");
   EXPECT_EQ((*r)[0].errors.write, 0u);
-  EXPECT_EQ((*r)[1].device, "/dev/nvme2n1p2");
-  EXPECT_EQ((*r)[1].errors.write, 130766017u);
-  EXPECT_EQ((*r)[1].errors.read, 137924767u);
-  EXPECT_EQ((*r)[1].errors.flush, 5054u);
-  EXPECT_EQ((*r)[1].errors.corruption, 2216u);
+  EXPECT_EQ((*r)[1].device, "/dev/nvme4n1p3");
+  EXPECT_EQ((*r)[1].errors.write, 98311420u);
+  EXPECT_EQ((*r)[1].errors.read, 102774519u);
+  EXPECT_EQ((*r)[1].errors.flush, 3871u);
+  EXPECT_EQ((*r)[1].errors.corruption, 1589u);
   EXPECT_EQ((*r)[1].errors.generation, 0u);
 }
 
 TEST(BtrfsDeviceStats, Raid1AfterResetAllZero) {
-  auto r = parse_device_stats(fixture("btrfs-device-stats-raid1-after-reset-all-zero.txt"));
+  auto r = parse_device_stats(fixture("written/btrfs/device-stats-raid1-nvme-all-zero.txt"));
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[1].device, "/dev/nvme2n1p2");
+  EXPECT_EQ((*r)[1].device, "/dev/nvme4n1p3");
   EXPECT_EQ((*r)[1].errors.write, 0u);
 }
 
-TEST(BtrfsDeviceStats, TabularPatchExampleHasDevids) {
-  auto r = parse_device_stats(fixture("btrfs-device-stats-T-tabular-patch-2022-example.txt"));
+TEST(BtrfsDeviceStats, TabularHasDevids) {
+  auto r = parse_device_stats(fixture("written/btrfs/device-stats-T-tabular-two-devices.txt"));
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->size(), 2u);
-  EXPECT_EQ((*r)[0].device, "/dev/vdc");
+  EXPECT_EQ((*r)[0].device, "/dev/xvdb");
   EXPECT_EQ((*r)[0].devid, 1u);
-  EXPECT_EQ((*r)[1].device, "/dev/vdd");
-  EXPECT_EQ((*r)[1].devid, 2u);
+  EXPECT_EQ((*r)[1].device, "/dev/xvdc");
+  EXPECT_EQ((*r)[1].devid, 3u);
+  EXPECT_EQ((*r)[1].errors.read, 2u);
+  EXPECT_EQ((*r)[1].errors.corruption, 7u);
 }
 
 TEST(BtrfsDeviceStats, CapturedHereRaid1OneCorruptionEach) {
@@ -318,18 +320,18 @@ TEST(BtrfsProbeAdapter, NoSysfsFallsBackToDeviceStatsCommand) {
   fs::create_directories(empty / "sys/fs/btrfs/features");
   fs::create_directories(empty / "dev/mapper");
   testing::write_text(empty / "dev/dm-0", "");
-  fs::create_symlink("../dm-0", empty / "dev/mapper/root");
+  fs::create_symlink("../dm-0", empty / "dev/mapper/cryptdata");
   testing::FakeRunner runner;
-  runner.answer("btrfs device stats /data", fixture("btrfs-device-stats-corruption-errs-689.txt"));
-  runner.answer("btrfs scrub status -d -R /data", fixture("btrfs-scrub-status-finished-csum-110693-uncorrectable.txt"));
+  runner.answer("btrfs device stats /data", fixture("written/btrfs/device-stats-dm-corruption-errs-412.txt"));
+  runner.answer("btrfs scrub status -d -R /data", fixture("written/btrfs/scrub-status-finished-csum-48211-uncorrectable.txt"));
   testing::ContextHolder c(HostPaths::under(empty.path()), runner);
   auto r = probes::make_btrfs_probe(config::default_config())
-               ->run(Target{"/data", "/data", "btrfs", "/dev/mapper/root", "", "", 0, 30}, c.ctx);
+               ->run(Target{"/data", "/data", "btrfs", "/dev/mapper/cryptdata", "", "", 0, 30}, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
-  // Named by the kernel name behind /dev/mapper/root, as sysfs and the kernel log name it.
-  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "dm-0"}, {"kind", "corruption"}}), 689);
-  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_scrub_uncorrectable_errors", {{"target", "/data"}}), 110693);
-  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_scrub_errors", {{"kind", "csum"}}), 110693);
+  // Named by the kernel name behind /dev/mapper/cryptdata, as sysfs and the kernel log name it.
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "dm-0"}, {"kind", "corruption"}}), 412);
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_scrub_uncorrectable_errors", {{"target", "/data"}}), 48211);
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_scrub_errors", {{"kind", "csum"}}), 48211);
   EXPECT_FALSE(r.metrics.has("fsaudit_filesystem_data_redundancy"));  // unknown without sysfs
 }
 

@@ -91,8 +91,8 @@ TEST(Ext4Adapter, UnknownDeviceIsAClearFailure) {
 
 // ---- XFS -----------------------------------------------------------------------------------
 
-TEST(XfsHealth, NotCollectedXfstestsGoldenIsNotAnError) {
-  auto h = xfs::parse_spaceman_health(fixture("xfs-spaceman-health-not-collected-xfstests-golden.txt"));
+TEST(XfsHealth, NotCollectedIsNotAnError) {
+  auto h = xfs::parse_spaceman_health(fixture("fshealth/xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
   ASSERT_TRUE(h.ok()) << h.error();
   EXPECT_FALSE(h->collected);
   EXPECT_EQ(h->unhealthy(), 0u);
@@ -334,25 +334,25 @@ TEST(MdAdapter, NoMdstatIsNotApplicable) {
 // ---- bcachefs ------------------------------------------------------------------------------
 
 TEST(Bcachefs, IoErrorsFixtureLayout) {
-  auto e = bcachefs::parse_io_errors(fixture("bcachefs-sysfs-dev-io_errors-test-values.txt"));
+  auto e = bcachefs::parse_io_errors(fixture("written/bcachefs/sysfs-dev-io_errors.txt"));
   ASSERT_TRUE(e.ok()) << e.error();
-  EXPECT_EQ(e->since_creation.at("read"), 1u);
-  EXPECT_EQ(e->since_creation.at("write"), 2u);
-  EXPECT_EQ(e->since_creation.at("checksum"), 3u);
-  EXPECT_EQ(e->since_reset.at("checksum"), 0u);
-  EXPECT_EQ(e->reset_age, "7 y");
+  EXPECT_EQ(e->since_creation.at("read"), 4u);
+  EXPECT_EQ(e->since_creation.at("write"), 0u);
+  EXPECT_EQ(e->since_creation.at("checksum"), 9u);
+  EXPECT_EQ(e->since_reset.at("checksum"), 2u);
+  EXPECT_EQ(e->reset_age, "3 d");
   EXPECT_FALSE(bcachefs::parse_io_errors("read: 1\n").ok());
 }
 
 TEST(Bcachefs, CounterFixtures) {
-  auto c = bcachefs::parse_counter(fixture("bcachefs-sysfs-counters-entry.txt"));
+  auto c = bcachefs::parse_counter(fixture("written/bcachefs/sysfs-counter-plain.txt"));
   ASSERT_TRUE(c.ok()) << c.error();
-  EXPECT_EQ(c->since_mount, 1);
-  EXPECT_EQ(c->since_creation, 551);
-  auto u = bcachefs::parse_counter(fixture("bcachefs-sysfs-counters-entry-bytes-units.txt"));
+  EXPECT_EQ(c->since_mount, 12);
+  EXPECT_EQ(c->since_creation, 3047);
+  auto u = bcachefs::parse_counter(fixture("written/bcachefs/sysfs-counter-bytes-units.txt"));
   ASSERT_TRUE(u.ok()) << u.error();
-  EXPECT_NEAR(u->since_mount, 7.69 * 1024 * 1024 * 1024, 1e3);
-  EXPECT_NEAR(u->since_creation, 176.0 * 1024 * 1024 * 1024 * 1024, 1e3);
+  EXPECT_NEAR(u->since_mount, 512.0 * 1024 * 1024, 1e3);
+  EXPECT_NEAR(u->since_creation, 3.25 * 1024 * 1024 * 1024 * 1024, 1e3);
   EXPECT_FALSE(bcachefs::parse_counter("nothing here\n").ok());
 }
 

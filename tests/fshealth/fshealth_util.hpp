@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the fshealth tests: captured data under tests/data/fshealth, a fake command
+// Helpers shared by the fshealth tests: captured data under tests/fixtures/fshealth, a fake command
 // runner, and a ProbeContext over a fixture tree.
 #include <chrono>
 #include <filesystem>
@@ -20,7 +20,7 @@ inline std::filesystem::path fshealth_data_dir() {
   return std::filesystem::path(FSAUDIT_TEST_DATA_DIR) / "fshealth";
 }
 
-// Text of tests/data/fshealth/<rel> without its "# source:" line.
+// Text of tests/fixtures/fshealth/<rel> without its "# source:" line.
 inline std::string fshealth_data(const std::string& rel) {
   auto r = read_file(fshealth_data_dir() / rel);
   if (!r) throw std::runtime_error("missing test data: " + r.error());

@@ -22,8 +22,8 @@ std::vector<std::string> mix() {
     while (std::getline(in, l))
       if (l.rfind("# source:", 0) != 0) errors.emplace_back(fsaudit::kernel_log::strip_log_prefix(l));
   };
-  for (const auto& e : std::filesystem::directory_iterator(FSAUDIT_FIXTURES_DIR))
-    if (e.path().filename().string().rfind("kernel-", 0) == 0) add_file(e.path());
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FSAUDIT_FIXTURES_DIR) + "/written/kernel_log"))
+    add_file(e.path());
   add_file(std::string(FSAUDIT_TEST_DATA_DIR) + "/kernel_log/btrfs-raid1-loop-csum-scrub-kernel-6.18.txt");
   const char* chatter[] = {
       "usb 1-1: new high-speed USB device number 2 using xhci_hcd",

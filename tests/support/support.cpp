@@ -19,10 +19,7 @@
 
 namespace fsaudit::testing {
 
-std::filesystem::path fixtures_dir() {
-  if (const char* e = std::getenv("FSAUDIT_FIXTURES_DIR")) return e;
-  return FSAUDIT_FIXTURES_DIR;
-}
+std::filesystem::path fixtures_dir() { return FSAUDIT_FIXTURES_DIR; }
 
 std::string fixture(const std::string& name) {
   auto r = read_file(fixtures_dir() / name);

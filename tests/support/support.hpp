@@ -7,7 +7,7 @@
 
 namespace fsaudit::testing {
 
-// Text of ../shared/fixtures/<name> with its "# source:" lines removed.
+// Text of tests/fixtures/<name> (a path relative to tests/fixtures) with its "# source:" lines removed.
 std::string fixture(const std::string& name);
 std::filesystem::path fixtures_dir();
 

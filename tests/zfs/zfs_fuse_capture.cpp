@@ -1,4 +1,4 @@
-// Captures real zfs-fuse output on this machine into a directory (used to make tests/data/zfs/*).
+// Captures real zfs-fuse output on this machine into a directory (used to make tests/fixtures/zfs/*).
 // Not a test: run by hand, as root:  build-zfs/tests/zfs/zfs_fuse_capture OUTDIR [VDEV_MiB DATA_MiB]
 // Everything runs under the machine-wide testing::ZfsFuse guard; the pool is created from two
 // 96 MiB files in a temp dir and destroyed at the end.

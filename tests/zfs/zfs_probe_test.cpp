@@ -115,10 +115,10 @@ TEST(ZfsProbe, PrefersJsonWhenAccepted) {
   ScriptedRunner r;
   r.answer = [](const std::vector<std::string>& argv) {
     if (argv[1] == "status") {
-      std::string j = testing::fixture("zpool-status-jp-openzfs-2.4.2-freebsd15.1-mirror-raidz-special-log-cache-spare.json");
+      std::string j = testing::fixture("written/zfs/zpool-status-jp-openzfs-2.4-mirror-raidz-special-log-cache-spare.json");
       return exited(0, j);
     }
-    return exited(0, "mqltest\t603979776\t254976\t603724800\t0\t0\t1.00\tONLINE\n");
+    return exited(0, "labpool\t872415232\t372736\t872042496\t0\t0\t1.00\tONLINE\n");
   };
   Ctx c;
   auto ctx = c.make(r);
@@ -128,8 +128,8 @@ TEST(ZfsProbe, PrefersJsonWhenAccepted) {
   EXPECT_EQ(probe.detected_format(), StatusFormat::json);
   ASSERT_EQ(r.calls.size(), 2u);
   EXPECT_EQ(r.calls[1][2], "-Hp");
-  EXPECT_EQ(res.metrics.value("fsaudit_zfs_pool_size_bytes", {{"pool", "mqltest"}}), 603979776);
-  EXPECT_EQ(res.metrics.value("fsaudit_zfs_vdev_state", {{"vdev", "/var/tmp/mqlzfs/f8.img"}, {"state", "avail"}}), 1);
+  EXPECT_EQ(res.metrics.value("fsaudit_zfs_pool_size_bytes", {{"pool", "labpool"}}), 872415232);
+  EXPECT_EQ(res.metrics.value("fsaudit_zfs_vdev_state", {{"vdev", "/tmp/zlab/d8.img"}, {"state", "avail"}}), 1);
   EXPECT_EQ(res.metrics.value("fsaudit_zfs_probe_info", {{"format", "json"}}), 1);
 }
 
