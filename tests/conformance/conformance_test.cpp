@@ -33,10 +33,8 @@ namespace {
 using json = nlohmann::ordered_json;
 using Facts = std::map<std::string, json>;
 
-std::string corpus_dir() {
-  if (const char* e = std::getenv("FSAUDIT_CORPUS_DIR"); e && *e) return e;
-  return FSAUDIT_CORPUS_DIR;
-}
+// Resolved by CMake (a relative FSAUDIT_CORPUS_DIR is taken from the source directory).
+std::string corpus_dir() { return FSAUDIT_CORPUS_DIR; }
 
 std::string read_corpus(const std::string& name) {
   std::ifstream in(corpus_dir() + "/" + name, std::ios::binary);
