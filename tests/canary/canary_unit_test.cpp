@@ -1,12 +1,15 @@
 // Unit tests for the canary: config, verdict expectations, pattern, parsers, mount-table safety
 // rules, raw writer refusals and the io_uring scanner (on regular files, no root needed).
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <limits>
 
 #include "daemon/config/config.hpp"
@@ -14,6 +17,7 @@
 #include "probes/canary/cycle.hpp"
 #include "probes/canary/lab.hpp"
 #include "probes/canary/lock.hpp"
+#include "probes/canary/helper_protocol.hpp"
 #include "probes/canary/identity.hpp"
 #include "probes/canary/pattern.hpp"
 #include "probes/canary/probe.hpp"
@@ -721,6 +725,119 @@ TEST(CanaryDaemon, IdentitySeriesHoldDuringAndAfterATimedOutCycle) {
   ASSERT_GE(testing::scrape_value(text, "fsaudit_probe_timeouts_total", {{"probe", "canary:slowpoke"}}), 1) << dp.log();
   EXPECT_TRUE(has_identity(text)) << "after the cycle timed out:\n" << text;
   dp.signal(SIGKILL);
+}
+
+
+// ---- the privileged helper refuses every request that names anything not in its own config
+struct RecordingRunner final : CommandRunner {
+  std::vector<std::vector<std::string>> calls;
+  CommandResult run(const CommandSpec& spec, std::stop_token) override {
+    calls.push_back(spec.argv);
+    CommandResult r;
+    r.exited = true;
+    r.exit_code = 1;
+    return r;
+  }
+};
+
+TEST(CanaryHelper, RefusesEverythingNotInItsOwnConfig) {
+  TempDir d("canary-helper");
+  auto own = parse("state_dir: " + (d / "state").string() + "\n" + std::string(kTwoCanaries).substr(std::string(kTwoCanaries).find("canary:")));
+  const std::vector<std::string> refused = {
+      R"({"verb": "canary-run", "canary": "ghost"})",
+      R"({"verb": "canary-run", "canary": "../mirror"})",
+      R"({"verb": "canary-run", "canary": "Mirror"})",
+      R"({"verb": "canary-run", "canary": "/dev/sda"})",
+      R"({"verb": "canary-run", "canary": ""})",
+      R"({"verb": "canary-status", "canary": "lab-xfs"})",
+      R"({"verb": "canary-run", "canary": "mirror", "devices": ["/dev/sda"]})",
+      R"({"verb": "canary-run", "canary": "mirror", "mountpoint": "/"})",
+      R"({"verb": "canary-run", "canary": "mirror", "tools": {"btrfs": "/bin/sh"}})",
+      R"({"verb": "scrub-start", "canary": "mirror"})",
+      R"({"verb": "exec", "canary": "mirror"})",
+      R"({"verb": "canary_run", "canary": "mirror"})",
+      R"({"canary": "mirror"})",
+      R"({"verb": "canary-run"})",
+      R"({"verb": "canary-run", "canary": 7})",
+      R"(["canary-run", "mirror"])",
+      "canary-run mirror",
+      "",
+      R"({"verb": "canary-run", "canary": ")" + std::string(2000, 'a') + "\"}",
+  };
+  RecordingRunner runner;
+  for (const auto& req : refused) {
+    auto out = handle_helper_request(req, own, runner);
+    auto j = nlohmann::json::parse(out);
+    EXPECT_FALSE(j.value("ok", true)) << req << " -> " << out;
+    EXPECT_FALSE(j.value("refused", "").empty()) << req;
+  }
+  EXPECT_TRUE(runner.calls.empty()) << "a refused request ran " << runner.calls.size() << " command(s)";
+  EXPECT_FALSE(std::filesystem::exists(d / "state" / "canary" / "ghost"));
+  // What the config has is accepted (status reads the state; nothing runs).
+  auto ok = nlohmann::json::parse(handle_helper_request(R"({"verb": "canary-status", "canary": "mirror"})", own, runner));
+  EXPECT_TRUE(ok.value("ok", false)) << ok.dump();
+  EXPECT_TRUE(runner.calls.empty());
+}
+
+TEST(CanaryHelper, TrustsOnlyARootOwnedConfigNobodyElseCanWrite) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to own the file";
+  TempDir d("canary-helper");
+  auto f = d / "fsaudit.yaml";
+  testing::write_text(f, "{}\n");
+  ::chmod(f.c_str(), 0644);
+  ::chmod(d.path().c_str(), 0755);
+  EXPECT_EQ(trusted_file_problem(f), "");
+  ::chmod(f.c_str(), 0664);
+  EXPECT_NE(trusted_file_problem(f).find("writable"), std::string::npos);
+  ::chmod(f.c_str(), 0644);
+  ASSERT_EQ(::chown(f.c_str(), 65534, 0), 0);
+  EXPECT_NE(trusted_file_problem(f).find("not root"), std::string::npos);
+}
+
+// The real binary on a socket: it answers over fd 0 and refuses a name its own config lacks, even
+// when the caller's idea of the canary (devices, paths) comes along.
+TEST(CanaryHelper, BinaryServesOneRequestOnItsSocket) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the helper trusts only a root-owned config";
+  TempDir d("canary-helper");
+  ::chmod(d.path().c_str(), 0755);
+  auto cfgf = d / "fsaudit.yaml";
+  testing::write_text(cfgf, "state_dir: " + (d / "state").string() +
+                                "\ncanary: {canaries: [{name: only, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/only}]}\n");
+  ::chmod(cfgf.c_str(), 0644);
+  auto ask = [&](const std::string& req) {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(sv[1], 0);
+      ::dup2(sv[1], 1);
+      ::close(sv[0]);
+      ::execl(FSAUDIT_HELPER_BINARY, "fsaudit-helper", "--config", cfgf.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(sv[1]);
+    std::string line = req + "\n";
+    (void)!::write(sv[0], line.data(), line.size());
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(sv[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    ::close(sv[0]);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return out;
+  };
+  auto out = ask(R"({"verb": "canary-run", "canary": "elsewhere"})");
+  EXPECT_NE(out.find("not a canary in the helper's config"), std::string::npos) << out;
+  out = ask(R"({"verb": "canary-run", "canary": "only", "devices": ["/dev/sda"]})");
+  EXPECT_NE(out.find("unknown key"), std::string::npos) << out;
+  // A configured name gets to the cycle, whose safety gate then speaks (never initialised here).
+  out = ask(R"({"verb": "canary-run", "canary": "only"})");
+  EXPECT_NE(out.find("\"ok\":true"), std::string::npos) << out;
+  EXPECT_NE(out.find("refused"), std::string::npos) << out;
+  ::chmod(cfgf.c_str(), 0666);
+  out = ask(R"({"verb": "canary-status", "canary": "only"})");
+  EXPECT_NE(out.find("does not trust its config"), std::string::npos) << out;
 }
 
 }  // namespace
