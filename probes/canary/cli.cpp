@@ -70,7 +70,7 @@ Result<void> init_canary(const config::Config& cfg, const std::string& name, Com
 namespace {
 
 int usage(std::ostream& o, int code) {
-  o << "usage: fsauditd canary init NAME --config FILE [--force REASON]\n"
+  o << "usage: fsauditd canary init NAME --config FILE [--state-dir DIR] [--force REASON]\n"
        "       fsauditd canary run NAME --config FILE\n"
        "       fsauditd canary status NAME --config FILE\n"
        "       fsauditd canary scan-bench DEVICE [--queue-depth N] [--chunk SIZE] [--limit SIZE]\n";
@@ -86,6 +86,7 @@ int canary_cli(int argc, char** argv) {
   std::string cmd = a[0];
   std::string config_path, positional;
   InitOptions init_opts;
+  std::string state_dir_override;
   unsigned qd = 32;
   std::uint64_t chunk = 1 << 20, limit = 0;
   for (std::size_t i = 1; i < a.size(); ++i) {
@@ -97,6 +98,7 @@ int canary_cli(int argc, char** argv) {
       return a[++i];
     };
     if (a[i] == "--config" || a[i] == "-c") config_path = val();
+    else if (a[i] == "--state-dir") state_dir_override = val();
     else if (a[i] == "--force") {
       init_opts.force = true;
       init_opts.reason = val();
@@ -141,6 +143,7 @@ int canary_cli(int argc, char** argv) {
       return 2;
     }
     auto cfg = config::load_config_file(config_path);
+    if (!state_dir_override.empty()) cfg.state_dir = state_dir_override;  // e.g. fsaudit-helper's
     ProcessRunner runner;
     if (cmd == "init") {
       auto r = init_canary(cfg, positional, runner, init_opts);

@@ -149,10 +149,13 @@ Result<CycleReport> run_cycle_via_helper(const std::string& socket_path, const s
 int helper_main(int argc, char** argv) {
   std::string config_path = "/etc/fsaudit/fsaudit.yaml";
   std::set<uid_t> allowed = {0};
+  std::string state_dir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--config" && i + 1 < argc) {
       config_path = argv[++i];
+    } else if (a == "--state-dir" && i + 1 < argc) {
+      state_dir = argv[++i];
     } else if (a == "--allow-user" && i + 1 < argc) {
       const char* name = argv[++i];
       struct passwd* pw = ::getpwnam(name);
@@ -162,7 +165,7 @@ int helper_main(int argc, char** argv) {
       }
       allowed.insert(pw->pw_uid);
     } else {
-      std::cerr << "usage: fsaudit-helper [--config FILE] [--allow-user NAME]...  (serves the connection on fd 0)\n";
+      std::cerr << "usage: fsaudit-helper [--config FILE] [--state-dir DIR] [--allow-user NAME]...  (serves the connection on fd 0)\n";
       return 2;
     }
   }
@@ -187,6 +190,7 @@ int helper_main(int argc, char** argv) {
   config::Config own;
   try {
     own = config::load_config_file(config_path);
+    if (!state_dir.empty()) own.state_dir = state_dir;  // the helper's own, root-only state
   } catch (const std::exception& e) {
     say(answer(false, std::string("the helper's config does not load: ") + e.what()));
     return 1;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "probes/canary/helper_protocol.hpp"
 #include "probes/canary/journal.hpp"
 #include "probes/canary/stack.hpp"
 
@@ -126,6 +127,18 @@ ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
     bool due = pending || state.last_run <= 0 || now - state.last_run >= interval / 2;
     if (!pending && due && !t->window.contains(ctx.clock.wall())) due = false;
     if (!due) return ProbeResult::ok(canary_metrics(*t, state));
+    if (!cfg_.helper.empty()) {
+      // Privilege separation: the root-only cycle runs in fsaudit-helper, which checks the name
+      // against its own config; this process only records the report.
+      auto rep = run_cycle_via_helper(cfg_.helper, canary_, std::max<std::chrono::milliseconds>(ctx.remaining(), std::chrono::minutes(1)));
+      if (!rep) return ProbeResult::failed("canary " + canary_ + ": " + rep.error(), canary_metrics(*t, state));
+      if (rep->busy) return ProbeResult::failed("canary " + canary_ + ": " + rep->reason, canary_metrics(*t, state));
+      state = record_cycle(ctx.state_dir, *rep);
+      auto b = canary_metrics(*t, state);
+      if (rep->verdict == "error" || rep->verdict == "refused")
+        return ProbeResult::failed("canary " + canary_ + ": " + rep->verdict + ": " + rep->reason, std::move(b));
+      return ProbeResult::ok(std::move(b));
+    }
     CycleEnv env(ctx.host, ctx.runner, ctx.tools, ctx.clock, ctx.state_dir, ctx.stop);
     // Commands get at least a minute: cleanup after an injection must finish even near the deadline
     // (the stop token still cancels everything before the injection and the scrub).

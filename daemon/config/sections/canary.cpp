@@ -75,6 +75,8 @@ CanaryConfig parse_canary(Section s) {
     }
     c.canaries.push_back(std::move(t));
   }
+  c.helper = s.string("helper", "");
+  if (!c.helper.empty() && c.helper[0] != '/') s.fail("helper", "the fsaudit-helper socket path must be absolute (e.g. /run/fsaudit/helper.sock)");
   Section lab = s.section("lab");
   c.lab.enabled = lab.boolean("enabled", false);
   c.lab.dir = lab.string("dir", "");
