@@ -661,6 +661,49 @@ TEST(CanaryInitLab, RefusesAFilesystemWithDataUnlessForced) {
   EXPECT_TRUE(fs::exists(s->mnt() / kSignatureFile));
 }
 
+// ------------------------------------------------------------------ concurrency
+// Two daemons and a CLI against one canary at the same moment: exactly one cycle runs, the others
+// are refused with a reason. (umount is slowed by 4 s so that the three certainly overlap.)
+TEST(CanaryConcurrency, TwoDaemonsAndACliRunExactlyOneCycle) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  auto s = make_stack("btrfs-raid1");
+  ASSERT_TRUE(s);
+  auto slow = s->dir->path() / "slow-umount";
+  write_text(slow, "#!/bin/sh\nsleep 4\nexec umount \"$@\"\n");
+  ::chmod(slow.c_str(), 0755);
+  std::string canary = s->yaml(s->devices(), s->mnt().string(), "      interval: 1h\n") + "tools: {umount: " + slow.string() + "}\n";
+  auto cfg = config::parse_config(canary, "conc.yaml");
+  ProcessRunner pr;
+  ASSERT_TRUE(init_canary(cfg, s->name, pr));
+  TempDir d1("canary-conc-a"), d2("canary-conc-b");
+  int p1 = free_port(), p2 = free_port();
+  auto yaml = [&](int port) { return "listen: 127.0.0.1:" + std::to_string(port) + "\ntargets: {discover: false}\n" + canary; };
+  auto cli_cfg = d1 / "cli.yaml";
+  write_text(cli_cfg, canary);
+  DaemonProcess a(d1.path(), yaml(p1), p1);
+  DaemonProcess b(d2.path(), yaml(p2), p2);
+  auto cli = run({fsauditd_binary(), "canary", "run", s->name, "--config", cli_cfg.string()}, 300);
+  std::string probe = "canary:" + s->name;
+  auto done = [&](const std::string& t) { return scrape_value(t, "fsaudit_probe_runs_total", {{"probe", probe}}) >= 1; };
+  auto ta = a.wait_for(done, 240), tb = b.wait_for(done, 240);
+  ASSERT_TRUE(done(ta)) << a.log();
+  ASSERT_TRUE(done(tb)) << b.log();
+  int ran = 0, refused = 0;
+  if (cli.exit_code == 2 && cli.err.find("busy") != std::string::npos) ++refused;
+  else if (cli.out.find("\"verdict\"") != std::string::npos) ++ran;
+  for (const auto* t : {&ta, &tb}) {
+    auto failure = scrape_lines(*t, "fsaudit_probe_failure_info");
+    if (failure.find(probe) != std::string::npos && failure.find("busy") != std::string::npos) ++refused;
+    else if (scrape_value(*t, "fsaudit_canary_last_verdict", {{"target", s->name}, {"verdict", "repaired"}}) == 1) ++ran;
+  }
+  EXPECT_EQ(ran, 1) << "cli: rc " << cli.exit_code << " " << cli.err << "\n" << scrape_lines(ta, "fsaudit_probe_failure_info")
+                    << scrape_lines(tb, "fsaudit_probe_failure_info");
+  EXPECT_EQ(refused, 2);
+  EXPECT_EQ(load_state(cfg.state_dir, s->name).cycles, 1u);
+  EXPECT_FALSE(fs::exists(inflight_path(cfg.state_dir, s->name)));
+  expect_clean_after_cycle(*s, cfg);
+}
+
 // ------------------------------------------------------------------ lab class
 TEST(CanaryLab, BuildsSignsAddsAndTearsDown) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
