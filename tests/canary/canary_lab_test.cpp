@@ -704,6 +704,41 @@ TEST(CanaryConcurrency, TwoDaemonsAndACliRunExactlyOneCycle) {
   expect_clean_after_cycle(*s, cfg);
 }
 
+// A daemon stopped in the middle of a cycle (here while the corrupted canary is being mounted
+// again, which takes 5 s) still restores and remounts its canary before it exits.
+TEST(CanaryStop, StopMidCycleLeavesTheCanaryCleanAndOnline) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  auto s = make_stack("btrfs-single");
+  ASSERT_TRUE(s);
+  auto slow = s->dir->path() / "slow-mount";
+  write_text(slow, "#!/bin/sh\nsleep 5\nexec mount \"$@\"\n");
+  ::chmod(slow.c_str(), 0755);
+  int port = free_port();
+  std::string yaml = "listen: 127.0.0.1:" + std::to_string(port) + "\ntargets: {discover: false}\n" +
+                     s->yaml(s->devices(), s->mnt().string(), "      interval: 1h\n") + "tools: {mount: " + slow.string() + "}\n";
+  auto cfg = config::parse_config(yaml, "stop.yaml");
+  ProcessRunner pr;
+  ASSERT_TRUE(init_canary(cfg, s->name, pr));
+  TempDir d("canary-stop");
+  DaemonProcess dp(d.path(), yaml, port);
+  std::string phase;
+  for (int i = 0; i < 600 && phase != "injected"; ++i) {
+    DaemonProcess::sleep_ms(50);
+    auto t = read_file(inflight_path(cfg.state_dir, s->name));
+    if (t) try {
+        phase = nlohmann::json::parse(*t).value("phase", "");
+      } catch (...) {
+      }
+  }
+  ASSERT_EQ(phase, "injected") << dp.log();
+  auto mk = nlohmann::json::parse(*read_file(inflight_path(cfg.state_dir, s->name)));
+  EXPECT_EQ(dp.stop(150), 0) << dp.log();
+  EXPECT_FALSE(fs::exists(inflight_path(cfg.state_dir, s->name))) << dp.log();
+  EXPECT_TRUE(fs::exists(s->mnt() / kSignatureFile)) << "the canary was left offline\n" << dp.log();
+  EXPECT_FALSE(fs::exists(s->mnt() / kCanaryFile));
+  EXPECT_EQ(load_state(cfg.state_dir, s->name).cycles, 1u);
+}
+
 // ------------------------------------------------------------------ lab class
 TEST(CanaryLab, BuildsSignsAddsAndTearsDown) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
