@@ -100,7 +100,14 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
     if (g.device == resolved.string() && req.offset >= g.begin && req.offset + req.bytes.size() <= g.end) grant = &g;
   struct stat pre {};
   bool excl = grant->exclusive && ::stat(resolved.c_str(), &pre) == 0 && S_ISBLK(pre.st_mode);
-  int fd = ::open(resolved.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW | (excl ? O_EXCL : 0));
+  int fd = -1;
+  // A device scanner (blkid, zpool import) may hold the member exclusively for a moment: wait up
+  // to 3 s for it; a mount or an md/dm holder does not go away and is refused.
+  for (int i = 0; i < 30; ++i) {
+    fd = ::open(resolved.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW | (excl ? O_EXCL : 0));
+    if (fd >= 0 || errno != EBUSY || !excl) break;
+    ::usleep(100000);
+  }
   if (fd < 0)
     return err("refused: cannot open " + resolved.string() + (excl ? " exclusively" : "") + " for writing: " +
                std::strerror(errno) + (excl && errno == EBUSY ? " (mounted or held by another user)" : ""));

@@ -1,6 +1,8 @@
 // Lab tests for the canary (loop devices, real mkfs/mount, zfs-fuse): the verdict matrix, every
 // refusal case with device digests unchanged, crash recovery, the lab class, and the real daemon.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -737,6 +739,88 @@ TEST(CanaryStop, StopMidCycleLeavesTheCanaryCleanAndOnline) {
   EXPECT_TRUE(fs::exists(s->mnt() / kSignatureFile)) << "the canary was left offline\n" << dp.log();
   EXPECT_FALSE(fs::exists(s->mnt() / kCanaryFile));
   EXPECT_EQ(load_state(cfg.state_dir, s->name).cycles, 1u);
+}
+
+// ------------------------------------------------------------------ privilege separation
+// fsauditd as an unprivileged user (uid nobody, no capabilities) runs a canary cycle through the
+// real fsaudit-helper, socket-activated the way systemd does it (Accept=yes with the connection on
+// stdin/stdout: systemd-socket-activate --accept --inetd).
+TEST(CanaryHelperLab, UnprivilegedDaemonRunsTheCycleThroughTheHelper) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  auto s = make_stack("btrfs-raid1");
+  ASSERT_TRUE(s);
+  ::chmod(s->dir->path().c_str(), 0755);
+  TempDir d("canary-priv");
+  ::chmod(d.path().c_str(), 0755);
+  auto sock = d / "helper.sock";
+  auto helper_state = d / "helper-state";
+  fs::create_directories(s->state());
+  ASSERT_EQ(::chown(s->state().c_str(), 65534, 65534), 0);
+  int port = free_port();
+  std::string yaml = "listen: 127.0.0.1:" + std::to_string(port) + "\ntargets: {discover: false}\n" +
+                     s->yaml(s->devices(), s->mnt().string(), "      interval: 1h\n  helper: " + sock.string() + "\n");
+  auto cfgf = d / "fsaudit.yaml";
+  write_text(cfgf, yaml);
+  ::chmod(cfgf.c_str(), 0644);
+  auto cfg = config::parse_config(yaml, cfgf.string());
+  cfg.state_dir = helper_state;  // the canary is initialised for the helper's state
+  ProcessRunner pr;
+  ASSERT_TRUE(init_canary(cfg, s->name, pr));
+  auto spawn = [](const std::vector<std::string>& argv, const fs::path& log, bool open_umask) {
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      if (open_umask) ::umask(0);  // the socket must be connectable by the unprivileged daemon
+      std::vector<char*> a;
+      for (auto& x : argv) a.push_back(const_cast<char*>(x.c_str()));
+      a.push_back(nullptr);
+      ::execv(a[0], a.data());
+      ::_exit(127);
+    }
+    return pid;
+  };
+  pid_t activator = spawn({"/usr/bin/systemd-socket-activate", "--accept", "--inetd", "-l", sock.string(), FSAUDIT_HELPER_BINARY,
+                           "--config", cfgf.string(), "--state-dir", helper_state.string(), "--allow-user", "nobody"},
+                          d / "activate.log", true);
+  for (int i = 0; i < 100 && !fs::exists(sock); ++i) DaemonProcess::sleep_ms(50);
+  ASSERT_TRUE(fs::exists(sock)) << *read_file(d / "activate.log");
+  // What SocketMode=0660 + SocketGroup=fsaudit give the daemon's user in the shipped unit.
+  ::chmod(sock.c_str(), 0666);
+  pid_t daemon = spawn({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+                        "--bounding-set=-all", fsauditd_binary(), "--config", cfgf.string()},
+                       d / "fsauditd.log", false);
+  struct Reap {
+    pid_t a, b;
+    ~Reap() {
+      for (pid_t p : {b, a}) {
+        ::kill(p, SIGTERM);
+        int st;
+        ::waitpid(p, &st, 0);
+      }
+    }
+  } reap{activator, daemon};
+  std::string text;
+  for (int i = 0; i < 1200; ++i) {
+    text = http_get(port, "/metrics");
+    if (scrape_value(text, "fsaudit_canary_last_verdict", {{"target", s->name}, {"verdict", "repaired"}}) == 1) break;
+    if (scrape_value(text, "fsaudit_probe_runs_total", {{"probe", "canary:" + s->name}}) >= 1) break;  // ran, not repaired
+    DaemonProcess::sleep_ms(100);
+  }
+  EXPECT_EQ(scrape_value(text, "fsaudit_canary_last_verdict", {{"target", s->name}, {"verdict", "repaired"}}), 1)
+      << scrape_lines(text, "fsaudit_probe_failure_info") << *read_file(d / "fsauditd.log") << *read_file(d / "activate.log");
+  auto status = read_file("/proc/" + std::to_string(daemon) + "/status").value_or("");
+  EXPECT_NE(status.find("Uid:\t65534\t65534\t65534\t65534"), std::string::npos) << status;
+  EXPECT_NE(status.find("CapEff:\t0000000000000000"), std::string::npos) << status;
+  EXPECT_EQ(load_state(helper_state, s->name).cycles, 1u);
+  EXPECT_EQ(load_state(s->state(), s->name).cycles, 1u);
+  EXPECT_FALSE(fs::exists(inflight_path(helper_state, s->name)));
+  EXPECT_TRUE(fs::exists(s->mnt() / kSignatureFile));
+  EXPECT_FALSE(fs::exists(s->mnt() / kCanaryFile));
 }
 
 // ------------------------------------------------------------------ lab class
