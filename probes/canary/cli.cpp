@@ -1,6 +1,7 @@
 #include "probes/canary/cli.hpp"
 
 #include <sys/statvfs.h>
+#include <unistd.h>
 #include <systemd/sd-journal.h>
 
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/units.hpp"
 #include "probes/canary/cycle.hpp"
+#include "probes/canary/helper_protocol.hpp"
 #include "probes/canary/identity.hpp"
 #include "probes/canary/journal.hpp"
 #include "probes/canary/pattern.hpp"
@@ -141,6 +143,13 @@ int canary_cli(int argc, char** argv) {
     if (config_path.empty()) {
       std::cerr << "fsauditd canary " << cmd << ": --config FILE is required\n";
       return 2;
+    }
+    // Run as root, the config names the tools this command runs (tools:) and the devices it writes.
+    if (::geteuid() == 0 && (cmd == "init" || cmd == "run")) {
+      if (auto why = trusted_file_problem(config_path); !why.empty()) {
+        std::cerr << "fsauditd canary " << cmd << ": refusing an untrusted config: " << why << "\n";
+        return 2;
+      }
     }
     auto cfg = config::load_config_file(config_path);
     if (!state_dir_override.empty()) cfg.state_dir = state_dir_override;  // e.g. fsaudit-helper's

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <limits>
 
@@ -671,6 +673,24 @@ TEST(CanaryCli, BadNumberIsAnErrorNotACrash) {
   int rc = -1;
   EXPECT_NO_THROW(rc = canary_cli(static_cast<int>(argv.size()), argv.data()));
   EXPECT_EQ(rc, 2);
+}
+
+// A root CLI run refuses a config others can write: it names the tools run as root.
+TEST(CanaryCli, RootRefusesAConfigOthersCanWrite) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the check applies to root";
+  TempDir d("canary-unit");
+  auto f = d / "fsaudit.yaml";
+  testing::write_text(f, "canary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/c}]}\n");
+  ::chmod(f.c_str(), 0666);
+  std::vector<std::string> args = {"canary", "run", "c", "--config", f.string()};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::stringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  int rc = canary_cli(static_cast<int>(argv.size()), argv.data());
+  std::cerr.rdbuf(old);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.str().find("untrusted config"), std::string::npos) << err.str();
 }
 
 // ---- the command runner: a failed wait is not "exit 0"
