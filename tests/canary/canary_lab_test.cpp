@@ -168,7 +168,8 @@ bool cycle_killed_at(const config::Config& cfg, const std::string& name, const s
       if (before_kill) before_kill();
       ::raise(SIGKILL);
     };
-    run_cycle(cfg.canary, name, env);
+    auto r = run_cycle(cfg.canary, name, env);
+    write_text(cfg.state_dir / "child-report.json", r.to_json());  // why it was not killed
     ::_exit(0);
   }
   int st = 0;
@@ -512,7 +513,8 @@ TEST(CanaryCrash, KilledAtEveryPhaseIsRecovered) {
     } else {
       killed = cycle_killed_at(cfg, s->name, at, record_diff);
     }
-    ASSERT_TRUE(killed) << "the cycle never reached " << at;
+    ASSERT_TRUE(killed) << "the cycle never reached " << at << ": "
+                        << read_file(cfg.state_dir / "child-report.json").value_or("");
     ASSERT_TRUE(fs::exists(inflight_path(cfg.state_dir, s->name)));
     auto mk = nlohmann::json::parse(*read_file(inflight_path(cfg.state_dir, s->name)));
     auto story = recover(cfg, s->name);

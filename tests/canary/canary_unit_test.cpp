@@ -693,6 +693,21 @@ TEST(CanaryCli, RootRefusesAConfigOthersCanWrite) {
   EXPECT_NE(err.str().find("untrusted config"), std::string::npos) << err.str();
 }
 
+// `fsauditd --once` never runs a canary cycle (the service and its lock own canaries); the
+// identity series still come from the config.
+TEST(CanaryOnce, OnceSkipsCanaries) {
+  TempDir d("canary-once");
+  auto f = d / "fsaudit.yaml";
+  testing::write_text(f, "state_dir: " + (d / "state").string() +
+                             "\ntargets: {discover: false}\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/c}]}\n");
+  auto r = testing::run({testing::fsauditd_binary(), "--once", "--config", f.string()}, 150);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fsaudit_probe_success{"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_EQ(r.out.find("probe=\"canary:c\""), std::string::npos) << "a canary probe ran under --once";
+  EXPECT_NE(r.out.find("fsaudit_canary_info{"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(d / "state" / "canary" / "c" / "lock"));
+}
+
 // ---- the command runner: a failed wait is not "exit 0"
 TEST(CanaryRunner, FailedWaitIsNotASuccess) {
   // With SIGCHLD ignored the kernel reaps children itself, so waiting for one fails (ECHILD).
