@@ -401,6 +401,9 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
     return story + "; " + why + "; nothing removed or cleared, the marker stays for the next run";
   };
   phase(env, "recovering");
+  // An unreadable marker may hide an injection that needs restoring: a person decides.
+  if (m->phase == "unreadable")
+    return keep("the marker " + inflight_path(env.state_dir, name).string() + " is unreadable; inspect it, then remove it");
   bool online = is_online(*t, env.host);
   auto v = verify_canary(cfg, name, env.host, env.state_dir, online ? &ops : nullptr, online);
   if (!v) return keep(std::string("cannot verify the canary ") + (online ? "online" : "offline") + ": " + v.error());

@@ -604,6 +604,32 @@ TEST(CanaryLock, ReleasedWhenTheHolderIsKilled) {
   ::close(p[1]);
 }
 
+struct RecordingRunner final : CommandRunner {
+  std::vector<std::vector<std::string>> calls;
+  CommandResult run(const CommandSpec& spec, std::stop_token) override {
+    calls.push_back(spec.argv);
+    CommandResult r;
+    r.exited = true;
+    r.exit_code = 1;
+    return r;
+  }
+};
+
+// An unreadable marker may hide an injection: recovery touches nothing and keeps it.
+TEST(CanaryRecovery, UnreadableMarkerIsKeptAndReported) {
+  TempDir d("canary-unit");
+  auto cfg = parse("state_dir: " + (d / "state").string() +
+                   "\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-nonexistent], mountpoint: /srv/nowhere}]}\n");
+  testing::write_text(inflight_path(cfg.state_dir, "c"), "{\"phase\": \"injected\", \"injection\": {");
+  RecordingRunner runner;
+  CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
+  auto r = run_cycle(cfg.canary, "c", env);
+  EXPECT_EQ(r.verdict, "error");
+  EXPECT_NE(r.recovery.find("unreadable"), std::string::npos) << r.recovery;
+  EXPECT_TRUE(std::filesystem::exists(inflight_path(cfg.state_dir, "c")));
+  EXPECT_TRUE(runner.calls.empty());
+}
+
 // ---- layout and copies
 TEST(CanaryLayout, ExpectedCopies) {
   auto t = [](std::string fs, std::string layout, std::size_t n) {
@@ -764,16 +790,6 @@ TEST(CanaryDaemon, IdentitySeriesHoldDuringAndAfterATimedOutCycle) {
 
 
 // ---- the privileged helper refuses every request that names anything not in its own config
-struct RecordingRunner final : CommandRunner {
-  std::vector<std::vector<std::string>> calls;
-  CommandResult run(const CommandSpec& spec, std::stop_token) override {
-    calls.push_back(spec.argv);
-    CommandResult r;
-    r.exited = true;
-    r.exit_code = 1;
-    return r;
-  }
-};
 
 TEST(CanaryHelper, RefusesEverythingNotInItsOwnConfig) {
   TempDir d("canary-helper");
