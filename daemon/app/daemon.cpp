@@ -24,6 +24,7 @@
 #include "daemon/systemd/logging.hpp"
 #include "daemon/systemd/notify.hpp"
 #include "probes/canary/lab.hpp"
+#include "probes/canary/probe.hpp"
 
 #ifndef FSAUDIT_VERSION
 #define FSAUDIT_VERSION "0.0.0"
@@ -128,6 +129,8 @@ void Daemon::publish_build_info() {
           last_reload_ok_ ? 1 : 0);
   b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
   store_->publish("build", std::move(b));
+  // From the config, not from a cycle: alert exclusions hold before, during and after any cycle.
+  store_->publish("canary-identity", canary::canary_identity_batch(cfg_.canary, cfg_.host));
 }
 
 bool Daemon::start_exposer() {
@@ -151,7 +154,11 @@ bool Daemon::start_exposer() {
 
 void Daemon::apply_config() {
   std::vector<std::shared_ptr<Probe>> probes;
-  for (auto& p : make_probes(cfg_)) probes.push_back(std::move(p));
+  for (auto& p : make_probes(cfg_)) {
+    // --once never corrupts anything: a canary cycle belongs to the service (and its lock).
+    if (once_ && canary::canary_schedule(*p)) continue;
+    probes.push_back(std::move(p));
+  }
   probes_ = std::move(probes);
 }
 
@@ -210,7 +217,7 @@ void Daemon::refresh_targets(bool force) {
         if (p->applies_to(t)) add(t);
     }
   }
-  std::vector<std::string> keep = {"build"};
+  std::vector<std::string> keep = {"build", "canary-identity"};
   for (const auto& j : jobs) {
     keep.push_back(j.key());
     keep.push_back("self\x1f" + j.key());
@@ -395,7 +402,8 @@ int Daemon::run(bool once) {
   }
   scheduler_->cancel_all();
   // Give in-flight runs (commands are killed on cancel) a moment; uninterruptible I/O is left behind.
-  auto deadline = std::chrono::steady_clock::now() + 3s;
+  // A canary cycle finishes its cleanup (restore, remount) after a stop request: give it time.
+  auto deadline = std::chrono::steady_clock::now() + (cfg_.canary.canaries.empty() ? 3s : 100s);
   while (scheduler_->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
   bool clean = scheduler_->in_flight() == 0;
   exposer_.reset();

@@ -207,28 +207,42 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
 
   // Output closed: the child is exiting, or a grandchild holds the pipe. Reap with the deadline still
   // in force so a child that closed its stdout but never exits is killed too.
+  // The child is waited for without reaping it (WNOWAIT): while it is a zombie its pid, and so its
+  // process group id, cannot be reused, so the group kill below hits only our own leftovers.
   int status = 0;
+  bool exited = false;
   while (true) {
-    pid_t w = ::waitpid(pid, &status, killed ? 0 : WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) break;
-    if (w == 0) {
-      auto now = std::chrono::steady_clock::now();
-      if (now >= deadline || stop.stop_requested()) {
-        ::kill(-pid, SIGKILL);
-        killed = true;
-        r.timed_out = now >= deadline;
-        if (!r.timed_out) r.spawn_error = "cancelled (daemon stopping)";
-        continue;
-      }
-      ::usleep(2000);
+    siginfo_t si{};
+    int w = ::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOWAIT | (killed ? 0 : WNOHANG));
+    if (w == 0 && si.si_pid == pid) {
+      exited = true;
+      break;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      r.spawn_error = spec.argv[0] + ": waitpid failed: " + std::strerror(errno);
+      break;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline || stop.stop_requested()) {
+      ::kill(-pid, SIGKILL);
+      killed = true;
+      r.timed_out = now >= deadline;
+      if (!r.timed_out) r.spawn_error = "cancelled (daemon stopping)";
+      continue;
+    }
+    ::usleep(2000);
+  }
+  if (!killed) ::kill(-pid, SIGKILL);  // leftover grandchildren in the group (the zombie keeps the id ours)
+  if (exited) {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
-  if (!killed) ::kill(-pid, SIGKILL);  // leftover grandchildren in the group
-  if (WIFEXITED(status) && !killed) {
+  // A wait that failed is not an exit status: never "exit 0".
+  if (exited && WIFEXITED(status) && !killed) {
     r.exited = true;
     r.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
+  } else if (exited && WIFSIGNALED(status)) {
     r.term_signal = WTERMSIG(status);
   }
   r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -1,5 +1,9 @@
 #include "probes/canary/cli.hpp"
 
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <systemd/sd-journal.h>
+
 #include <iostream>
 #include <vector>
 
@@ -7,6 +11,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/units.hpp"
 #include "probes/canary/cycle.hpp"
+#include "probes/canary/helper_protocol.hpp"
 #include "probes/canary/identity.hpp"
 #include "probes/canary/journal.hpp"
 #include "probes/canary/pattern.hpp"
@@ -17,12 +22,37 @@ namespace fsaudit::canary {
 
 namespace fs = std::filesystem;
 
-Result<void> init_canary(const config::Config& cfg, const std::string& name, CommandRunner& runner) {
+std::string init_blocker(const fs::path& mountpoint, std::uint64_t size_cap) {
+  struct statvfs sv {};
+  if (::statvfs(mountpoint.c_str(), &sv) != 0) return "cannot statvfs " + mountpoint.string();
+  std::error_code ec;
+  for (fs::directory_iterator it(mountpoint, ec), end; !ec && it != end; it.increment(ec)) {
+    auto n = it->path().filename().string();
+    if (n == "lost+found" || n == kSignatureFile || n == kCanaryFile) continue;
+    return mountpoint.string() + " is not empty (it holds \"" + n + "\"): a canary is corrupted on purpose, so it must hold no data";
+  }
+  if (ec) return "cannot list " + mountpoint.string() + ": " + ec.message();
+  std::uint64_t size = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize;
+  if (size > size_cap)
+    return mountpoint.string() + " holds " + std::to_string(size >> 20) + " MiB, more than a canary needs (cap " +
+           std::to_string(size_cap >> 20) + " MiB)";
+  return "";
+}
+
+Result<void> init_canary(const config::Config& cfg, const std::string& name, CommandRunner& runner,
+                         const InitOptions& opts) {
   const auto* t = cfg.canary.find(name);
   if (!t) return err("\"" + name + "\" is not a canary in " + cfg.source + "; add it under canary.canaries first");
   StackOps ops(*t, StackEnv{runner, cfg.tools, {}, std::chrono::minutes(2)});
   auto ids = verify_for_init(*t, cfg.host, &ops);
   if (!ids) return err("refused: " + ids.error());
+  if (auto why = init_blocker(t->mountpoint); !why.empty()) {
+    if (!opts.force) return err("refused: " + why + "; use --force REASON if this really is a dedicated canary");
+    if (opts.reason.empty()) return err("refused: --force needs a reason");
+    sd_journal_send("MESSAGE=canary %s: init forced on %s (%s): %s", name.c_str(), t->mountpoint.c_str(), why.c_str(),
+                    opts.reason.c_str(), "PRIORITY=4", "SYSLOG_IDENTIFIER=fsauditd", "FSAUDIT_CANARY=%s", name.c_str(),
+                    "FSAUDIT_FORCE_REASON=%s", opts.reason.c_str(), nullptr);
+  }
   CanaryRecord rec;
   rec.name = name;
   for (int i = 0; i < 2; ++i) {
@@ -42,7 +72,7 @@ Result<void> init_canary(const config::Config& cfg, const std::string& name, Com
 namespace {
 
 int usage(std::ostream& o, int code) {
-  o << "usage: fsauditd canary init NAME --config FILE\n"
+  o << "usage: fsauditd canary init NAME --config FILE [--state-dir DIR] [--force REASON]\n"
        "       fsauditd canary run NAME --config FILE\n"
        "       fsauditd canary status NAME --config FILE\n"
        "       fsauditd canary scan-bench DEVICE [--queue-depth N] [--chunk SIZE] [--limit SIZE]\n";
@@ -57,6 +87,8 @@ int canary_cli(int argc, char** argv) {
   if (a.empty() || a[0] == "--help" || a[0] == "-h") return usage(a.empty() ? std::cerr : std::cout, a.empty() ? 2 : 0);
   std::string cmd = a[0];
   std::string config_path, positional;
+  InitOptions init_opts;
+  std::string state_dir_override;
   unsigned qd = 32;
   std::uint64_t chunk = 1 << 20, limit = 0;
   for (std::size_t i = 1; i < a.size(); ++i) {
@@ -68,7 +100,20 @@ int canary_cli(int argc, char** argv) {
       return a[++i];
     };
     if (a[i] == "--config" || a[i] == "-c") config_path = val();
-    else if (a[i] == "--queue-depth") qd = static_cast<unsigned>(std::stoul(val()));
+    else if (a[i] == "--state-dir") state_dir_override = val();
+    else if (a[i] == "--force") {
+      init_opts.force = true;
+      init_opts.reason = val();
+    }
+    else if (a[i] == "--queue-depth") {
+      auto v = val();
+      auto n = parse_size(v);
+      if (!n || *n == 0 || *n > 4096) {
+        std::cerr << "fsauditd canary: --queue-depth wants a number from 1 to 4096, got '" << v << "'\n";
+        return 2;
+      }
+      qd = static_cast<unsigned>(*n);
+    }
     else if (a[i] == "--chunk") chunk = parse_size(val()).value_or(0);
     else if (a[i] == "--limit") limit = parse_size(val()).value_or(0);
     else if (positional.empty() && !a[i].starts_with("-")) positional = a[i];
@@ -99,10 +144,18 @@ int canary_cli(int argc, char** argv) {
       std::cerr << "fsauditd canary " << cmd << ": --config FILE is required\n";
       return 2;
     }
+    // Run as root, the config names the tools this command runs (tools:) and the devices it writes.
+    if (::geteuid() == 0 && (cmd == "init" || cmd == "run")) {
+      if (auto why = trusted_file_problem(config_path); !why.empty()) {
+        std::cerr << "fsauditd canary " << cmd << ": refusing an untrusted config: " << why << "\n";
+        return 2;
+      }
+    }
     auto cfg = config::load_config_file(config_path);
+    if (!state_dir_override.empty()) cfg.state_dir = state_dir_override;  // e.g. fsaudit-helper's
     ProcessRunner runner;
     if (cmd == "init") {
-      auto r = init_canary(cfg, positional, runner);
+      auto r = init_canary(cfg, positional, runner, init_opts);
       if (!r) {
         std::cerr << "fsauditd canary init " << positional << ": " << r.error() << "\n";
         return 1;
@@ -115,6 +168,10 @@ int canary_cli(int argc, char** argv) {
     if (cmd == "run") {
       CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
       auto rep = run_cycle(cfg.canary, positional, env);
+      if (rep.busy) {
+        std::cerr << "fsauditd canary run " << positional << ": refused: " << rep.reason << "\n";
+        return 2;
+      }
       record_cycle(cfg.state_dir, rep);
       journal_cycle(rep);
       std::cout << rep.to_json() << "\n";

@@ -1,6 +1,7 @@
 #pragma once
 // `fsauditd canary <command> ...`:
-//   init NAME --config FILE           write the signature on the canary, record its member identities
+//   init NAME --config FILE [--force REASON]
+//                                     write the signature on the canary, record its member identities
 //   run NAME --config FILE            run one cycle now (prints the report as JSON)
 //   status NAME --config FILE         print the recorded state and last report
 //   scan-bench DEVICE [--queue-depth N] [--chunk SIZE] [--limit SIZE]
@@ -19,6 +20,18 @@ int canary_cli(int argc, char** argv);
 
 // What `canary init` does (also used by the lab): all pre-write checks, then the signature file on
 // the canary and the identity record in <state_dir>/canary/<name>/identity.json.
-Result<void> init_canary(const config::Config& cfg, const std::string& name, CommandRunner& runner);
+// Every cycle unmounts the canary and corrupts it: init signs only an empty filesystem (nothing but
+// lost+found and fsaudit's own files) no larger than kInitSizeCap, unless forced with a reason
+// (which is logged to the journal).
+inline constexpr std::uint64_t kInitSizeCap = 64ull << 30;
+struct InitOptions {
+  bool force = false;
+  std::string reason;  // required with force
+};
+Result<void> init_canary(const config::Config& cfg, const std::string& name, CommandRunner& runner,
+                         const InitOptions& opts = {});
+
+// "" when the filesystem at `mountpoint` may become a canary without --force, else why not.
+std::string init_blocker(const std::filesystem::path& mountpoint, std::uint64_t size_cap = kInitSizeCap);
 
 }  // namespace fsaudit::canary

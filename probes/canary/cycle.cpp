@@ -13,6 +13,7 @@
 
 #include "daemon/core/files.hpp"
 #include "probes/canary/identity.hpp"
+#include "probes/canary/lock.hpp"
 #include "probes/canary/pattern.hpp"
 #include "probes/canary/raw_writer.hpp"
 #include "probes/canary/safety.hpp"
@@ -85,6 +86,7 @@ std::string CycleReport::to_json() const {
          {"scan_bytes", scan_bytes},
          {"scan_seconds", scan_seconds},
          {"caused_errors_cleared", caused_errors_cleared},
+         {"expected_copies", expected_copies},
          {"preexisting_errors", preexisting_errors},
          {"recovery", recovery},
          {"cleanup_errors", cleanup_errors}};
@@ -126,6 +128,7 @@ std::optional<CycleReport> CycleReport::from_json(const std::string& text) {
     r.scan_bytes = j.value("scan_bytes", std::uint64_t{0});
     r.scan_seconds = j.value("scan_seconds", 0.0);
     r.caused_errors_cleared = j.value("caused_errors_cleared", std::uint64_t{0});
+    r.expected_copies = j.value("expected_copies", std::uint64_t{0});
     r.preexisting_errors = j.value("preexisting_errors", std::uint64_t{0});
     r.recovery = j.value("recovery", "");
     r.cleanup_errors = j.value("cleanup_errors", std::vector<std::string>{});
@@ -187,11 +190,20 @@ struct Marker {
   double started = 0;
   std::uint64_t nonce = 0;
   std::uint64_t counters_before = 0;
+  std::map<std::string, std::uint64_t> counters_before_devices;
+  long pid = 0;
+  std::string boot_id;
   std::optional<Injection> injection;
 };
 
 Result<void> write_marker(const fs::path& state_dir, const std::string& name, const Marker& m) {
-  json j{{"phase", m.phase}, {"started", m.started}, {"nonce", m.nonce}, {"counters_before", m.counters_before}};
+  json j{{"phase", m.phase},
+         {"started", m.started},
+         {"nonce", m.nonce},
+         {"counters_before", m.counters_before},
+         {"counters_before_devices", m.counters_before_devices},
+         {"pid", m.pid},
+         {"boot_id", m.boot_id}};
   if (m.injection) j["injection"] = inj_json(*m.injection);
   std::error_code ec;
   fs::create_directories(canary_state_dir(state_dir, name), ec);
@@ -208,6 +220,9 @@ std::optional<Marker> read_marker(const fs::path& state_dir, const std::string& 
     m.started = j.value("started", 0.0);
     m.nonce = j.value("nonce", std::uint64_t{0});
     m.counters_before = j.value("counters_before", std::uint64_t{0});
+    m.counters_before_devices = j.value("counters_before_devices", std::map<std::string, std::uint64_t>{});
+    m.pid = j.value("pid", 0L);
+    m.boot_id = j.value("boot_id", "");
     if (j.contains("injection")) m.injection = inj_from(j["injection"]);
   } catch (...) {
     m.phase = "unreadable";
@@ -215,14 +230,18 @@ std::optional<Marker> read_marker(const fs::path& state_dir, const std::string& 
   return m;
 }
 
-void remove_marker(const fs::path& state_dir, const std::string& name) {
-  std::error_code ec;
-  fs::remove(inflight_path(state_dir, name), ec);
-  int dfd = ::open(canary_state_dir(state_dir, name).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+void fsync_dir(const fs::path& d) {
+  int dfd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+void remove_marker(const fs::path& state_dir, const std::string& name) {
+  std::error_code ec;
+  fs::remove(inflight_path(state_dir, name), ec);
+  fsync_dir(canary_state_dir(state_dir, name));
 }
 
 bool is_online(const config::CanaryTarget& t, const HostPaths& host) {
@@ -241,19 +260,12 @@ bool wait_online(const config::CanaryTarget& t, const HostPaths& host, int tenth
   return false;
 }
 
-void fsync_dir(const fs::path& d) {
-  int dfd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-}
-
+// The canary file is created fresh (O_EXCL) and never through a symlink.
 Result<void> write_canary_file(const fs::path& path, const PatternKey& key, std::uint64_t blocks, std::size_t bs,
                                bool do_fsync) {
-  std::error_code ec;
-  fs::remove(path, ec);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return err("cannot remove an old " + path.string() + ": " + std::strerror(errno));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return err("cannot create " + path.string() + ": " + std::strerror(errno));
   std::vector<unsigned char> buf(bs);
   for (std::uint64_t i = 0; i < blocks; ++i) {
@@ -281,7 +293,7 @@ Result<void> write_canary_file(const fs::path& path, const PatternKey& key, std:
 
 // "ok", "eio", "mismatch", or "error: ..."
 std::string read_back(const fs::path& path, const PatternKey& key, std::uint64_t blocks, std::size_t bs) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return errno == EIO ? "eio" : std::string("error: open: ") + std::strerror(errno);
   std::vector<unsigned char> got(bs), want(bs);
   std::string result = "ok";
@@ -307,6 +319,13 @@ std::string read_back(const fs::path& path, const PatternKey& key, std::uint64_t
   return result;
 }
 
+void remove_canary_file(const config::CanaryTarget& t, std::vector<std::string>* errors) {
+  fs::path file = fs::path(t.mountpoint) / kCanaryFile;
+  if (::unlink(file.c_str()) != 0 && errno != ENOENT && errors)
+    errors->push_back("remove " + file.string() + ": " + std::strerror(errno));
+  fsync_dir(t.mountpoint);
+}
+
 struct Copy {
   std::string device;
   std::uint64_t offset;
@@ -314,55 +333,129 @@ struct Copy {
 
 double now_s(const Clock& c) { return c.wall_seconds(); }
 
+void phase(CycleEnv& env, const std::string& p) {
+  if (env.on_phase) env.on_phase(p);
+}
+
+const DeviceIdentity* find_member(const Verified& v, const std::string& device) {
+  for (const auto& m : v.members)
+    if (m.resolved == device) return &m;
+  return nullptr;
+}
+
+// The located canary block as it must look with the injected bytes in place.
+std::optional<std::vector<unsigned char>> injected_block(const PatternKey& key, const Injection& inj,
+                                                         const std::vector<unsigned char>& after) {
+  if (inj.block_size == 0 || inj.offset < inj.block_offset || inj.offset + after.size() > inj.block_offset + inj.block_size)
+    return std::nullopt;
+  auto blk = make_block(key, inj.block_index, static_cast<std::size_t>(inj.block_size));
+  std::copy(after.begin(), after.end(), blk.begin() + static_cast<std::ptrdiff_t>(inj.offset - inj.block_offset));
+  return blk;
+}
+
+// Puts `before` back at the injection, through a grant for the verified member (offline: O_EXCL).
+// `block` (when known) is what the whole located block must hold first.
+Result<void> restore_bytes(const Verified& v, const Injection& inj, const std::vector<unsigned char>& before,
+                           std::optional<std::vector<unsigned char>> block, CycleEnv& env) {
+  const auto* member = find_member(v, inj.device);
+  if (!member) return err(inj.device + " is not a verified member of the canary; not writing to it");
+  auto g = grant_for(*member, inj.block_offset, inj.block_offset + inj.block_size);
+  if (!g) return err(g.error());
+  g->exclusive = true;
+  g->block = std::move(block);
+  phase(env, "restoring");
+  auto w = raw_write(RawWriteRequest{inj.device, inj.offset, before, std::nullopt}, {*g});
+  if (!w) return err(w.error());
+  return {};
+}
+
+// True when every counter that rose since `before` belongs to the injected device.
+bool only_injected_device_counted(const Counters& before, const Counters& after, const std::string& device,
+                                  std::string* others) {
+  bool ok = true;
+  for (const auto& d : devices_with_new_errors(before, after))
+    if (d != device) {
+      ok = false;
+      if (others) *others += (others->empty() ? "" : ", ") + d;
+    }
+  return ok;
+}
+
 }  // namespace
 
 std::string recover_pending(const config::CanaryConfig& cfg, const std::string& name, CycleEnv& env) {
   auto m = read_marker(env.state_dir, name);
   if (!m) return "";
-  std::string story = "found a pending cycle (phase " + m->phase + ")";
+  std::string story = "found a pending cycle (phase " + m->phase;
+  if (m->pid > 0)
+    story += ", pid " + std::to_string(m->pid) +
+             (m->boot_id.empty() || m->boot_id != boot_id(env.host) ? " on an earlier boot" : " on this boot");
+  story += ")";
   const auto* t = cfg.find(name);
   if (!t) return story + " for a canary no longer in the config; left untouched";
   StackEnv senv{env.runner, env.tools, {}, env.command_timeout};
   StackOps ops(*t, senv);
-  if (!is_online(*t, env.host)) {
-    auto on = ops.bring_online();
-    story += on ? "; brought the canary back online" : "; could not bring it online: " + on.error();
-    if (!on) return story;  // keep the marker: try again next run
-    wait_online(*t, env.host);
-  }
+  // Until the canary is verified, nothing is written, removed or cleared: a mount point that is
+  // not the canary belongs to some other filesystem.
+  auto keep = [&](const std::string& why) {
+    return story + "; " + why + "; nothing removed or cleared, the marker stays for the next run";
+  };
+  phase(env, "recovering");
+  // An unreadable marker may hide an injection that needs restoring: a person decides.
+  if (m->phase == "unreadable")
+    return keep("the marker " + inflight_path(env.state_dir, name).string() + " is unreadable; inspect it, then remove it");
+  bool online = is_online(*t, env.host);
+  auto v = verify_canary(cfg, name, env.host, env.state_dir, online ? &ops : nullptr, online);
+  if (!v) return keep(std::string("cannot verify the canary ") + (online ? "online" : "offline") + ": " + v.error());
+
   if (m->injection && m->phase != "cleaning") {
     const auto& inj = *m->injection;
     auto before = from_hex(inj.before_hex), after = from_hex(inj.after_hex);
-    auto v = verify_canary(cfg, name, env.host, env.state_dir, &ops, true);
-    if (!v) {
-      story += "; could not re-verify the canary (" + v.error() + "), bytes not restored";
-    } else if (before && after) {
-      auto cur = read_direct(inj.device, inj.offset, after->size());
-      if (!cur) {
-        story += "; cannot read " + inj.device + ": " + cur.error();
-      } else if (*cur == *after) {
-        RawWriteRequest req{inj.device, inj.offset, *before, *after};
-        auto w = raw_write(req, {{inj.device, inj.block_offset, inj.block_offset + inj.block_size}});
-        story += w ? "; restored " + std::to_string(before->size()) + " bytes at " + inj.device + "@" +
-                         std::to_string(inj.offset)
-                   : "; restore failed: " + w.error();
-      } else if (*cur == *before) {
-        story += "; injected bytes at " + inj.device + "@" + std::to_string(inj.offset) +
-                 " were already repaired or never written";
-      } else {
-        story += "; bytes at " + inj.device + "@" + std::to_string(inj.offset) + " changed since; left alone";
-      }
+    if (!before || !after || before->size() != after->size() || before->empty())
+      return keep("the marker's injection record is unreadable");
+    if (online) {
+      // The restore goes to a device nothing holds: take the canary offline first.
+      if (auto off = ops.take_offline(); !off) return keep("cannot take the canary offline to restore it: " + off.error());
+      online = false;
+      v = verify_canary(cfg, name, env.host, env.state_dir, nullptr, false);
+      if (!v) return keep("cannot verify the canary offline: " + v.error());
+    }
+    if (!find_member(*v, inj.device)) return keep("the marker names " + inj.device + ", which is not a verified member of the canary");
+    auto cur = read_direct(inj.device, inj.offset, after->size());
+    if (!cur) return keep("cannot read " + inj.device + ": " + cur.error());
+    if (*cur == *after) {
+      auto blk = injected_block(PatternKey{v->record.pattern_key, m->nonce}, inj, *after);
+      if (!blk) return keep("the marker's injection lies outside its block");
+      auto w = restore_bytes(*v, inj, *before, blk, env);
+      if (!w) return keep("restore failed: " + w.error());
+      story += "; restored " + std::to_string(before->size()) + " bytes at " + inj.device + "@" + std::to_string(inj.offset);
+    } else if (*cur == *before) {
+      story += "; injected bytes at " + inj.device + "@" + std::to_string(inj.offset) + " were already repaired or never written";
+    } else {
+      story += "; bytes at " + inj.device + "@" + std::to_string(inj.offset) + " changed since; left alone";
     }
   }
-  std::error_code ec;
-  fs::remove(fs::path(t->mountpoint) / kCanaryFile, ec);
-  fsync_dir(t->mountpoint);
+  if (!online) {
+    if (auto on = ops.bring_online(); !on) return keep("could not bring it online: " + on.error());
+    if (!wait_online(*t, env.host)) return keep("it did not appear at " + t->mountpoint + " after mounting");
+    story += "; brought the canary back online";
+  }
+  auto vo = verify_canary(cfg, name, env.host, env.state_dir, &ops, true);
+  if (!vo) return keep("the canary is not verified online: " + vo.error());
+  remove_canary_file(*t, nullptr);
   story += "; removed the canary file";
-  if (m->counters_before == 0) {
+  if (m->injection && m->counters_before == 0) {
     auto c = ops.counters();
     if (c && c->total() > 0) {
-      auto cl = ops.clear_counters();
-      story += cl ? "; cleared " + std::to_string(c->total()) + " error counts it had caused" : "; " + cl.error();
+      Counters b;
+      b.per_device = m->counters_before_devices;
+      std::string others;
+      if (!only_injected_device_counted(b, *c, m->injection->device, &others)) {
+        story += "; error counts rose on " + others + ", which the canary did not corrupt: not cleared";
+      } else {
+        auto cl = ops.clear_counters();
+        story += cl ? "; cleared " + std::to_string(c->total()) + " error counts it had caused" : "; " + cl.error();
+      }
     }
   }
   remove_marker(env.state_dir, name);
@@ -383,15 +476,26 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     return r;
   };
   try {
+    const auto* t = cfg.find(name);
+    if (!t) {
+      if (fs::exists(inflight_path(env.state_dir, name)))
+        r.recovery = "found a pending cycle for a canary no longer in the config; left untouched";
+      return finish("refused", "\"" + name + "\" is not a canary in the config; only configured canaries may be corrupted");
+    }
+    // One cycle per canary at a time, recovery included: a live cycle's marker is not a crash.
+    auto lock = CanaryLock::acquire(env.state_dir, *t, env.host);
+    if (!lock) {
+      r.busy = true;
+      return finish("refused", lock.error());
+    }
     r.recovery = recover_pending(cfg, name, env);
     if (fs::exists(inflight_path(env.state_dir, name)))
       return finish("error", "a pending cycle could not be cleaned up: " + r.recovery);
-    const auto* t = cfg.find(name);
-    if (!t) return finish("refused", "\"" + name + "\" is not a canary in the config; only configured canaries may be corrupted");
     r.fs = t->fs;
     r.layout = t->layout;
     r.expect = t->expect.empty() ? default_expectation(t->fs, t->layout) : t->expect;
     r.file_blocks = t->file_blocks;
+    r.expected_copies = expected_copies(*t);
     StackOps ops(*t, StackEnv{env.runner, env.tools, env.stop, env.command_timeout});
     // Cleanup must finish even after a stop request: its commands do not take the stop token.
     StackOps ops_nostop(*t, StackEnv{env.runner, env.tools, {}, env.command_timeout});
@@ -415,22 +519,36 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     mk.started = r.started;
     mk.nonce = key.nonce;
     mk.counters_before = before_counters->total();
+    mk.counters_before_devices = before_counters->per_device;
+    mk.pid = static_cast<long>(::getpid());
+    mk.boot_id = boot_id(env.host);
     if (auto w = write_marker(env.state_dir, name, mk); !w) return finish("error", "cannot write in-flight marker: " + w.error());
+    phase(env, "marked");
 
     bool online = true;
     std::optional<Injection> inj;
+    bool inj_complete = false;  // the injected bytes are known to be on disk exactly
     std::vector<unsigned char> inj_before, inj_after;
-    // Any failure after this point goes through here: back online, undo the injection, delete the file.
+    // Any failure after this point goes through here: undo the injection while offline, back online,
+    // verify, delete the file. The marker goes only when all of that worked.
     auto abort_cycle = [&](const std::string& verdict, const std::string& reason) {
+      bool clean = true;
       if (!online) {
         if (inj) {
           auto vv = verify_canary(cfg, name, env.host, env.state_dir, nullptr, false);
-          if (vv) {
-            RawWriteRequest req{inj->device, inj->offset, inj_before, inj_after};
-            auto w = raw_write(req, {{inj->device, inj->block_offset, inj->block_offset + inj->block_size}});
-            if (!w) r.cleanup_errors.push_back("restore: " + w.error());
-          } else {
+          if (!vv) {
             r.cleanup_errors.push_back("restore skipped: " + vv.error());
+            clean = false;
+          } else {
+            auto cur = read_direct(inj->device, inj->offset, inj_before.size());
+            if (!cur || *cur != inj_before) {
+              auto blk = inj_complete ? injected_block(key, *inj, inj_after) : std::nullopt;
+              auto w = restore_bytes(*vv, *inj, inj_before, blk, env);
+              if (!w) {
+                r.cleanup_errors.push_back("restore: " + w.error());
+                clean = false;
+              }
+            }
           }
         }
         auto on = ops_nostop.bring_online();
@@ -438,12 +556,19 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
           r.cleanup_errors.push_back(on.error());
           return finish(verdict, reason + " (and the canary could not be brought back online; the marker stays for the next run)");
         }
-        wait_online(*t, env.host);
+        if (!wait_online(*t, env.host)) {
+          r.cleanup_errors.push_back("the canary did not appear at " + t->mountpoint);
+          return finish(verdict, reason + " (and the canary did not come back online; the marker stays for the next run)");
+        }
         online = true;
       }
-      std::error_code ec;
-      fs::remove(file, ec);
-      fsync_dir(t->mountpoint);
+      auto vo = verify_canary(cfg, name, env.host, env.state_dir, &ops_nostop, true);
+      if (!vo) {
+        r.cleanup_errors.push_back("not verified online: " + vo.error());
+        return finish(verdict, reason + " (the canary is not verified online; nothing removed, the marker stays)");
+      }
+      remove_canary_file(*t, &r.cleanup_errors);
+      if (!clean) return finish(verdict, reason + " (cleanup incomplete; the marker stays for the next run)");
       remove_marker(env.state_dir, name);
       return finish(verdict, reason);
     };
@@ -452,6 +577,7 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     if (auto w = write_canary_file(file, key, t->file_blocks, bs, t->fs != "zfs"); !w) return abort_cycle("error", w.error());
     mk.phase = "written";
     (void)write_marker(env.state_dir, name, mk);
+    phase(env, "written");
     if (env.stop.stop_requested()) return abort_cycle("error", "cancelled");
 
     // 3 (before 2, so that every copy is final on disk). Drop the caches: unmount / export.
@@ -459,6 +585,11 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     online = false;
     mk.phase = "offline";
     (void)write_marker(env.state_dir, name, mk);
+    phase(env, "offline");
+
+    // The offline re-check: the scan and the write go to the members it verified, nothing else.
+    auto vv = verify_canary(cfg, name, env.host, env.state_dir, nullptr, false);
+    if (!vv) return abort_cycle("refused", vv.error());
 
     // 2. locate every physical copy of the chosen block
     std::uint64_t chosen = t->file_blocks / 2;
@@ -468,7 +599,7 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     ScanOptions so;
     so.queue_depth = env.scan_queue_depth;
     so.stop = env.stop;
-    for (const auto& m : v->members) {
+    for (const auto& m : vv->members) {
       auto sr = scan_device(m.resolved, key.nonce, so);
       if (!sr) return abort_cycle("error", "scan of " + m.resolved + ": " + sr.error());
       r.scan_bytes += sr->bytes;
@@ -488,18 +619,22 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
       return abort_cycle("not_injectable", "block " + std::to_string(chosen) + " of the canary file was not found on any member device (" +
                                                std::to_string(other_blocks) +
                                                " other canary blocks seen): compression, encryption or inline data?");
+    // A layout that keeps N copies but shows another number is not the stack the verdict would describe.
+    if (r.expected_copies != 0 && r.copies_found != r.expected_copies)
+      return abort_cycle("error", "found " + std::to_string(r.copies_found) + " copies of block " + std::to_string(chosen) +
+                                      " but layout " + t->layout + " keeps " + std::to_string(r.expected_copies) +
+                                      ": the configured layout does not match the filesystem");
     if (env.stop.stop_requested()) return abort_cycle("error", "cancelled");
 
     // 4. corrupt a few bytes of ONE copy, through the gate and the raw writer
-    auto vv = verify_canary(cfg, name, env.host, env.state_dir, nullptr, false);
-    if (!vv) return abort_cycle("refused", vv.error());
     auto st = load_state(env.state_dir, name);
     const Copy& victim = copies[st.cycles % copies.size()];
+    const DeviceIdentity* member = find_member(*vv, victim.device);
+    if (!member) return abort_cycle("refused", victim.device + " is not a verified member of the canary");
     std::uint64_t within = std::min<std::uint64_t>(512, bs / 2);
     std::size_t nbytes = static_cast<std::size_t>(std::min<std::uint64_t>(t->corrupt_bytes, bs - within));
-    auto cur = read_direct(victim.device, victim.offset + within, nbytes);
-    if (!cur) return abort_cycle("error", cur.error());
-    inj_before = *cur;
+    inj_before.assign(want.begin() + static_cast<std::ptrdiff_t>(within),
+                      want.begin() + static_cast<std::ptrdiff_t>(within + nbytes));
     inj_after = inj_before;
     for (auto& b : inj_after) b ^= 0xA5;
     Injection I;
@@ -510,29 +645,32 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     I.block_index = chosen;
     I.block_offset = victim.offset;
     I.block_size = bs;
+    auto grant = grant_for(*member, victim.offset, victim.offset + bs);
+    if (!grant) return abort_cycle("refused", grant.error());
+    grant->block = want;        // the whole located block, compared through the descriptor that writes
+    grant->exclusive = true;    // offline: a mount or another holder makes the open fail
     mk.phase = "injecting";
     mk.injection = I;
     if (auto w = write_marker(env.state_dir, name, mk); !w) return abort_cycle("error", "cannot write in-flight marker: " + w.error());
-    inj = I;  // from here on, abort_cycle restores the bytes
-    auto wr = raw_write(RawWriteRequest{I.device, I.offset, inj_after, inj_before},
-                        {{I.device, I.block_offset, I.block_offset + bs}});
-    if (!wr) {
-      inj.reset();
-      return abort_cycle(wr.error().rfind("refused", 0) == 0 ? "refused" : "error", wr.error());
-    }
+    inj = I;  // from here on, abort_cycle restores the bytes (when they differ from the original)
+    auto wr = raw_write(RawWriteRequest{I.device, I.offset, inj_after, inj_before}, {*grant});
+    if (!wr) return abort_cycle(wr.error().rfind("refused", 0) == 0 ? "refused" : "error", wr.error());
+    inj_complete = true;
     r.injection = I;
     auto t_injected = std::chrono::steady_clock::now();
     mk.phase = "injected";
     (void)write_marker(env.state_dir, name, mk);
-    if (env.crash_after_phase == "injected") return finish("error", "test: simulated crash after injection");
-    if (const char* c = std::getenv("FSAUDIT_CANARY_CRASH_AFTER"); c && std::string(c) == "injected") ::raise(SIGKILL);
+    phase(env, "injected");
 
     // back online (mount / import) with cold caches
     if (auto on = ops_nostop.bring_online(); !on) return abort_cycle("error", on.error());
-    online = true;
     if (!wait_online(*t, env.host)) return abort_cycle("error", "canary did not come back online at " + t->mountpoint);
+    online = true;
+    if (auto von = verify_canary(cfg, name, env.host, env.state_dir, &ops_nostop, true); !von)
+      return abort_cycle("refused", "after mounting: " + von.error());
     mk.phase = "online";
     (void)write_marker(env.state_dir, name, mk);
+    phase(env, "online");
     auto raw_fixed = [&]() -> int {
       for (int i = 0; i < 20; ++i) {
         auto b = read_direct(I.device, I.offset, inj_before.size());
@@ -571,6 +709,7 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     r.scrub_supported = ops.checksumming();
     if (want_scrub && r.scrub_supported && !env.stop.stop_requested()) {
       auto cs0 = ops_nostop.counters();
+      phase(env, "scrubbing");
       auto so2 = ops.scrub();
       auto cs1 = ops_nostop.counters();
       r.scrub_ran = true;
@@ -593,17 +732,23 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     if (r.repair_verified == -1 && verdict != "repaired") r.repair_verified = raw_fixed();
     mk.phase = "cleaning";
     (void)write_marker(env.state_dir, name, mk);
+    phase(env, "cleaning");
 
-    // 7. clean up: delete the file, clear only the counters this cycle caused
-    std::error_code ec;
-    fs::remove(file, ec);
-    if (ec) r.cleanup_errors.push_back("remove " + file.string() + ": " + ec.message());
-    fsync_dir(t->mountpoint);
+    // 7. clean up: delete the file, clear only the counters this cycle caused (on the injected
+    // device only: a count elsewhere is a real error that arrived during the cycle)
+    remove_canary_file(*t, &r.cleanup_errors);
     ::sync();
     auto cend = ops_nostop.counters();
     if (cend && r.preexisting_errors == 0 && cend->total() > 0) {
-      if (auto cl = ops_nostop.clear_counters(); cl) r.caused_errors_cleared = cend->total();
-      else r.cleanup_errors.push_back(cl.error());
+      std::string others;
+      if (!only_injected_device_counted(*before_counters, *cend, I.device, &others)) {
+        r.cleanup_errors.push_back("error counts rose on " + others +
+                                   ", which the canary did not corrupt: a real error? Counters not cleared");
+      } else if (auto cl = ops_nostop.clear_counters(); cl) {
+        r.caused_errors_cleared = cend->total();
+      } else {
+        r.cleanup_errors.push_back(cl.error());
+      }
     }
     remove_marker(env.state_dir, name);
     std::string why;

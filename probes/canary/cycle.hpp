@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -55,6 +57,9 @@ struct CycleReport {
   std::uint64_t preexisting_errors = 0;  // counters were non-zero before the cycle: a real error; not cleared
   std::string recovery;              // a pending cycle found at start and cleaned up (empty if none)
   std::vector<std::string> cleanup_errors;
+  std::uint64_t expected_copies = 0;  // from the layout; 0 = unknown layout (not checked)
+  // Not persisted: the cycle never started because another process holds the canary's lock.
+  bool busy = false;
   double scan_bytes_per_second() const { return scan_seconds > 0 ? scan_bytes / scan_seconds : 0; }
   std::string to_json() const;
   static std::optional<CycleReport> from_json(const std::string& text);
@@ -72,8 +77,10 @@ struct CycleEnv {
   std::stop_token stop;
   std::chrono::milliseconds command_timeout{std::chrono::minutes(10)};
   unsigned scan_queue_depth = 32;
-  // Test hook: return (as if the process died) right after this phase, leaving the marker behind.
-  std::string crash_after_phase;
+  // Called as the cycle passes each phase ("marked", "written", "offline", "injected", "online",
+  // "scrubbing", "cleaning"; "recovering" and "restoring" during recovery and restores). Tests kill
+  // the process here to prove that every phase is recovered from.
+  std::function<void(const std::string&)> on_phase;
 };
 
 inline constexpr const char* kCanaryFile = "fsaudit-canary.dat";

@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -13,6 +16,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/canary/cli.hpp"
+#include "probes/zfs/status.hpp"
 
 namespace fsaudit::canary {
 
@@ -22,12 +26,63 @@ using nlohmann::json;
 namespace {
 constexpr const char* kZfsLock = "/run/fsaudit-lab-zfs-fuse.lock";
 
+bool under(const fs::path& p, const fs::path& dir) {
+  auto a = p.lexically_normal().string(), b = dir.lexically_normal().string();
+  if (!b.empty() && b.back() != '/') b += '/';
+  return a.rfind(b, 0) == 0 && a.find("/../") == std::string::npos;
+}
+
 bool tool_exists(const std::string& name) {
   for (const char* d : {"/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"})
     if (::access((std::string(d) + name).c_str(), X_OK) == 0) return true;
   return false;
 }
 }  // namespace
+
+LabLeftovers sanitize_leftovers(const std::string& text, const fs::path& dir) {
+  LabLeftovers out;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (...) {
+    out.ignored.push_back("lab.json is unreadable");
+    return out;
+  }
+  auto list = [&](const char* k) {
+    std::vector<std::string> v;
+    try {
+      v = j.value(k, std::vector<std::string>{});
+    } catch (...) {
+      out.ignored.push_back(std::string("lab.json: '") + k + "' is not a list of strings");
+    }
+    return v;
+  };
+  for (const auto& m : list("mounts"))
+    (under(m, dir / "mnt") ? out.mounts : out.ignored).push_back(m);
+  for (const auto& p : list("pools")) {
+    bool ok = p.size() > 10 && p.rfind("fsauditlab", 0) == 0 &&
+              p.find_first_not_of("0123456789", 10) == std::string::npos;
+    (ok ? out.pools : out.ignored).push_back(p);
+  }
+  for (const auto& f : list("files")) {
+    std::error_code ec;
+    bool ok = fs::path(f).parent_path().lexically_normal() == dir.lexically_normal() && !fs::is_symlink(f, ec) &&
+              (!fs::exists(f, ec) || fs::is_regular_file(f, ec));
+    (ok ? out.files : out.ignored).push_back(f);
+  }
+  out.loops = list("loops");  // kept only when still backed by a file of this directory (checked by setup)
+  return out;
+}
+
+std::string lab_dir_problem(const fs::path& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return "cannot stat " + dir.string();
+  if (S_ISLNK(st.st_mode)) return dir.string() + " is a symlink";
+  if (!S_ISDIR(st.st_mode)) return dir.string() + " is not a directory";
+  if (st.st_uid != ::geteuid()) return dir.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not by fsauditd";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return dir.string() + " is writable by group or others";
+  return "";
+}
 
 CommandResult Lab::run(std::vector<std::string> argv, int timeout_s) {
   CommandSpec s;
@@ -41,14 +96,20 @@ void Lab::save() const {
   (void)write_file_atomic(dir_ / "lab.json", j.dump(2) + "\n");
 }
 
+// A fresh image file, never through a symlink someone placed there.
+Result<void> create_image(const std::string& file, std::uint64_t size) {
+  if (::unlink(file.c_str()) != 0 && errno != ENOENT) return err("cannot remove an old " + file + ": " + std::strerror(errno));
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return err("cannot create " + file + ": " + std::strerror(errno));
+  int rc = ::ftruncate(fd, static_cast<off_t>(size));
+  int e = errno;
+  ::close(fd);
+  if (rc != 0) return err("cannot size " + file + ": " + std::strerror(e));
+  return {};
+}
+
 Result<std::string> Lab::attach(const std::string& file, std::uint64_t size) {
-  {
-    std::ofstream f(file, std::ios::binary | std::ios::trunc);
-    if (!f) return err("cannot create " + file);
-  }
-  std::error_code ec;
-  fs::resize_file(file, size, ec);
-  if (ec) return err("cannot size " + file + ": " + ec.message());
+  if (auto c = create_image(file, size); !c) return err(c.error());
   files_.push_back(file);
   auto r = run({"losetup", "-f", "--show", file});
   if (!r.ok()) return err("losetup -f --show " + file + ": " + r.describe());
@@ -114,13 +175,17 @@ Result<void> Lab::build_stack(config::Config& cfg, const std::string& stack) {
   } else if (stack == "zfs-mirror") {
     if (!tool_exists("zfs-fuse") || !tool_exists("zpool")) return err("zfs-fuse is not installed");
     if (::access("/dev/fuse", R_OK | W_OK) != 0) return err("no /dev/fuse");
-    const char* held = std::getenv("FSAUDIT_LAB_ZFS_LOCK_HELD");
-    if (!(held && std::string(held) == "1")) {
-      zfs_lock_fd_ = ::open(kZfsLock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    // zfs-fuse is one per machine. The lab starts (and then owns, under the lock) one only when
+    // none runs; a zfs-fuse that runs already is used as it is, for a pool of the lab's own, and
+    // never stopped by the lab.
+    bool running = run({"zpool", "list", "-H"}, 10).ok();
+    if (!running) {
+      zfs_lock_fd_ = ::open(kZfsLock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
       if (zfs_lock_fd_ < 0 || ::flock(zfs_lock_fd_, LOCK_EX | LOCK_NB) != 0)
-        return err(std::string("zfs-fuse is in use by another lab user (") + kZfsLock + " is locked)");
+        return err(std::string("zfs-fuse is being started or stopped by another lab user (") + kZfsLock + " is locked)");
+      running = run({"zpool", "list", "-H"}, 10).ok();
     }
-    if (!run({"zpool", "list", "-H"}, 10).ok()) {
+    if (!running) {
       pid_t pid = ::fork();
       if (pid == 0) {
         ::setsid();
@@ -142,10 +207,7 @@ Result<void> Lab::build_stack(config::Config& cfg, const std::string& stack) {
     }
     for (int i = 0; i < 2; ++i) {
       std::string f = (dir_ / ("zfs-mirror-" + std::to_string(i) + ".vdev")).string();
-      {
-        std::ofstream o(f, std::ios::binary | std::ios::trunc);
-      }
-      fs::resize_file(f, lab.image_size, ec);
+      if (auto c = create_image(f, lab.image_size); !c) return err(c.error());
       files_.push_back(f);
       t.devices.push_back(f);
     }
@@ -184,19 +246,33 @@ Result<std::unique_ptr<Lab>> Lab::setup(config::Config& cfg) {
   std::error_code ec;
   fs::create_directories(lab->dir_, ec);
   if (ec) return err("cannot create the lab directory " + lab->dir_.string() + ": " + ec.message());
-  // Leftovers of a previous lab that did not tear down (crash, SIGKILL).
+  if (auto why = lab_dir_problem(lab->dir_); !why.empty()) return err("refusing the lab directory: " + why);
+  // Leftovers of a previous lab that did not tear down (crash, SIGKILL): only what this lab could
+  // have made.
   if (auto t = read_file(lab->dir_ / "lab.json")) {
-    try {
-      json j = json::parse(*t);
-      lab->mounts_ = j.value("mounts", std::vector<std::string>{});
-      lab->pools_ = j.value("pools", std::vector<std::string>{});
-      lab->files_ = j.value("files", std::vector<std::string>{});
-      // Only loop devices still backed by a file of this lab directory.
-      for (const auto& l : j.value("loops", std::vector<std::string>{})) {
-        auto bf = read_file(cfg.host.sys("class/block/" + fs::path(l).filename().string() + "/loop/backing_file"));
-        if (bf && std::string(trim(*bf)).rfind(lab->dir_.string() + "/", 0) == 0) lab->loops_.push_back(l);
+    auto left = sanitize_leftovers(*t, lab->dir_);
+    for (const auto& i : left.ignored)
+      lab->warnings_.push_back("lab.json names " + i + ", which the lab cannot have made: left alone");
+    lab->mounts_ = left.mounts;
+    lab->files_ = left.files;
+    for (const auto& p : left.pools) {
+      // Only a pool whose vdevs are all files of this lab directory.
+      auto st = lab->run({"zpool", "status", p}, 30);
+      bool ours = false;
+      if (st.ok()) {
+        auto rep = zfs::parse_zpool_status(st.out);
+        ours = rep && !rep->pools.empty();
+        if (ours)
+          for (const auto& v : rep->pools[0].vdevs)
+            if (v.leaf && !under(v.name, lab->dir_)) ours = false;
       }
-    } catch (...) {
+      if (ours) lab->pools_.push_back(p);
+      else if (st.ok()) lab->warnings_.push_back("pool " + p + " has vdevs outside " + lab->dir_.string() + ": left alone");
+    }
+    // Only loop devices still backed by a file of this lab directory.
+    for (const auto& l : left.loops) {
+      auto bf = read_file(cfg.host.sys("class/block/" + fs::path(l).filename().string() + "/loop/backing_file"));
+      if (bf && under(std::string(trim(*bf)), lab->dir_)) lab->loops_.push_back(l);
     }
     lab->teardown();
     lab->torn_down_ = false;

@@ -15,6 +15,19 @@
 
 namespace fsaudit::canary {
 
+// What a lab.json left by a crashed lab may name that teardown will touch: mounts under <dir>/mnt/,
+// pools named fsauditlab<digits>, regular files directly in <dir> (no symlinks). Everything else in
+// the file is dropped (and reported in `ignored`): teardown never unmounts, destroys or deletes
+// anything the lab could not have made.
+struct LabLeftovers {
+  std::vector<std::string> mounts, pools, files, loops, ignored;
+};
+LabLeftovers sanitize_leftovers(const std::string& lab_json, const std::filesystem::path& dir);
+
+// "" when `dir` may hold a lab: a real directory (not a symlink), owned by us, not writable by
+// group or others.
+std::string lab_dir_problem(const std::filesystem::path& dir);
+
 class Lab {
  public:
   static Result<std::unique_ptr<Lab>> setup(config::Config& cfg);

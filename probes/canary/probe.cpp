@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "probes/canary/helper_protocol.hpp"
 #include "probes/canary/journal.hpp"
 #include "probes/canary/stack.hpp"
 
@@ -107,6 +108,12 @@ void canary_identity_metrics(metrics::Batch& b, const config::CanaryTarget& t, c
           std::chrono::duration<double>(t.interval).count());
 }
 
+metrics::Batch canary_identity_batch(const config::CanaryConfig& cfg, const HostPaths& host) {
+  metrics::Batch b;
+  for (const auto& t : cfg.canaries) canary_identity_metrics(b, t, host);
+  return b;
+}
+
 ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
   try {
     const auto* t = cfg_.find(canary_);
@@ -119,9 +126,17 @@ ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
     // interval: the scheduler counts from the start of the previous run, last_run is its end.
     bool due = pending || state.last_run <= 0 || now - state.last_run >= interval / 2;
     if (!pending && due && !t->window.contains(ctx.clock.wall())) due = false;
-    if (!due) {
+    if (!due) return ProbeResult::ok(canary_metrics(*t, state));
+    if (!cfg_.helper.empty()) {
+      // Privilege separation: the root-only cycle runs in fsaudit-helper, which checks the name
+      // against its own config; this process only records the report.
+      auto rep = run_cycle_via_helper(cfg_.helper, canary_, std::max<std::chrono::milliseconds>(ctx.remaining(), std::chrono::minutes(1)));
+      if (!rep) return ProbeResult::failed("canary " + canary_ + ": " + rep.error(), canary_metrics(*t, state));
+      if (rep->busy) return ProbeResult::failed("canary " + canary_ + ": " + rep->reason, canary_metrics(*t, state));
+      state = record_cycle(ctx.state_dir, *rep);
       auto b = canary_metrics(*t, state);
-      canary_identity_metrics(b, *t, ctx.host);
+      if (rep->verdict == "error" || rep->verdict == "refused")
+        return ProbeResult::failed("canary " + canary_ + ": " + rep->verdict + ": " + rep->reason, std::move(b));
       return ProbeResult::ok(std::move(b));
     }
     CycleEnv env(ctx.host, ctx.runner, ctx.tools, ctx.clock, ctx.state_dir, ctx.stop);
@@ -129,21 +144,16 @@ ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
     // (the stop token still cancels everything before the injection and the scrub).
     env.command_timeout = std::max<std::chrono::milliseconds>(ctx.remaining(), std::chrono::minutes(1));
     auto report = run_cycle(cfg_, canary_, env);
+    if (report.busy)  // another process runs this canary's cycle: nothing ran, nothing to record
+      return ProbeResult::failed("canary " + canary_ + ": " + report.reason, canary_metrics(*t, state));
     state = record_cycle(ctx.state_dir, report);
     journal_cycle(report);
     auto b = canary_metrics(*t, state);
-    canary_identity_metrics(b, *t, ctx.host);
     if (report.verdict == "error" || report.verdict == "refused")
       return ProbeResult::failed("canary " + canary_ + ": " + report.verdict + ": " + report.reason, std::move(b));
     return ProbeResult::ok(std::move(b));
   } catch (const std::exception& e) {
-    // Keep the identity series so that the alert rules' canary exclusions still hold.
-    metrics::Batch b;
-    try {
-      if (const auto* t = cfg_.find(canary_)) canary_identity_metrics(b, *t, ctx.host);
-    } catch (const std::exception&) {
-    }
-    return ProbeResult::failed(std::string("canary probe internal error: ") + e.what(), std::move(b));
+    return ProbeResult::failed(std::string("canary probe internal error: ") + e.what());
   }
 }
 

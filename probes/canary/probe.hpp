@@ -43,10 +43,14 @@ metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& 
 // followed; falls back to the path's file name (e.g. a ZFS file vdev).
 std::string kernel_device_name(const HostPaths& host, const std::string& path);
 
-// Identity of a canary, exported on every run so that alert rules can exclude the canary's own
+// Identity of a canary, so that alert rules can exclude the canary's own
 // (deliberately caused) errors: fsaudit_canary_info{target,fs,layout,mountpoint,pool},
 // fsaudit_canary_device_info{target,device,path} per member, fsaudit_canary_interval_seconds{target}.
 void canary_identity_metrics(metrics::Batch& b, const config::CanaryTarget& t, const HostPaths& host);
+// The identity series of every configured canary. The daemon publishes them from the config at
+// start and on every reload, independent of any cycle: a first, slow or timed-out cycle must not
+// let the alert rules' canary exclusions lapse. (The probe itself no longer exports them.)
+metrics::Batch canary_identity_batch(const config::CanaryConfig& cfg, const HostPaths& host);
 
 std::vector<std::unique_ptr<Probe>> make_canary_probes(const config::Config& cfg);
 // For the scheduler: the canary's own schedule when `p` is a canary probe.

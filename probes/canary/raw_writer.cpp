@@ -2,13 +2,19 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/loop.h>
+#include <sys/sysmacros.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <filesystem>
+
+#include "probes/canary/identity.hpp"
 
 namespace fsaudit::canary {
 
@@ -32,6 +38,56 @@ std::string validate_raw_write(const RawWriteRequest& req, const std::string& re
          " lies outside the located canary block on " + resolved;
 }
 
+Result<RawWriteGrant> grant_for(const DeviceIdentity& m, std::uint64_t begin, std::uint64_t end) {
+  RawWriteGrant g;
+  g.device = m.resolved;
+  g.begin = begin;
+  g.end = end;
+  if (m.kind == "file") {
+    g.ino_dev = m.fs_dev;
+    g.ino = m.inode;
+    if (g.ino == 0) return err("no inode recorded for " + m.resolved);
+    return g;
+  }
+  g.rdev = ::makedev(m.major, m.minor);
+  if (m.major == 0 && m.minor == 0) return err("no device number for " + m.resolved);
+  if (m.kind == "loop") {
+    struct stat bs {};
+    if (m.backing_file.empty() || ::stat(m.backing_file.c_str(), &bs) != 0)
+      return err("cannot stat the backing file of " + m.resolved + " (" + m.backing_file + ")");
+    g.ino_dev = bs.st_dev;
+    g.ino = bs.st_ino;
+  }
+  return g;
+}
+
+namespace {
+
+// "" when the open descriptor is the granted device, else why not.
+std::string identity_check(int fd, const struct stat& st, const RawWriteGrant& g) {
+  if (S_ISBLK(st.st_mode)) {
+    if (g.rdev == 0) return "the grant carries no device number";
+    if (st.st_rdev != g.rdev)
+      return "the opened device is " + std::to_string(::major(st.st_rdev)) + ":" + std::to_string(::minor(st.st_rdev)) +
+             ", the verified member was " + std::to_string(::major(g.rdev)) + ":" + std::to_string(::minor(g.rdev));
+    if (g.ino != 0 || ::major(st.st_rdev) == 7) {
+      struct loop_info64 li {};
+      if (::ioctl(fd, LOOP_GET_STATUS64, &li) != 0) return "LOOP_GET_STATUS64 failed: the loop device is detached";
+      if (li.lo_inode != g.ino || li.lo_device != g.ino_dev)
+        return "the loop device is now backed by another file than the verified one";
+    }
+    return "";
+  }
+  if (S_ISREG(st.st_mode)) {
+    if (g.ino == 0) return "the grant carries no inode";
+    if (st.st_ino != g.ino || st.st_dev != g.ino_dev) return "the file is not the verified member (inode changed)";
+    return "";
+  }
+  return "neither a block device nor a regular file";
+}
+
+}  // namespace
+
 Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<RawWriteGrant>& grants) {
   std::error_code ec;
   auto resolved = std::filesystem::canonical(req.device, ec);
@@ -39,14 +95,29 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
   std::string why = validate_raw_write(req, resolved.string(), grants);
   if (!why.empty()) return err("refused: " + why);
 
-  int fd = ::open(resolved.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return err("refused: cannot open " + resolved.string() + " for writing: " + std::strerror(errno));
+  const RawWriteGrant* grant = nullptr;
+  for (const auto& g : grants)
+    if (g.device == resolved.string() && req.offset >= g.begin && req.offset + req.bytes.size() <= g.end) grant = &g;
+  struct stat pre {};
+  bool excl = grant->exclusive && ::stat(resolved.c_str(), &pre) == 0 && S_ISBLK(pre.st_mode);
+  int fd = -1;
+  // A device scanner (blkid, zpool import) may hold the member exclusively for a moment: wait up
+  // to 3 s for it; a mount or an md/dm holder does not go away and is refused.
+  for (int i = 0; i < 30; ++i) {
+    fd = ::open(resolved.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW | (excl ? O_EXCL : 0));
+    if (fd >= 0 || errno != EBUSY || !excl) break;
+    ::usleep(100000);
+  }
+  if (fd < 0)
+    return err("refused: cannot open " + resolved.string() + (excl ? " exclusively" : "") + " for writing: " +
+               std::strerror(errno) + (excl && errno == EBUSY ? " (mounted or held by another user)" : ""));
   struct Close {
     int fd;
     ~Close() { ::close(fd); }
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) return err("refused: stat failed");
+  if (auto why = identity_check(fd, st, *grant); !why.empty()) return err("refused: " + resolved.string() + ": " + why);
   std::uint64_t size = 0;
   if (S_ISBLK(st.st_mode)) {
     if (::ioctl(fd, BLKGETSIZE64, &size) != 0) return err("refused: BLKGETSIZE64 failed");
@@ -56,6 +127,25 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
     return err("refused: " + resolved.string() + " is neither a block device nor a regular file");
   }
   if (req.offset + req.bytes.size() > size) return err("refused: range lies past the end of " + resolved.string());
+
+  auto aligned_read = [&](std::uint64_t from, std::uint64_t to) -> Result<std::vector<unsigned char>> {
+    std::uint64_t a = from / 4096 * 4096, b = std::min<std::uint64_t>((to + 4095) / 4096 * 4096, size);
+    void* m = nullptr;
+    if (::posix_memalign(&m, 4096, (b - a + 4095) / 4096 * 4096) != 0) return err("out of memory");
+    std::unique_ptr<void, decltype(&std::free)> own(m, &std::free);
+    ssize_t got = ::pread(fd, m, static_cast<std::size_t>(b - a), static_cast<off_t>(a));
+    if (got != static_cast<ssize_t>(b - a)) return err(std::string("short read: ") + std::strerror(errno));
+    auto* c = static_cast<unsigned char*>(m);
+    return std::vector<unsigned char>(c + (from - a), c + (to - a));
+  };
+  if (grant->block) {
+    if (grant->block->size() != grant->end - grant->begin) return err("refused: the grant's block has the wrong size");
+    auto cur = aligned_read(grant->begin, grant->end);
+    if (!cur) return err("refused: cannot read the granted block: " + cur.error());
+    if (*cur != *grant->block)
+      return err("refused: the block at " + resolved.string() + "@" + std::to_string(grant->begin) +
+                 " is not the located canary block any more");
+  }
 
   std::uint64_t start = req.offset / 4096 * 4096;
   std::uint64_t end = (req.offset + req.bytes.size() + 4095) / 4096 * 4096;

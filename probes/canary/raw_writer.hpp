@@ -26,7 +26,19 @@ struct RawWriteRequest {
 struct RawWriteGrant {
   std::string device;   // resolved path of a verified canary member
   std::uint64_t begin = 0, end = 0;  // allowed byte range [begin, end): one located canary block
+  // The verified member's identity; the descriptor opened for writing must be this very device (a
+  // replugged /dev/sdX or a re-attached loop device has other numbers). A grant without one is refused.
+  std::uint64_t rdev = 0;              // block devices: st_rdev
+  std::uint64_t ino_dev = 0, ino = 0;  // regular files: st_dev/st_ino; loop devices: their backing file's
+  // When set, [begin, end) must hold exactly these bytes (read through the same descriptor) before
+  // anything is written.
+  std::optional<std::vector<unsigned char>> block;
+  bool exclusive = false;              // block devices: open O_EXCL (the canary is offline; nothing may hold it)
 };
+
+struct DeviceIdentity;
+// A grant for [begin, end) on a verified member, carrying its identity (loop: the backing file's).
+Result<RawWriteGrant> grant_for(const DeviceIdentity& member, std::uint64_t begin, std::uint64_t end);
 
 struct RawWriteReceipt {
   std::string device;  // resolved

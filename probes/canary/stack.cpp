@@ -41,6 +41,39 @@ std::vector<std::string> parse_btrfs_show_devices(std::string_view text) {
   return out;
 }
 
+namespace {
+std::string canon_device(const std::string& name) {
+  std::error_code ec;
+  if (!name.empty() && name[0] == '/') {
+    auto c = fs::canonical(name, ec);
+    return ec ? name : c.string();
+  }
+  auto c = fs::canonical("/dev/" + name, ec);  // zpool status prints leaf names without /dev/
+  return ec ? name : c.string();
+}
+}  // namespace
+
+std::vector<std::string> devices_with_new_errors(const Counters& before, const Counters& after) {
+  std::vector<std::string> out;
+  for (const auto& [d, n] : after.per_device) {
+    auto it = before.per_device.find(d);
+    if (n > (it == before.per_device.end() ? 0 : it->second)) out.push_back(d);
+  }
+  return out;
+}
+
+std::uint64_t expected_copies(const config::CanaryTarget& t) {
+  std::string l = to_lower(t.layout);
+  if (l == "single" || l == "plain" || l == "raid0" || l == "stripe" || l == "raid5" || l == "raid6" ||
+      l.rfind("raidz", 0) == 0)
+    return 1;
+  if (t.fs == "zfs" && l == "mirror") return t.devices.size();
+  if (l == "dup" || l == "raid1" || l == "raid10" || l == "mirror") return 2;
+  if (l == "raid1c3") return 3;
+  if (l == "raid1c4") return 4;
+  return 0;
+}
+
 std::string default_expectation(const std::string& fs, const std::string& layout) {
   if (fs != "btrfs" && fs != "zfs" && fs != "bcachefs") return "blind";
   static const std::set<std::string> redundant = {"raid1", "raid1c3", "raid1c4", "raid10", "dup", "mirror",
@@ -136,6 +169,7 @@ Result<Counters> StackOps::counters() {
     for (const auto& d : *st) {
       c.checksum += d.corruption_errs;
       c.read += d.read_io_errs;
+      c.per_device[canon_device(d.device)] += d.corruption_errs + d.read_io_errs;
     }
     return c;
   }
@@ -149,6 +183,7 @@ Result<Counters> StackOps::counters() {
       if (!v.leaf) continue;
       c.checksum += v.checksum_errors.value_or(0);
       c.read += v.read_errors.value_or(0);
+      c.per_device[canon_device(v.name)] += v.checksum_errors.value_or(0) + v.read_errors.value_or(0);
     }
     return c;
   }

@@ -4,6 +4,7 @@
 // Parsers are pure; StackOps runs the tools through CommandRunner.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <stop_token>
@@ -31,8 +32,15 @@ std::vector<std::string> parse_btrfs_show_devices(std::string_view text);
 struct Counters {
   std::uint64_t checksum = 0;  // btrfs corruption_errs, ZFS CKSUM (leaf vdevs)
   std::uint64_t read = 0;      // btrfs read_io_errs, ZFS READ (leaf vdevs)
+  std::map<std::string, std::uint64_t> per_device;  // canonical member path (as far as resolvable) -> checksum + read
   std::uint64_t total() const { return checksum + read; }
 };
+
+// The members whose counters rose from `before` to `after`.
+std::vector<std::string> devices_with_new_errors(const Counters& before, const Counters& after);
+
+// Physical copies of one data block that the layout keeps (0: unknown layout, not checked).
+std::uint64_t expected_copies(const config::CanaryTarget& t);
 
 struct ScrubOutcome {
   bool supported = false;

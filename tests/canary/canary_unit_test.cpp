@@ -1,13 +1,25 @@
 // Unit tests for the canary: config, verdict expectations, pattern, parsers, mount-table safety
 // rules, raw writer refusals and the io_uring scanner (on regular files, no root needed).
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
+#include <sstream>
+#include <nlohmann/json.hpp>
+#include <limits>
 
 #include "daemon/config/config.hpp"
+#include "probes/canary/cli.hpp"
 #include "probes/canary/cycle.hpp"
+#include "probes/canary/lab.hpp"
+#include "probes/canary/lock.hpp"
+#include "probes/canary/helper_protocol.hpp"
 #include "probes/canary/identity.hpp"
 #include "probes/canary/pattern.hpp"
 #include "probes/canary/probe.hpp"
@@ -15,6 +27,7 @@
 #include "probes/canary/safety.hpp"
 #include "probes/canary/scanner.hpp"
 #include "probes/canary/stack.hpp"
+#include "tests/support/daemon_process.hpp"
 #include "tests/support/lab.hpp"
 #include "tests/support/support.hpp"
 
@@ -98,6 +111,21 @@ TEST(CanaryConfig, RejectsBadEntries) {
       "canary: {canaries: [{name: a, fs: xfs, devices: [/dev/x], mountpoint: /m}, {name: a, fs: xfs, devices: [/dev/y], mountpoint: /n}]}",
       "duplicate");
   expect_config_error("canary: {lab: {stacks: [btrfs-raid5]}}", "btrfs-raid5");
+}
+
+TEST(CanaryConfig, OverlappingCanariesAreRejected) {
+  expect_config_error(
+      "canary: {canaries: [{name: a, fs: xfs, devices: [/dev/x], mountpoint: /m}, {name: b, fs: ext4, devices: [/dev/x], mountpoint: /n}]}",
+      "also a member of canary \"a\"");
+  expect_config_error(
+      "canary: {canaries: [{name: a, fs: xfs, devices: [/dev/x], mountpoint: /m}, {name: b, fs: ext4, devices: [/dev/y], mountpoint: /m}]}",
+      "mount point /m");
+  expect_config_error(
+      "canary: {canaries: [{name: a, fs: zfs, pool: p, devices: [/dev/x], mountpoint: /m}, {name: b, fs: zfs, pool: p, devices: [/dev/y], mountpoint: /n}]}",
+      "pool p");
+  EXPECT_EQ(parse("canary: {canaries: [{name: a, fs: xfs, devices: [/dev/x], mountpoint: /m}, {name: b, fs: ext4, devices: [/dev/y], mountpoint: /n}]}")
+                .canary.canaries.size(),
+            2u);
 }
 
 TEST(CanaryExpectation, DerivedFromStack) {
@@ -276,12 +304,20 @@ std::filesystem::path make_file(const TempDir& d, std::uint64_t size) {
   return p;
 }
 
+RawWriteGrant file_grant(const std::string& dev, std::uint64_t begin, std::uint64_t end) {
+  auto id = identify_device(dev, HostPaths{});
+  EXPECT_TRUE(id) << id.error();
+  auto g = grant_for(*id, begin, end);
+  EXPECT_TRUE(g) << g.error();
+  return *g;
+}
+
 TEST(CanaryRawWriter, RefusesOutsideGrantAndWritesNothing) {
   TempDir d("canary-unit");
   auto p = make_file(d, 1 << 20);
   auto dev = std::filesystem::canonical(p).string();
   auto before = digest_file(p);
-  std::vector<RawWriteGrant> g = {{dev, 8192, 12288}};
+  std::vector<RawWriteGrant> g = {file_grant(dev, 8192, 12288)};
   std::vector<unsigned char> bytes(16, 0xEE);
   // outside the located block
   auto r1 = raw_write({dev, 4096, bytes, std::nullopt}, g);
@@ -294,7 +330,7 @@ TEST(CanaryRawWriter, RefusesOutsideGrantAndWritesNothing) {
   std::filesystem::copy_file(p, other);
   EXPECT_FALSE(raw_write({other.string(), 8192, bytes, std::nullopt}, g));
   // too many bytes
-  EXPECT_FALSE(raw_write({dev, 8192, std::vector<unsigned char>(600, 1), std::nullopt}, {{dev, 0, 1 << 20}}));
+  EXPECT_FALSE(raw_write({dev, 8192, std::vector<unsigned char>(600, 1), std::nullopt}, {file_grant(dev, 0, 1 << 20)}));
   // wrong expected-current bytes
   EXPECT_FALSE(raw_write({dev, 8192, bytes, std::vector<unsigned char>(16, 0x22)}, g));
   // relative path
@@ -308,12 +344,49 @@ TEST(CanaryRawWriter, WritesInsideGrantAndReportsOldBytes) {
   auto p = make_file(d, 1 << 20);
   auto dev = std::filesystem::canonical(p).string();
   std::vector<unsigned char> bytes = {1, 2, 3, 4, 5};
-  auto r = raw_write({dev, 8200, bytes, std::vector<unsigned char>(5, 0x11)}, {{dev, 8192, 12288}});
+  auto r = raw_write({dev, 8200, bytes, std::vector<unsigned char>(5, 0x11)}, {file_grant(dev, 8192, 12288)});
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->before, std::vector<unsigned char>(5, 0x11));
   auto back = read_direct(dev, 8198, 9);
   ASSERT_TRUE(back) << back.error();
   EXPECT_EQ(*back, (std::vector<unsigned char>{0x11, 0x11, 1, 2, 3, 4, 5, 0x11, 0x11}));
+}
+
+// The grant is a verified member, not a path: a file (or device) replaced at the same path, a grant
+// without identity, or a block that is no longer the located one are all refused.
+TEST(CanaryRawWriter, GrantIsTheVerifiedDeviceNotItsPath) {
+  TempDir d("canary-unit");
+  auto p = make_file(d, 1 << 20);
+  auto dev = std::filesystem::canonical(p).string();
+  auto g = file_grant(dev, 8192, 12288);
+  std::vector<unsigned char> bytes(16, 0xEE);
+  // Replaced at the same path (a re-plugged disk, a re-attached loop): another inode.
+  std::filesystem::rename(p, d / "old.img");
+  make_file(d, 1 << 20);
+  auto before = digest_file(p);
+  auto r = raw_write({dev, 8192, bytes, std::nullopt}, {g});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("not the verified member"), std::string::npos) << r.error();
+  EXPECT_EQ(digest_file(p), before);
+  // A grant that names the path only.
+  RawWriteGrant bare;
+  bare.device = dev;
+  bare.begin = 8192;
+  bare.end = 12288;
+  r = raw_write({dev, 8192, bytes, std::nullopt}, {bare});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("no inode"), std::string::npos) << r.error();
+  // The whole located block is compared through the writing descriptor.
+  auto g2 = file_grant(dev, 8192, 12288);
+  g2.block = std::vector<unsigned char>(4096, 0x11);
+  g2.block->at(4000) = 0x12;
+  r = raw_write({dev, 8192, bytes, std::nullopt}, {g2});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("not the located canary block"), std::string::npos) << r.error();
+  EXPECT_EQ(digest_file(p), before);
+  g2.block->at(4000) = 0x11;
+  ASSERT_TRUE(raw_write({dev, 8192, bytes, std::nullopt}, {g2}));
+  EXPECT_NE(digest_file(p), before);
 }
 
 TEST(CanaryScanner, FindsPlantedBlocksAtTheirOffsets) {
@@ -469,12 +542,353 @@ TEST(CanaryProbe, NotDueRepublishesWithoutRunningACycle) {
   EXPECT_EQ(res.outcome, Outcome::ok) << res.reason;
   EXPECT_EQ(res.metrics.value("fsaudit_canary_runs_total", {{"target", "c"}, {"verdict", "silent"}}), 4);
   EXPECT_EQ(load_state(cfg.state_dir, "c").cycles, 0u);  // no cycle ran
-  // The identity series are exported on every run, also when no cycle runs.
-  EXPECT_EQ(res.metrics.value("fsaudit_canary_info", {{"target", "c"}, {"mountpoint", "/srv/nowhere"}, {"pool", ""}}), 1);
-  EXPECT_EQ(res.metrics.value("fsaudit_canary_device_info",
-                              {{"target", "c"}, {"device", "null-nonexistent"}, {"path", "/dev/null-nonexistent"}}),
+  // The identity series come from the config (the daemon publishes them), not from a run.
+  EXPECT_FALSE(res.metrics.has("fsaudit_canary_info", {{"target", "c"}}));
+  auto id = canary_identity_batch(cfg.canary, cfg.host);
+  EXPECT_EQ(id.value("fsaudit_canary_info", {{"target", "c"}, {"mountpoint", "/srv/nowhere"}, {"pool", ""}}), 1);
+  EXPECT_EQ(id.value("fsaudit_canary_device_info",
+                     {{"target", "c"}, {"device", "null-nonexistent"}, {"path", "/dev/null-nonexistent"}}),
             1);
-  EXPECT_EQ(res.metrics.value("fsaudit_canary_interval_seconds", {{"target", "c"}}), 3600);
+  EXPECT_EQ(id.value("fsaudit_canary_interval_seconds", {{"target", "c"}}), 3600);
+}
+
+
+// ---- one cycle per canary: the lock
+TEST(CanaryLock, SecondHolderIsRefusedWithTheHolder) {
+  TempDir d("canary-unit");
+  auto cfg = parse("state_dir: " + (d / "state").string() +
+                   "\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-nonexistent], mountpoint: /srv/nowhere}]}\n");
+  const auto& t = cfg.canary.canaries[0];
+  auto a = CanaryLock::acquire(cfg.state_dir, t, cfg.host);
+  ASSERT_TRUE(a) << a.error();
+  auto b = CanaryLock::acquire(cfg.state_dir, t, cfg.host);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().find("busy"), std::string::npos) << b.error();
+  EXPECT_NE(b.error().find("pid " + std::to_string(::getpid())), std::string::npos) << b.error();
+  // A cycle started meanwhile is refused before it reads or touches anything, and says so.
+  ProcessRunner runner;
+  CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
+  auto r = run_cycle(cfg.canary, "c", env);
+  EXPECT_EQ(r.verdict, "refused");
+  EXPECT_TRUE(r.busy);
+  EXPECT_NE(r.reason.find("busy"), std::string::npos) << r.reason;
+  *a = CanaryLock{};  // released
+  EXPECT_TRUE(CanaryLock::acquire(cfg.state_dir, t, cfg.host));
+}
+
+// A process that dies holding the lock releases it (no stale lock after a SIGKILL).
+TEST(CanaryLock, ReleasedWhenTheHolderIsKilled) {
+  TempDir d("canary-unit");
+  auto cfg = parse("state_dir: " + (d / "state").string() +
+                   "\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-nonexistent], mountpoint: /srv/nowhere}]}\n");
+  const auto& t = cfg.canary.canaries[0];
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto l = CanaryLock::acquire(cfg.state_dir, t, cfg.host);
+    char c = l ? 'y' : 'n';
+    (void)!::write(p[1], &c, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(p[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  EXPECT_FALSE(CanaryLock::acquire(cfg.state_dir, t, cfg.host));
+  ::kill(pid, SIGKILL);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  EXPECT_TRUE(CanaryLock::acquire(cfg.state_dir, t, cfg.host));
+  ::close(p[0]);
+  ::close(p[1]);
+}
+
+struct RecordingRunner final : CommandRunner {
+  std::vector<std::vector<std::string>> calls;
+  CommandResult run(const CommandSpec& spec, std::stop_token) override {
+    calls.push_back(spec.argv);
+    CommandResult r;
+    r.exited = true;
+    r.exit_code = 1;
+    return r;
+  }
+};
+
+// An unreadable marker may hide an injection: recovery touches nothing and keeps it.
+TEST(CanaryRecovery, UnreadableMarkerIsKeptAndReported) {
+  TempDir d("canary-unit");
+  auto cfg = parse("state_dir: " + (d / "state").string() +
+                   "\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-nonexistent], mountpoint: /srv/nowhere}]}\n");
+  testing::write_text(inflight_path(cfg.state_dir, "c"), "{\"phase\": \"injected\", \"injection\": {");
+  RecordingRunner runner;
+  CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
+  auto r = run_cycle(cfg.canary, "c", env);
+  EXPECT_EQ(r.verdict, "error");
+  EXPECT_NE(r.recovery.find("unreadable"), std::string::npos) << r.recovery;
+  EXPECT_TRUE(std::filesystem::exists(inflight_path(cfg.state_dir, "c")));
+  EXPECT_TRUE(runner.calls.empty());
+}
+
+// ---- layout and copies
+TEST(CanaryLayout, ExpectedCopies) {
+  auto t = [](std::string fs, std::string layout, std::size_t n) {
+    config::CanaryTarget c;
+    c.fs = fs;
+    c.layout = layout;
+    c.devices.assign(n, "/dev/x");
+    return expected_copies(c);
+  };
+  EXPECT_EQ(t("btrfs", "raid1", 2), 2u);
+  EXPECT_EQ(t("btrfs", "raid1c3", 3), 3u);
+  EXPECT_EQ(t("btrfs", "single", 1), 1u);
+  EXPECT_EQ(t("btrfs", "dup", 1), 2u);
+  EXPECT_EQ(t("zfs", "mirror", 3), 3u);
+  EXPECT_EQ(t("zfs", "raidz1", 3), 1u);
+  EXPECT_EQ(t("xfs", "plain", 1), 1u);
+  EXPECT_EQ(t("ext4", "md-raid1", 1), 0u);  // unknown: not checked
+}
+
+// ---- init refuses a filesystem with data, or a big one, unless forced
+TEST(CanaryInit, BlockerOnDataOrSize) {
+  TempDir d("canary-unit");
+  std::filesystem::create_directories(d / "mnt/lost+found");
+  testing::write_text(d / "mnt" / kSignatureFile, "x");
+  constexpr auto no_cap = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_EQ(init_blocker(d / "mnt", no_cap), "");
+  testing::write_text(d / "mnt/payroll.db", "data");
+  auto why = init_blocker(d / "mnt", no_cap);
+  EXPECT_NE(why.find("not empty"), std::string::npos) << why;
+  EXPECT_NE(why.find("payroll.db"), std::string::npos) << why;
+  std::filesystem::remove(d / "mnt/payroll.db");
+  why = init_blocker(d / "mnt", 1 << 20);  // whatever holds /tmp is larger than 1 MiB
+  EXPECT_NE(why.find("more than a canary needs"), std::string::npos) << why;
+}
+
+// ---- the lab touches only what it made
+TEST(CanaryLabLeftovers, OnlyWhatTheLabCouldHaveMade) {
+  std::filesystem::path dir = "/var/lib/fsaudit/lab";
+  auto l = sanitize_leftovers(R"({"mounts": ["/var/lib/fsaudit/lab/mnt/xfs", "/home", "/var/lib/fsaudit/lab/mnt/../../../../home"],
+    "pools": ["fsauditlab123", "tank", "fsauditlab12x"],
+    "files": ["/var/lib/fsaudit/lab/xfs.img", "/etc/shadow", "/var/lib/fsaudit/lab/sub/x.img"],
+    "loops": ["/dev/loop9"]})",
+                              dir);
+  EXPECT_EQ(l.mounts, (std::vector<std::string>{"/var/lib/fsaudit/lab/mnt/xfs"}));
+  EXPECT_EQ(l.pools, (std::vector<std::string>{"fsauditlab123"}));
+  EXPECT_EQ(l.files, (std::vector<std::string>{"/var/lib/fsaudit/lab/xfs.img"}));
+  EXPECT_EQ(l.ignored.size(), 6u);
+  EXPECT_TRUE(sanitize_leftovers("not json", dir).ignored.size() == 1);
+}
+
+TEST(CanaryLabLeftovers, LabDirMustBeOurOwnPrivateDirectory) {
+  TempDir d("canary-unit");
+  std::filesystem::create_directories(d / "lab");
+  ::chmod((d / "lab").c_str(), 0755);
+  EXPECT_EQ(lab_dir_problem(d / "lab"), "");
+  ::chmod((d / "lab").c_str(), 0777);
+  EXPECT_NE(lab_dir_problem(d / "lab").find("writable"), std::string::npos);
+  std::filesystem::create_directory_symlink(d / "lab", d / "link");
+  EXPECT_NE(lab_dir_problem(d / "link").find("symlink"), std::string::npos);
+}
+
+// ---- CLI arguments never crash it
+TEST(CanaryCli, BadNumberIsAnErrorNotACrash) {
+  std::vector<std::string> args = {"canary", "scan-bench", "/dev/null", "--queue-depth", "lots"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int rc = -1;
+  EXPECT_NO_THROW(rc = canary_cli(static_cast<int>(argv.size()), argv.data()));
+  EXPECT_EQ(rc, 2);
+}
+
+// A root CLI run refuses a config others can write: it names the tools run as root.
+TEST(CanaryCli, RootRefusesAConfigOthersCanWrite) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the check applies to root";
+  TempDir d("canary-unit");
+  auto f = d / "fsaudit.yaml";
+  testing::write_text(f, "canary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/c}]}\n");
+  ::chmod(f.c_str(), 0666);
+  std::vector<std::string> args = {"canary", "run", "c", "--config", f.string()};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::stringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  int rc = canary_cli(static_cast<int>(argv.size()), argv.data());
+  std::cerr.rdbuf(old);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.str().find("untrusted config"), std::string::npos) << err.str();
+}
+
+// `fsauditd --once` never runs a canary cycle (the service and its lock own canaries); the
+// identity series still come from the config.
+TEST(CanaryOnce, OnceSkipsCanaries) {
+  TempDir d("canary-once");
+  auto f = d / "fsaudit.yaml";
+  testing::write_text(f, "state_dir: " + (d / "state").string() +
+                             "\ntargets: {discover: false}\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/c}]}\n");
+  auto r = testing::run({testing::fsauditd_binary(), "--once", "--config", f.string()}, 150);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fsaudit_probe_success{"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_EQ(r.out.find("probe=\"canary:c\""), std::string::npos) << "a canary probe ran under --once";
+  EXPECT_NE(r.out.find("fsaudit_canary_info{"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(d / "state" / "canary" / "c" / "lock"));
+}
+
+// ---- the command runner: a failed wait is not "exit 0"
+TEST(CanaryRunner, FailedWaitIsNotASuccess) {
+  // With SIGCHLD ignored the kernel reaps children itself, so waiting for one fails (ECHILD).
+  auto old = ::signal(SIGCHLD, SIG_IGN);
+  ProcessRunner runner;
+  CommandSpec s;
+  s.argv = {"false"};
+  auto r = runner.run(s);
+  ::signal(SIGCHLD, old);
+  EXPECT_FALSE(r.ok()) << "exit " << r.exit_code;
+  EXPECT_FALSE(r.exited && r.exit_code == 0);
+}
+
+
+// The identity series (what the alert rules use to exclude a canary's own errors) are in every
+// scrape from the start: while the first cycle runs and after it timed out. Here the cycle hangs in
+// `zpool import` (a tool that sleeps) while recovering a pending cycle, and times out after 10 s.
+TEST(CanaryDaemon, IdentitySeriesHoldDuringAndAfterATimedOutCycle) {
+  TempDir d("canary-ident-daemon");
+  auto vdev = d / "v0.vdev";
+  testing::write_text(vdev, std::string(1 << 20, '\0'));
+  auto slow = d / "slow-zpool";
+  testing::write_text(slow, "#!/bin/sh\nsleep 25\n");
+  ::chmod(slow.c_str(), 0755);
+  std::filesystem::create_directories(d / "mnt");
+  int port = testing::free_port();
+  std::string yaml = "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (d / "state").string() +
+                     "\ntargets: {discover: false}\ntools: {zpool: " + slow.string() +
+                     "}\ncanary:\n  canaries:\n    - {name: slowpoke, fs: zfs, layout: mirror, pool: slowpool, devices: [" +
+                     vdev.string() + "], mountpoint: " + (d / "mnt").string() + ", timeout: 10s}\n";
+  auto cfg = parse(yaml);
+  CanaryRecord rec;
+  rec.name = "slowpoke";
+  rec.signature_id = "00";
+  auto id = identify_device(vdev.string(), cfg.host);
+  ASSERT_TRUE(id) << id.error();
+  rec.devices = {*id};
+  ASSERT_TRUE(save_record(cfg.state_dir, rec));
+  testing::write_text(inflight_path(cfg.state_dir, "slowpoke"), R"({"phase": "offline", "started": 1})");
+  testing::DaemonProcess dp(d.path(), yaml, port);
+  auto has_identity = [&](const std::string& t) {
+    return testing::scrape_value(t, "fsaudit_canary_info", {{"target", "slowpoke"}, {"pool", "slowpool"}}) == 1 &&
+           testing::scrape_value(t, "fsaudit_canary_device_info", {{"target", "slowpoke"}, {"path", vdev.string()}}) == 1;
+  };
+  auto text = dp.wait_for([](const std::string& t) { return t.find("fsaudit_build_info") != std::string::npos; }, 30);
+  EXPECT_TRUE(has_identity(text)) << "while the first cycle runs:\n" << text;
+  text = dp.wait_for([](const std::string& t) {
+    return testing::scrape_value(t, "fsaudit_probe_timeouts_total", {{"probe", "canary:slowpoke"}}) >= 1;
+  }, 40);
+  ASSERT_GE(testing::scrape_value(text, "fsaudit_probe_timeouts_total", {{"probe", "canary:slowpoke"}}), 1) << dp.log();
+  EXPECT_TRUE(has_identity(text)) << "after the cycle timed out:\n" << text;
+  dp.signal(SIGKILL);
+}
+
+
+// ---- the privileged helper refuses every request that names anything not in its own config
+
+TEST(CanaryHelper, RefusesEverythingNotInItsOwnConfig) {
+  TempDir d("canary-helper");
+  auto own = parse("state_dir: " + (d / "state").string() + "\n" + std::string(kTwoCanaries).substr(std::string(kTwoCanaries).find("canary:")));
+  const std::vector<std::string> refused = {
+      R"({"verb": "canary-run", "canary": "ghost"})",
+      R"({"verb": "canary-run", "canary": "../mirror"})",
+      R"({"verb": "canary-run", "canary": "Mirror"})",
+      R"({"verb": "canary-run", "canary": "/dev/sda"})",
+      R"({"verb": "canary-run", "canary": ""})",
+      R"({"verb": "canary-status", "canary": "lab-xfs"})",
+      R"({"verb": "canary-run", "canary": "mirror", "devices": ["/dev/sda"]})",
+      R"({"verb": "canary-run", "canary": "mirror", "mountpoint": "/"})",
+      R"({"verb": "canary-run", "canary": "mirror", "tools": {"btrfs": "/bin/sh"}})",
+      R"({"verb": "scrub-start", "canary": "mirror"})",
+      R"({"verb": "exec", "canary": "mirror"})",
+      R"({"verb": "canary_run", "canary": "mirror"})",
+      R"({"canary": "mirror"})",
+      R"({"verb": "canary-run"})",
+      R"({"verb": "canary-run", "canary": 7})",
+      R"(["canary-run", "mirror"])",
+      "canary-run mirror",
+      "",
+      R"({"verb": "canary-run", "canary": ")" + std::string(2000, 'a') + "\"}",
+  };
+  RecordingRunner runner;
+  for (const auto& req : refused) {
+    auto out = handle_helper_request(req, own, runner);
+    auto j = nlohmann::json::parse(out);
+    EXPECT_FALSE(j.value("ok", true)) << req << " -> " << out;
+    EXPECT_FALSE(j.value("refused", "").empty()) << req;
+  }
+  EXPECT_TRUE(runner.calls.empty()) << "a refused request ran " << runner.calls.size() << " command(s)";
+  EXPECT_FALSE(std::filesystem::exists(d / "state" / "canary" / "ghost"));
+  // What the config has is accepted (status reads the state; nothing runs).
+  auto ok = nlohmann::json::parse(handle_helper_request(R"({"verb": "canary-status", "canary": "mirror"})", own, runner));
+  EXPECT_TRUE(ok.value("ok", false)) << ok.dump();
+  EXPECT_TRUE(runner.calls.empty());
+}
+
+TEST(CanaryHelper, TrustsOnlyARootOwnedConfigNobodyElseCanWrite) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to own the file";
+  TempDir d("canary-helper");
+  auto f = d / "fsaudit.yaml";
+  testing::write_text(f, "{}\n");
+  ::chmod(f.c_str(), 0644);
+  ::chmod(d.path().c_str(), 0755);
+  EXPECT_EQ(trusted_file_problem(f), "");
+  ::chmod(f.c_str(), 0664);
+  EXPECT_NE(trusted_file_problem(f).find("writable"), std::string::npos);
+  ::chmod(f.c_str(), 0644);
+  ASSERT_EQ(::chown(f.c_str(), 65534, 0), 0);
+  EXPECT_NE(trusted_file_problem(f).find("not root"), std::string::npos);
+}
+
+// The real binary on a socket: it answers over fd 0 and refuses a name its own config lacks, even
+// when the caller's idea of the canary (devices, paths) comes along.
+TEST(CanaryHelper, BinaryServesOneRequestOnItsSocket) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the helper trusts only a root-owned config";
+  TempDir d("canary-helper");
+  ::chmod(d.path().c_str(), 0755);
+  auto cfgf = d / "fsaudit.yaml";
+  testing::write_text(cfgf, "state_dir: " + (d / "state").string() +
+                                "\ncanary: {canaries: [{name: only, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/only}]}\n");
+  ::chmod(cfgf.c_str(), 0644);
+  auto ask = [&](const std::string& req) {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(sv[1], 0);
+      ::dup2(sv[1], 1);
+      ::close(sv[0]);
+      ::execl(FSAUDIT_HELPER_BINARY, "fsaudit-helper", "--config", cfgf.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(sv[1]);
+    std::string line = req + "\n";
+    (void)!::write(sv[0], line.data(), line.size());
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(sv[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    ::close(sv[0]);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return out;
+  };
+  auto out = ask(R"({"verb": "canary-run", "canary": "elsewhere"})");
+  EXPECT_NE(out.find("not a canary in the helper's config"), std::string::npos) << out;
+  out = ask(R"({"verb": "canary-run", "canary": "only", "devices": ["/dev/sda"]})");
+  EXPECT_NE(out.find("unknown key"), std::string::npos) << out;
+  // A configured name gets to the cycle, whose safety gate then speaks (never initialised here).
+  out = ask(R"({"verb": "canary-run", "canary": "only"})");
+  EXPECT_NE(out.find("\"ok\":true"), std::string::npos) << out;
+  EXPECT_NE(out.find("refused"), std::string::npos) << out;
+  ::chmod(cfgf.c_str(), 0666);
+  out = ask(R"({"verb": "canary-status", "canary": "only"})");
+  EXPECT_NE(out.find("does not trust its config"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -61,7 +61,22 @@ CanaryTarget parse_one(Section& e, std::set<std::string>& seen) {
 CanaryConfig parse_canary(Section s) {
   CanaryConfig c;
   std::set<std::string> seen;
-  for (auto e : s.list("canaries")) c.canaries.push_back(parse_one(e, seen));
+  for (auto e : s.list("canaries")) {
+    auto t = parse_one(e, seen);
+    // Two canaries on one device, mount point or pool would corrupt and clean up each other.
+    for (const auto& o : c.canaries) {
+      for (const auto& d : t.devices)
+        for (const auto& od : o.devices)
+          if (d == od) e.fail("devices", "device " + d + " is also a member of canary \"" + o.name + "\"; canaries must not overlap");
+      if (t.mountpoint == o.mountpoint)
+        e.fail("mountpoint", "mount point " + t.mountpoint + " is also canary \"" + o.name + "\"'s; canaries must not overlap");
+      if (!t.pool.empty() && t.pool == o.pool)
+        e.fail("pool", "pool " + t.pool + " is also canary \"" + o.name + "\"'s; canaries must not overlap");
+    }
+    c.canaries.push_back(std::move(t));
+  }
+  c.helper = s.string("helper", "");
+  if (!c.helper.empty() && c.helper[0] != '/') s.fail("helper", "the fsaudit-helper socket path must be absolute (e.g. /run/fsaudit/helper.sock)");
   Section lab = s.section("lab");
   c.lab.enabled = lab.boolean("enabled", false);
   c.lab.dir = lab.string("dir", "");

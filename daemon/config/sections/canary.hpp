@@ -39,6 +39,7 @@ struct CanaryLabConfig {
 struct CanaryConfig {
   std::vector<CanaryTarget> canaries;
   CanaryLabConfig lab;
+  std::string helper;  // unix socket of fsaudit-helper: cycles run there, not in fsauditd ("" = in-process)
   const CanaryTarget* find(const std::string& name) const {
     for (const auto& c : canaries)
       if (c.name == name) return &c;

@@ -1,0 +1,216 @@
+#include "probes/canary/helper_protocol.hpp"
+
+#include <poll.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "daemon/core/clock.hpp"
+#include "daemon/core/files.hpp"
+#include "probes/canary/identity.hpp"
+#include "probes/canary/journal.hpp"
+
+namespace fsaudit::canary {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::vector<std::string>& helper_verbs() {
+  static const std::vector<std::string> v = {"canary-run", "canary-status"};
+  return v;
+}
+
+Result<HelperRequest> parse_helper_request(std::string_view line) {
+  if (line.size() > kMaxHelperRequest) return err("request longer than " + std::to_string(kMaxHelperRequest) + " bytes");
+  json j;
+  try {
+    j = json::parse(line);
+  } catch (const std::exception&) {
+    return err("request is not JSON");
+  }
+  if (!j.is_object()) return err("request is not a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "verb" && it.key() != "canary")
+      return err("unknown key \"" + it.key() + "\": a request names a verb and a canary, nothing else");
+  if (!j.contains("verb") || !j["verb"].is_string()) return err("\"verb\" (a string) is required");
+  if (!j.contains("canary") || !j["canary"].is_string()) return err("\"canary\" (a string) is required");
+  HelperRequest r{j["verb"].get<std::string>(), j["canary"].get<std::string>()};
+  bool known = false;
+  for (const auto& v : helper_verbs()) known = known || v == r.verb;
+  if (!known) return err("unknown verb \"" + r.verb + "\"");
+  return r;
+}
+
+std::string check_helper_request(const HelperRequest& req, const config::Config& own) {
+  if (!own.canary.find(req.canary))
+    return "\"" + req.canary + "\" is not a canary in the helper's config (" + own.source + ")";
+  return "";
+}
+
+std::string trusted_file_problem(const fs::path& p) {
+  for (const fs::path& x : {p, p.parent_path().empty() ? fs::path(".") : p.parent_path()}) {
+    struct stat st {};
+    if (::stat(x.c_str(), &st) != 0) return "cannot stat " + x.string() + ": " + std::strerror(errno);
+    if (st.st_uid != 0) return x.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not root";
+    bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_dir)
+      return x.string() + " is writable by group or others (mode " + std::to_string(st.st_mode & 07777) + ")";
+  }
+  return "";
+}
+
+namespace {
+
+std::string answer(bool ok, const std::string& what, const json& body = nullptr) {
+  json j{{"ok", ok}};
+  if (ok) j["result"] = body;
+  else j["refused"] = what;
+  return j.dump() + "\n";
+}
+
+}  // namespace
+
+std::string handle_helper_request(std::string_view line, const config::Config& own, CommandRunner& runner) {
+  auto req = parse_helper_request(line);
+  if (!req) return answer(false, req.error());
+  if (auto why = check_helper_request(*req, own); !why.empty()) return answer(false, why);
+  if (req->verb == "canary-status") {
+    auto s = load_state(own.state_dir, req->canary);
+    json j{{"cycles", s.cycles}, {"runs", s.runs}, {"recoveries", s.recoveries}, {"last_run", s.last_run}};
+    if (s.last) j["last"] = json::parse(s.last->to_json());
+    return answer(true, "", j);
+  }
+  // canary-run: everything below comes from the helper's own config.
+  CycleEnv env(own.host, runner, own.tools, SystemClock::instance(), own.state_dir);
+  auto rep = run_cycle(own.canary, req->canary, env);
+  if (!rep.busy) {
+    record_cycle(own.state_dir, rep);
+    journal_cycle(rep);
+  }
+  auto j = json::parse(rep.to_json());
+  j["busy"] = rep.busy;
+  return answer(true, "", j);
+}
+
+Result<CycleReport> run_cycle_via_helper(const std::string& socket_path, const std::string& canary,
+                                         std::chrono::milliseconds timeout) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return err(std::string("socket: ") + std::strerror(errno));
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } closer{fd};
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof a.sun_path) return err("helper socket path too long");
+  std::memcpy(a.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    return err("cannot reach the fsaudit helper at " + socket_path + ": " + std::strerror(errno));
+  std::string req = json{{"verb", "canary-run"}, {"canary", canary}}.dump() + "\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+    return err("cannot send to the fsaudit helper: " + std::string(std::strerror(errno)));
+  std::string reply;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[8192];
+  while (reply.find('\n') == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return err("the fsaudit helper did not answer in time");
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (n < 0 && errno != EINTR) return err(std::string("poll: ") + std::strerror(errno));
+    if (n <= 0) continue;
+    ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    reply.append(buf, static_cast<std::size_t>(got));
+    if (reply.size() > (16u << 20)) return err("the fsaudit helper's answer is too long");
+  }
+  try {
+    auto j = json::parse(reply.substr(0, reply.find('\n')));
+    if (!j.value("ok", false)) return err("the fsaudit helper refused: " + j.value("refused", std::string("?")));
+    auto rep = CycleReport::from_json(j["result"].dump());
+    if (!rep) return err("unreadable report from the fsaudit helper");
+    rep->busy = j["result"].value("busy", false);
+    return *rep;
+  } catch (const std::exception&) {
+    return err("unreadable answer from the fsaudit helper" + std::string(reply.empty() ? " (connection closed)" : ""));
+  }
+}
+
+int helper_main(int argc, char** argv) {
+  std::string config_path = "/etc/fsaudit/fsaudit.yaml";
+  std::set<uid_t> allowed = {0};
+  std::string state_dir;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--config" && i + 1 < argc) {
+      config_path = argv[++i];
+    } else if (a == "--state-dir" && i + 1 < argc) {
+      state_dir = argv[++i];
+    } else if (a == "--allow-user" && i + 1 < argc) {
+      const char* name = argv[++i];
+      struct passwd* pw = ::getpwnam(name);
+      if (!pw) {
+        std::cerr << "fsaudit-helper: no user " << name << "\n";
+        return 2;
+      }
+      allowed.insert(pw->pw_uid);
+    } else {
+      std::cerr << "usage: fsaudit-helper [--config FILE] [--state-dir DIR] [--allow-user NAME]...  (serves the connection on fd 0)\n";
+      return 2;
+    }
+  }
+  auto say = [](const std::string& s) { (void)!::write(1, s.data(), s.size()); };
+  // Who is asking: the kernel's word (SO_PEERCRED), not anything in the request.
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(0, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    std::cerr << "fsaudit-helper: fd 0 is not a connected unix socket (run it from fsaudit-helper.socket)\n";
+    return 2;
+  }
+  if (!allowed.count(cred.uid)) {
+    say(answer(false, "uid " + std::to_string(cred.uid) + " may not use the fsaudit helper"));
+    sd_journal_send("MESSAGE=fsaudit-helper: refused uid %u (pid %d)", cred.uid, cred.pid, "PRIORITY=4",
+                    "SYSLOG_IDENTIFIER=fsaudit-helper", nullptr);
+    return 1;
+  }
+  if (auto why = trusted_file_problem(config_path); !why.empty()) {
+    say(answer(false, "the helper does not trust its config: " + why));
+    return 1;
+  }
+  config::Config own;
+  try {
+    own = config::load_config_file(config_path);
+    if (!state_dir.empty()) own.state_dir = state_dir;  // the helper's own, root-only state
+  } catch (const std::exception& e) {
+    say(answer(false, std::string("the helper's config does not load: ") + e.what()));
+    return 1;
+  }
+  std::string line;
+  char buf[512];
+  while (line.find('\n') == std::string::npos && line.size() <= kMaxHelperRequest) {
+    pollfd p{0, POLLIN, 0};
+    if (::poll(&p, 1, 10000) <= 0) break;
+    ssize_t got = ::read(0, buf, sizeof buf);
+    if (got <= 0) break;
+    line.append(buf, static_cast<std::size_t>(got));
+  }
+  if (auto nl = line.find('\n'); nl != std::string::npos) line.resize(nl);
+  ProcessRunner runner;
+  std::string out = handle_helper_request(line, own, runner);
+  sd_journal_send("MESSAGE=fsaudit-helper: uid %u pid %d asked %s: %s", cred.uid, cred.pid, line.substr(0, 200).c_str(),
+                  out.substr(0, 200).c_str(), "PRIORITY=6", "SYSLOG_IDENTIFIER=fsaudit-helper", nullptr);
+  say(out);
+  return 0;
+}
+
+}  // namespace fsaudit::canary

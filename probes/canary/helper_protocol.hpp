@@ -1,0 +1,55 @@
+#pragma once
+// The privileged helper's vocabulary (fsaudit-helper, see docs/security.md). One request per
+// connection, one JSON line each way:
+//   {"verb": "canary-run", "canary": "NAME"}     one full cycle (recovery first), answers the report
+//   {"verb": "canary-status", "canary": "NAME"}  the canary's recorded state
+// Nothing else is accepted: no other keys, no paths, no devices, no tools. Every name is looked up
+// in the config the helper reads itself; whatever the caller believes about devices or mount
+// points never reaches the helper.
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/config/config.hpp"
+#include "daemon/core/result.hpp"
+#include "daemon/runner/runner.hpp"
+#include "probes/canary/cycle.hpp"
+
+namespace fsaudit::canary {
+
+inline constexpr std::size_t kMaxHelperRequest = 1024;
+inline constexpr const char* kDefaultHelperSocket = "/run/fsaudit/helper.sock";
+
+struct HelperRequest {
+  std::string verb;
+  std::string canary;
+};
+
+const std::vector<std::string>& helper_verbs();
+
+// Strict: a JSON object with exactly "verb" (one of helper_verbs()) and "canary" (a string).
+Result<HelperRequest> parse_helper_request(std::string_view line);
+
+// "" when `own` (the helper's config) has this canary, else the refusal.
+std::string check_helper_request(const HelperRequest& req, const config::Config& own);
+
+// "" when a file the helper trusts (its config, which can name the tools it runs as root) is
+// owned by root and writable by nobody else, and so is its directory.
+std::string trusted_file_problem(const std::filesystem::path& p);
+
+// Handles one request line for a peer already admitted; answers one JSON line (with "\n").
+std::string handle_helper_request(std::string_view line, const config::Config& own, CommandRunner& runner);
+
+// Client side (the unprivileged daemon): one cycle through the helper's socket.
+Result<CycleReport> run_cycle_via_helper(const std::string& socket_path, const std::string& canary,
+                                         std::chrono::milliseconds timeout);
+
+// Helper entry point: serves the accepted connection on fd 0 (systemd Accept=yes, StandardInput=socket).
+int helper_main(int argc, char** argv);
+
+}  // namespace fsaudit::canary
