@@ -205,7 +205,6 @@ ProbeResult SetupProbe::run(const Target&, ProbeContext& ctx) {
     env.timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(15), std::max<std::chrono::milliseconds>(
                                                                                      ctx.remaining(), std::chrono::seconds(1)));
     auto targets = production_targets(cfg_, *mounts);
-    if (targets.empty() && cfg_.canary.canaries.empty()) return ProbeResult::not_applicable("no production filesystems");
     std::vector<StackFacts> facts;
     for (const auto& t : targets) {
       if (ctx.stop.stop_requested()) return ProbeResult::failed("stopped before all targets were examined");
@@ -225,6 +224,8 @@ ProbeResult SetupProbe::run(const Target&, ProbeContext& ctx) {
       if (auto w = save_findings(file, after); !w)
         return ProbeResult::failed("cannot save setup findings: " + w.error(), setup_metrics(report));
     }
+    // Findings of vanished targets were cleared above; with nothing left there is nothing to report.
+    if (targets.empty() && cfg_.canary.canaries.empty()) return ProbeResult::not_applicable("no production filesystems");
     return ProbeResult::ok(setup_metrics(report));
   } catch (const std::exception& e) {
     return ProbeResult::failed(std::string("setup probe internal error: ") + e.what());
