@@ -7,7 +7,11 @@
 #include <set>
 #include <thread>
 
+#include "daemon/core/clock.hpp"
 #include "daemon/core/files.hpp"
+#include "probes/canary/cli.hpp"
+#include "probes/canary/cycle.hpp"
+#include "probes/setup/probe.hpp"
 #include "probes/setup/coverage.hpp"
 #include "probes/setup/gather.hpp"
 #include "probes/setup/rules.hpp"
@@ -184,6 +188,54 @@ TEST(SetupLab, ZfsFusePoolOnFilesOnExt4WithChecksumOff) {
   auto got_root = fired(root, cfg);
   EXPECT_FALSE(got_root.count("zfs_checksum_off"));
   EXPECT_TRUE(got_root.count("zfs_stacked_vdev"));
+}
+
+
+// A production XFS is uncovered until a real XFS canary on its own loop device has met its
+// expectation (silent: known blind); then the probe reports it covered and the host's ratio is 1.
+TEST(SetupLab, RealXfsCanaryCoversAnXfsTarget) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  testing::TempDir dir("fsaudit-setup-lab");
+  testing::LoopDevice prod(dir.path(), "prod.img", 320ull << 20), can(dir.path(), "canary.img", 320ull << 20);
+  ASSERT_TRUE(prod.ok() && can.ok());
+  must({"mkfs.xfs", "-q", "-f", prod.device()});
+  must({"mkfs.xfs", "-q", "-f", can.device()});
+  testing::Mount pm(prod.device(), dir / "prod", "xfs");
+  testing::Mount cm(can.device(), dir / "canary", "xfs");
+  ASSERT_TRUE(pm.ok() && cm.ok()) << pm.error() << cm.error();
+  auto cfg = config::parse_config("state_dir: " + (dir / "state").string() + "\ntargets: {include: [\"" +
+                                      (dir / "prod").string() + "\"]}\ncanary:\n  canaries:\n    - name: xfs-blind\n" +
+                                      "      fs: xfs\n      layout: plain\n      devices: [" + can.device() +
+                                      "]\n      mountpoint: " + (dir / "canary").string() + "\n",
+                                  "lab.yaml");
+  std::vector<FindingEvent> events;
+  SetupProbe probe(cfg, [&](const FindingEvent& e) { events.push_back(e); });
+  ProcessRunner runner;
+  ProbeContext ctx{cfg.host, runner, SystemClock::instance(), cfg.tools, cfg.state_dir, {},
+                   std::chrono::steady_clock::now() + std::chrono::seconds(60)};
+  auto before = probe.run(Target::host(), ctx);
+  ASSERT_EQ(before.outcome, Outcome::ok) << before.reason;
+  metrics::Labels prod_l{{"target", (dir / "prod").string()}};
+  EXPECT_EQ(before.metrics.value("fsaudit_detection_covered", prod_l), 0);
+  EXPECT_EQ(before.metrics.value("fsaudit_detection_coverage_ratio"), 0);
+  EXPECT_EQ(before.metrics.value("fsaudit_setup_finding", {{"target", (dir / "prod").string()}, {"rule", "no_data_checksums"}}), 1);
+  ASSERT_EQ(events.size(), 1u);  // no_data_checksums appeared (the canary itself is not production)
+  EXPECT_EQ(before.metrics.value("fsaudit_canary_stack_info", {{"canary", "xfs-blind"}, {"redundancy", "plain"},
+                                                              {"device_transport", "loop"}}), 1);
+
+  auto init = canary::init_canary(cfg, "xfs-blind", runner);
+  ASSERT_TRUE(init.ok()) << init.error();
+  canary::CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
+  auto rep = canary::run_cycle(cfg.canary, "xfs-blind", env);
+  canary::record_cycle(cfg.state_dir, rep);
+  ASSERT_TRUE(rep.expectation_met) << rep.to_json();
+
+  auto after = probe.run(Target::host(), ctx);
+  ASSERT_EQ(after.outcome, Outcome::ok) << after.reason;
+  EXPECT_EQ(after.metrics.value("fsaudit_detection_covered", prod_l), 1);
+  EXPECT_EQ(after.metrics.value("fsaudit_detection_coverage_ratio"), 1);
+  EXPECT_GT(after.metrics.value("fsaudit_detection_covered_bytes"), 200e6);  // statvfs size of 320 MiB XFS
+  EXPECT_EQ(after.metrics.value("fsaudit_detection_covered_bytes"), after.metrics.value("fsaudit_detection_production_bytes"));
 }
 
 }  // namespace
