@@ -2,7 +2,14 @@
 // findings, a btrfs raid1 none. Facts are gathered by the real adapter from this host's mountinfo,
 // sysfs and tools, exactly as the probe does.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <systemd/sd-journal.h>
 #include <unistd.h>
+
+#include <random>
 
 #include <set>
 #include <thread>
@@ -236,6 +243,90 @@ TEST(SetupLab, RealXfsCanaryCoversAnXfsTarget) {
   EXPECT_EQ(after.metrics.value("fsaudit_detection_coverage_ratio"), 1);
   EXPECT_GT(after.metrics.value("fsaudit_detection_covered_bytes"), 200e6);  // statvfs size of 320 MiB XFS
   EXPECT_EQ(after.metrics.value("fsaudit_detection_covered_bytes"), after.metrics.value("fsaudit_detection_production_bytes"));
+}
+
+// The real journald path: a private systemd-journald (journal namespace) receives the record that
+// journal_finding() sends. sd_journal_send() always writes to /run/systemd/journal/socket, so the
+// sender runs in a child with a private mount namespace where that socket is the namespace's.
+TEST(SetupLab, FindingRecordReachesJournald) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  if (!fs::exists("/lib/systemd/systemd-journald")) GTEST_SKIP() << "systemd-journald not installed";
+  std::random_device rd;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", rd());
+  std::string ns = std::string("fsaudit-setup-") + buf;
+  std::string mid;
+  if (auto t = read_file("/etc/machine-id")) mid = std::string(t->substr(0, t->find('\n')));
+  fs::path conf = "/etc/systemd/journald@" + ns + ".conf", jdir = "/var/log/journal/" + mid + "." + ns,
+           rdir = "/run/systemd/journal." + ns;
+  testing::write_text(conf, "[Journal]\nStorage=persistent\n");
+  pid_t jd = ::fork();
+  if (jd == 0) {
+    ::setpgid(0, 0);
+    ::unsetenv("NOTIFY_SOCKET");
+    ::execl("/lib/systemd/systemd-journald", "systemd-journald", ns.c_str(), nullptr);
+    ::_exit(127);
+  }
+  struct Cleanup {
+    pid_t pid;
+    fs::path conf, jdir, rdir;
+    ~Cleanup() {
+      ::kill(pid, SIGTERM);
+      int st = 0;
+      for (int i = 0; i < 100 && ::waitpid(pid, &st, WNOHANG) == 0; ++i) ::usleep(50'000);
+      if (::waitpid(pid, &st, WNOHANG) == 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &st, 0);
+      }
+      std::error_code ec;
+      fs::remove(conf, ec);
+      fs::remove_all(jdir, ec);
+      fs::remove_all(rdir, ec);
+    }
+  } cleanup{jd, conf, jdir, rdir};
+  for (int i = 0; i < 100 && !fs::exists(rdir / "socket"); ++i) ::usleep(50'000);
+  ASSERT_TRUE(fs::exists(rdir / "socket")) << "private journald did not start";
+
+  testing::TempDir tmp("fsaudit-setup-journal");
+  FindingEvent e{"/srv/" + ns, "btrfs_nodatasum", "critical", "mounted with nodatasum", "why", "fix", true};
+  pid_t sender = ::fork();
+  if (sender == 0) {
+    // Private mount namespace: nothing here is visible to the host.
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(10);
+    if (::mount(rdir.c_str(), tmp.path().c_str(), nullptr, MS_BIND, nullptr) != 0) ::_exit(11);
+    if (::mount("tmpfs", "/run/systemd", "tmpfs", 0, nullptr) != 0) ::_exit(12);
+    ::mkdir("/run/systemd/journal", 0755);
+    if (::mount(tmp.path().c_str(), "/run/systemd/journal", nullptr, MS_BIND, nullptr) != 0) ::_exit(13);
+    journal_finding(e);
+    ::_exit(0);
+  }
+  int st = 0;
+  ::waitpid(sender, &st, 0);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "sender exit " << WEXITSTATUS(st);
+
+  bool found = false;
+  std::string fields;
+  for (int attempt = 0; attempt < 50 && !found; ++attempt) {
+    ::usleep(100'000);
+    sd_journal* j = nullptr;
+    if (sd_journal_open_namespace(&j, ns.c_str(), SD_JOURNAL_LOCAL_ONLY) < 0) continue;
+    sd_journal_add_match(j, (std::string("MESSAGE_ID=") + kFindingMessageId).c_str(), 0);
+    SD_JOURNAL_FOREACH(j) {
+      const void* d;
+      size_t l;
+      if (sd_journal_get_data(j, "FSAUDIT_TARGET", &d, &l) >= 0 &&
+          std::string(static_cast<const char*>(d), l) == "FSAUDIT_TARGET=" + e.target) {
+        found = true;
+        for (const char* f : {"FSAUDIT_RULE", "FSAUDIT_STATE", "FSAUDIT_SEVERITY", "PRIORITY"})
+          if (sd_journal_get_data(j, f, &d, &l) >= 0) fields += std::string(static_cast<const char*>(d), l) + " ";
+      }
+    }
+    sd_journal_close(j);
+  }
+  ASSERT_TRUE(found) << "no record with MESSAGE_ID=" << kFindingMessageId << " in journal namespace " << ns;
+  EXPECT_NE(fields.find("FSAUDIT_RULE=btrfs_nodatasum"), std::string::npos) << fields;
+  EXPECT_NE(fields.find("FSAUDIT_STATE=appeared"), std::string::npos) << fields;
+  EXPECT_NE(fields.find("PRIORITY=3"), std::string::npos) << fields;
 }
 
 }  // namespace
