@@ -295,6 +295,7 @@ void Judge::zfs() {
     if (d.physical_block_size) phys = std::max(phys, *d.physical_block_size);
   if (!p.ashift) unknown("zfs_ashift_too_small", "property ashift unknown to this zpool");
   else if (*p.ashift == 0) unknown("zfs_ashift_too_small", "pool ashift is 0 (chosen per vdev at creation; not readable here)");
+  else if (*p.ashift < 9 || *p.ashift > 20) unknown("zfs_ashift_too_small", "pool ashift " + std::to_string(*p.ashift) + " is not a valid ashift");
   else if (phys == 0) unknown("zfs_ashift_too_small", "members' physical sector size unknown");
   else if ((1ull << *p.ashift) < phys)
     fire("zfs_ashift_too_small", "pool " + p.name + " ashift=" + std::to_string(*p.ashift) + " (" +

@@ -192,6 +192,8 @@ TEST(SetupRules, UnknownPropertiesAreNotEvaluableNeverFindings) {
   EXPECT_TRUE(ne.count("zfs_autotrim_off"));
   EXPECT_TRUE(ne.count("zfs_ashift_too_small"));
   EXPECT_TRUE(ne.count("zfs_recordsize_mismatch"));
+  f.zpool->ashift = 99;  // garbage from a tool: not evaluable, no shift past 63
+  EXPECT_FALSE(evaluate(f, cfg()).holds("zfs_ashift_too_small"));
   // Nothing readable at all: every ZFS rule not evaluable, still no finding.
   StackFacts bare;
   bare.fs = "zfs";
