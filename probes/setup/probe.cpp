@@ -247,7 +247,13 @@ int suggest_cli(const config::Config& cfg, const std::string& target, CommandRun
   }
   std::string path = target;
   std::error_code ec;
-  if (auto c = fs::canonical(target, ec); !ec) path = c.string();
+  if (auto c = fs::canonical(target, ec); !ec) {
+    path = c.string();
+  } else {
+    std::cerr << "fsauditd canary suggest: " << target << ": " << ec.message()
+              << " (name a mount point or a path inside the filesystem)\n";
+    return 1;
+  }
   const MountEntry* m = containing_mount(*mounts, path);
   if (!m) {
     std::cerr << "fsauditd canary suggest: no mounted filesystem holds " << target << "\n";

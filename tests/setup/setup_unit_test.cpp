@@ -658,3 +658,28 @@ TEST(SetupConfig, SectionParsesAndRejectsUnknownFields) {
 
 }  // namespace
 }  // namespace fsaudit::setup
+
+namespace fsaudit::setup {
+namespace {
+
+// The CLI entry: `fsauditd canary suggest PATH` resolves the filesystem holding PATH on this host
+// (read-only) and prints its signature and a canary entry or why none is possible.
+TEST(SetupCli, CanarySuggestThroughTheDaemonBinary) {
+  testing::TempDir tmp("fsaudit-setup-cli");
+  testing::write_text(tmp / "c.yaml", "state_dir: " + (tmp / "state").string() + "\n");
+  auto r = testing::run({FSAUDITD_BINARY, "canary", "suggest", tmp.path().string(), "--config", (tmp / "c.yaml").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("# Stack of "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernel_release="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# coverage now: NOT covered: no canary configured"), std::string::npos) << r.out;
+  auto bad = testing::run({FSAUDITD_BINARY, "canary", "suggest", "/nonexistent/fsaudit/path", "--config",
+                           (tmp / "c.yaml").string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("No such file or directory"), std::string::npos) << bad.err;
+  auto usage = testing::run({FSAUDITD_BINARY, "canary", "suggest"});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_NE(usage.err.find("canary suggest TARGET"), std::string::npos) << usage.err;
+}
+
+}  // namespace
+}  // namespace fsaudit::setup
