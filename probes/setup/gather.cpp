@@ -21,6 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Fewer writes than this say nothing about a workload's I/O size.
+constexpr std::uint64_t kMinWritesForIoSize = 1000;
+
 std::optional<std::string> read_trim(const fs::path& p) {
   auto t = read_file(p, 4096);
   if (!t) return std::nullopt;
@@ -93,6 +96,17 @@ void zfs_facts(StackFacts& f, GatherEnv& env) {
     f.problems.push_back("zfs get " + dataset + ": " + r.describe());
   }
 
+  // The application's write size on this dataset, where OpenZFS keeps per-dataset kstats.
+  for (const auto& n : list_names(env.host.proc("spl/kstat/zfs/" + pool))) {
+    if (!n.starts_with("objset-")) continue;
+    auto t = read_file(env.host.proc("spl/kstat/zfs/" + pool + "/" + n), 64 << 10);
+    if (!t) continue;
+    auto o = parse_objset_kstat(*t);
+    if (!o || o->dataset != dataset) continue;
+    if (o->writes >= kMinWritesForIoSize)
+      f.measured_io_bytes = static_cast<double>(o->nwritten) / static_cast<double>(o->writes);
+    break;
+  }
   if (!env.zpool_status) {
     auto s = run_tool(env, {env.tool("zpool"), "status"});
     if (s.ok()) env.zpool_status = zfs::parse_zpool_status(s.out);

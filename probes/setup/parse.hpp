@@ -1,6 +1,7 @@
 #pragma once
 // Pure parsers for the setup probe: property tables of `zfs get` / `zpool get`, and the ZFS layout
 // judgement over the zfs probe's `zpool status` parse. No I/O.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,6 +33,14 @@ struct ZfsLayout {
 };
 // Top-level data vdevs (role data/special/dedup) and their layout; leaves for the stacked check.
 ZfsLayout zfs_layout(const zfs::ZfsPoolStatus& pool);
+
+// One /proc/spl/kstat/zfs/<pool>/objset-0x<id> file (OpenZFS 0.8+ on Linux): the dataset's write()
+// calls and bytes since import, i.e. the application's write size on that dataset.
+struct ObjsetIo {
+  std::string dataset;
+  std::uint64_t writes = 0, nwritten = 0;
+};
+Result<ObjsetIo> parse_objset_kstat(std::string_view text);
 
 // The dataset a ZFS mount source names ("tank/vm", "tank/vm@snap" -> "tank/vm") and its pool.
 std::string zfs_pool_of(const std::string& dataset);

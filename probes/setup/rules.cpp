@@ -255,7 +255,7 @@ void Judge::zfs() {
     else if (to_lower(*d.compression) == "off") fire("zfs_compression_off", "dataset " + d.name + " has compression=off");
     if (!d.recordsize) unknown("zfs_recordsize_mismatch", "property recordsize unknown to this zfs");
     else if (!f_.measured_io_bytes || *f_.measured_io_bytes <= 0)
-      unknown("zfs_recordsize_mismatch", "the I/O size on this dataset is not measurable here");
+      unknown("zfs_recordsize_mismatch", "no I/O size measured on this dataset (per-dataset kstats need OpenZFS 0.8+ and 1000 writes)");
     else {
       double rs = static_cast<double>(*d.recordsize), io = *f_.measured_io_bytes;
       double ratio = std::max(rs / io, io / rs);

@@ -439,6 +439,34 @@ TEST(SetupGather, ZfsFuseThroughFakeToolsAndScrubState) {
   EXPECT_EQ(runner.count("zpool get all setupcap"), 1);
 }
 
+TEST(SetupParse, ObjsetKstatGivesTheWriteSize) {
+  auto o = parse_objset_kstat(data("openzfs-objset-kstat-vm-4k-writes.txt"));
+  ASSERT_TRUE(o.ok()) << o.error();
+  EXPECT_EQ(o->dataset, "tank/vm");
+  EXPECT_EQ(o->nwritten / o->writes, 4096u);
+  EXPECT_FALSE(parse_objset_kstat("dataset_name 7 tank\n").ok());
+  EXPECT_FALSE(parse_objset_kstat("1 1 0x01\nname type data\ndataset_name 7 tank\n").ok());
+}
+
+TEST(SetupGather, RecordsizeAgainstTheMeasuredWriteSize) {
+  TempDir tmp("fsaudit-setup-kstat");
+  auto host = HostPaths::under(tmp.path());
+  mkfile(tmp.path() / "proc/spl/kstat/zfs/tank/objset-0x36", data("openzfs-objset-kstat-vm-4k-writes.txt"));
+  FakeRunner runner;
+  runner.set("zfs get -Hp checksum,copies,compression,recordsize tank/vm",
+             "tank/vm\tchecksum\ton\tdefault\ntank/vm\tcopies\t1\tdefault\ntank/vm\tcompression\tlz4\tlocal\n"
+             "tank/vm\trecordsize\t131072\tdefault\n");
+  ToolPaths tools;
+  auto sc = cfg();
+  GatherEnv env(host, runner, tools, sc, tmp.path() / "state", {}, kNow);
+  auto f = gather_facts(Target{"/tank/vm", "/tank/vm", "zfs", "tank/vm", "rw", "rw", 0, 50}, env);
+  ASSERT_TRUE(f.measured_io_bytes);
+  EXPECT_EQ(*f.measured_io_bytes, 4096);
+  auto e = evaluate(f, sc);
+  ASSERT_TRUE(e.holds("zfs_recordsize_mismatch"));
+  EXPECT_NE(e.findings[0].evidence.find("32x"), std::string::npos) << e.findings[0].evidence;
+}
+
 TEST(SetupGather, ZfsToolFailureIsAProblemNotAFinding) {
   TempDir tmp("fsaudit-setup-zfs-missing");
   auto host = HostPaths::under(tmp.path());
