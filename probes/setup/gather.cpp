@@ -41,6 +41,11 @@ std::vector<std::string> list_names(const fs::path& dir) {
 
 CommandResult run_tool(GatherEnv& env, std::vector<std::string> argv) {
   CommandSpec spec;
+  // Own key: the zfs probe may run the same `zpool status` at this moment; sharing its key would
+  // make one of them fail as busy.
+  std::string key = "setup";
+  for (const auto& a : argv) key += " " + a;
+  spec.key = key;
   spec.argv = std::move(argv);
   spec.timeout = env.timeout;
   spec.max_output = 4 << 20;
