@@ -245,6 +245,36 @@ def fleet():
             w=8, unit="s", description="p99 of fsaudit's 4 KiB write+fsync samples over the sampler's window.",
             options=BARGAUGE, thresholds=steps((None, GREEN), (0.1, YELLOW), (0.5, RED)), min_=0)
 
+    d.row("Detection coverage")
+    d.panel("stat", "Fleet detection coverage",
+            [q(f'sum(fsaudit_detection_covered_bytes{{{I}}}) / sum(fsaudit_detection_production_bytes{{{I}}})',
+               instant=True)],
+            w=4, h=8, unit="percentunit", decimals=0,
+            description="Share of production bytes whose stack a canary has proven (same stack signature, "
+                        "expectation met within its interval plus grace). Close a gap with "
+                        "`fsauditd canary suggest TARGET`.",
+            options=STAT, thresholds=steps((None, RED), (0.5, YELLOW), (0.9, GREEN)), min_=0, max_=1)
+    d.panel("bargauge", "Detection coverage per host",
+            [q(f'fsaudit_detection_coverage_ratio{{{I}}}', "{{instance}}", instant=True)],
+            w=6, unit="percentunit", decimals=0,
+            description="Covered bytes / production bytes per host (FsauditDetectionCoverageDropped on a drop).",
+            options=BARGAUGE, thresholds=steps((None, RED), (0.5, YELLOW), (0.9, GREEN)), min_=0, max_=1)
+    d.panel("table", "Uncovered stacks",
+            [q(f'(fsaudit_detection_covered{{{I}, {T}}} == 0) * on (instance, target) group_left (fs, data_checksums, '
+               f'redundancy, compression, kernel_release, device_model, device_transport) fsaudit_stack_info{{{I}, {T}}}',
+               instant=True, fmt="table")],
+            w=14, description="Production filesystems no canary currently covers, with their stack signature "
+                              "(FsauditUncoveredStack after 24 h). `fsauditd canary suggest TARGET` prints the "
+                              "canary config that would cover one.",
+            options=TABLE, transformations=[hide_fields("Time", "Value", "__name__", "job")])
+    d.panel("table", "Setup findings",
+            [q(f'fsaudit_setup_finding{{{I}, {T}}} == 1', instant=True, fmt="table")],
+            w=24, description="How each filesystem is set up decides whether corruption can be seen: data not "
+                              "checksummed, not repairable, stacked ZFS pools, overdue scrubs... (rule table in the "
+                              "README; evidence and fix in the journal: journalctl FSAUDIT_PROBE=setup).",
+            options=TABLE, overrides=[color_cell("severity", text_map(critical=RED, warning=ORANGE, info=BLUE))],
+            transformations=[hide_fields("Time", "Value", "__name__", "job")])
+
     d.row("Capacity")
     d.panel("bargauge", "Days until full",
             [q("sort(" + days_to_full("fsaudit_filesystem_avail_bytes", f"{I}, {T}") + ")",

@@ -9,6 +9,7 @@
 #include "probes/latency/latency_probe.hpp"
 #include "probes/mount/mount.hpp"
 #include "probes/scrub/probe.hpp"
+#include "probes/setup/probe.hpp"
 #include "probes/zfs/probe.hpp"
 
 namespace fsaudit::app {
@@ -25,6 +26,7 @@ std::vector<std::unique_ptr<Probe>> make_probes(const config::Config& cfg) {
   for (auto& p : canary::make_canary_probes(cfg)) probes.push_back(std::move(p));
   for (auto& p : latency::make_latency_probes(cfg)) probes.push_back(std::move(p));
   probes.push_back(scrub::make_scrub_probe(cfg));
+  probes.push_back(setup::make_setup_probe(cfg));
   return probes;
 }
 

@@ -18,6 +18,7 @@ const std::vector<std::pair<std::string, ProbeSettings>>& known_probes() {
       {"md", {true, 30s, 2s, 10s}},
       {"kernel_log", {true, 5s, 0s, 10s}},
       {"scrub", {true, 30s, 2s, 20s}},
+      {"setup", {true, 5min, 30s, 60s}},
   };
   return probes;
 }
@@ -104,6 +105,7 @@ Config parse_config(const std::string& yaml_text, const std::string& file_label)
   c.canary = parse_canary(root.section("canary"));
   c.latency = parse_latency(root.section("latency"));
   c.scrub = parse_scrub(root.section("scrub"));
+  c.setup = parse_setup(root.section("setup"));
   root.finish();
   return c;
 }

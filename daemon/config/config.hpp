@@ -12,6 +12,7 @@
 #include "daemon/config/sections/kernel_log.hpp"
 #include "daemon/config/sections/latency.hpp"
 #include "daemon/config/sections/scrub.hpp"
+#include "daemon/config/sections/setup.hpp"
 #include "daemon/core/host_paths.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/probe/targets.hpp"
@@ -44,6 +45,7 @@ struct Config {
   CanaryConfig canary;
   LatencyConfig latency;
   ScrubConfig scrub;
+  SetupConfig setup;
 
   const ProbeSettings& schedule(const std::string& probe) const;
 };

@@ -17,6 +17,7 @@
 #include "probes/canary/pattern.hpp"
 #include "probes/canary/safety.hpp"
 #include "probes/canary/scanner.hpp"
+#include "probes/setup/probe.hpp"
 
 namespace fsaudit::canary {
 
@@ -75,7 +76,8 @@ int usage(std::ostream& o, int code) {
   o << "usage: fsauditd canary init NAME --config FILE [--state-dir DIR] [--force REASON]\n"
        "       fsauditd canary run NAME --config FILE\n"
        "       fsauditd canary status NAME --config FILE\n"
-       "       fsauditd canary scan-bench DEVICE [--queue-depth N] [--chunk SIZE] [--limit SIZE]\n";
+       "       fsauditd canary scan-bench DEVICE [--queue-depth N] [--chunk SIZE] [--limit SIZE]\n"
+       "       fsauditd canary suggest TARGET [--config FILE]   (the canary config that would cover TARGET's stack)\n";
   return code;
 }
 
@@ -139,6 +141,11 @@ int canary_cli(int argc, char** argv) {
                 << " MiB_per_second=" << r->bytes_per_second() / (1 << 20) << " queue_depth=" << qd
                 << " chunk=" << chunk << " hits=" << r->hits.size() << "\n";
       return 0;
+    }
+    if (cmd == "suggest") {
+      ProcessRunner runner;
+      auto cfg = config_path.empty() ? config::default_config() : config::load_config_file(config_path);
+      return setup::suggest_cli(cfg, positional, runner);
     }
     if (config_path.empty()) {
       std::cerr << "fsauditd canary " << cmd << ": --config FILE is required\n";
