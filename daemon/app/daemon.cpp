@@ -1,6 +1,5 @@
 #include "daemon/app/daemon.hpp"
 
-#include <prometheus/exposer.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include "daemon/app/registry.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/http/server.hpp"
 #include "daemon/metrics/store.hpp"
 #include "daemon/probe/targets.hpp"
 #include "daemon/runner/runner.hpp"
@@ -104,7 +104,7 @@ class Daemon {
   bool once_ = false;
   bool last_reload_ok_ = true;
   std::shared_ptr<metrics::Store> store_ = std::make_shared<metrics::Store>();
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<http::Server> exposer_;
   std::string exposer_addr_;
   ProcessRunner runner_;
   std::unique_ptr<ThreadPool> pool_;
@@ -131,22 +131,26 @@ void Daemon::publish_build_info() {
 }
 
 bool Daemon::start_exposer() {
-  std::string addr = cfg_.listen_address;
-  if (addr.find(':') != std::string::npos) addr = "[" + addr + "]";
-  addr += ":" + std::to_string(cfg_.listen_port);
+  http::ServerOptions o;
+  o.address = cfg_.listen_address;
+  o.port = cfg_.listen_port;
+  std::string addr = o.address + ":" + std::to_string(o.port) + "|" + cfg_.web_config_file;
   if (exposer_ && addr == exposer_addr_) return true;
-  try {
-    auto e = std::make_unique<prometheus::Exposer>(addr, 2);
-    e->RegisterCollectable(store_);
-    exposer_ = std::move(e);
-    exposer_addr_ = addr;
-    spdlog::info("serving metrics on http://{}/metrics", addr);
-    return true;
-  } catch (const std::exception& ex) {
-    logging::log(spdlog::level::err, "cannot listen on " + addr + ": " + ex.what() +
-                                         " (is another fsauditd or exporter using the port? change 'listen:')");
+  if (!cfg_.web_config_file.empty()) {
+    auto w = http::load_web_config(cfg_.web_config_file);
+    if (!w) return logging::log(spdlog::level::err, w.error()), false;
+    o.web = std::move(*w);
+  }
+  exposer_.reset();  // the port is taken until the old listener is gone
+  auto s = http::Server::start(std::move(o), [store = store_] { return store->text(); });
+  if (!s) {
+    logging::log(spdlog::level::err, s.error() + " (is another fsauditd or exporter using the port? change 'listen:')");
     return false;
   }
+  exposer_ = std::move(*s);
+  exposer_addr_ = addr;
+  spdlog::info("serving metrics on {}/metrics, status page on {}/", exposer_->url(), exposer_->url());
+  return true;
 }
 
 void Daemon::apply_config() {
@@ -278,7 +282,7 @@ std::string Daemon::status_line() {
     for (const auto& [k, s] : self_) failing += s.last_ok ? 0 : 1;
   }
   return std::to_string(targets_.size()) + " filesystems, " + std::to_string(probes_.size()) + " probe types, " +
-         std::to_string(failing) + " failing, " + std::to_string(stuck) + " stuck; metrics on " + exposer_addr_;
+         std::to_string(failing) + " failing, " + std::to_string(stuck) + " stuck; metrics on " + (exposer_ ? exposer_->url() : std::string("(none)"));
 }
 
 void Daemon::reload() {
@@ -287,13 +291,16 @@ void Daemon::reload() {
   try {
     config::Config next = load(path);
     // Listening and state location changes need the new values before anything else.
-    bool listen_changed = next.listen_address != cfg_.listen_address || next.listen_port != cfg_.listen_port;
+    bool listen_changed = next.listen_address != cfg_.listen_address || next.listen_port != cfg_.listen_port ||
+                          next.web_config_file != cfg_.web_config_file;
     auto old = std::move(cfg_);
     cfg_ = std::move(next);
     if (listen_changed && !start_exposer()) {
       logging::log(spdlog::level::err, "config reload: keeping the old listen address");
       cfg_.listen_address = old.listen_address;
       cfg_.listen_port = old.listen_port;
+      cfg_.web_config_file = old.web_config_file;
+      start_exposer();
     }
     if (lab_) lab_->add_to(cfg_);  // a reloaded file does not list the lab's canaries
     logging::set_level(cfg_.log_level);
@@ -417,6 +424,8 @@ int Daemon::run(bool once) {
 int check_config(const std::string& path) {
   try {
     auto cfg = config::load_config_file(path);
+    if (!cfg.web_config_file.empty())
+      if (auto w = http::load_web_config(cfg.web_config_file); !w) throw std::runtime_error(w.error());
     std::cout << path << ": OK\n";
     return 0;
   } catch (const std::exception& e) {
