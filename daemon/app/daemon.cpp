@@ -16,6 +16,7 @@
 #include "daemon/app/registry.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/dbus/service.hpp"
 #include "daemon/http/server.hpp"
 #include "daemon/metrics/store.hpp"
 #include "daemon/probe/targets.hpp"
@@ -23,6 +24,7 @@
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/systemd/logging.hpp"
 #include "daemon/systemd/notify.hpp"
+#include "probes/canary/cli.hpp"
 #include "probes/canary/lab.hpp"
 
 #ifndef FSAUDIT_VERSION
@@ -52,6 +54,7 @@ struct SignalState {
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false, reload = false;
+  bool control = false;  // a D-Bus request is queued
 };
 
 void block_signals() {
@@ -93,6 +96,8 @@ class Daemon {
  private:
   void apply_config();
   bool start_exposer();
+  void start_bus();
+  void run_control();
   void refresh_targets(bool force);
   void publish_build_info();
   void on_outcome(const JobOutcome& o);
@@ -118,6 +123,11 @@ class Daemon {
   std::shared_ptr<SignalState> sig_ = std::make_shared<SignalState>();
   std::map<std::string, JobSelf> self_;
   std::unique_ptr<canary::Lab> lab_;  // lab mode: loop-device canaries this process created
+
+  std::mutex ctl_mu_;  // guards the two below: the D-Bus thread reads/writes them
+  std::vector<dbus::JobRequest> ctl_queue_;
+  std::vector<dbus::ProbeInfo> probe_snapshot_;
+  std::shared_ptr<dbus::Service> bus_;  // shared: a manual run may finish after shutdown began
 };
 
 
@@ -219,6 +229,20 @@ void Daemon::refresh_targets(bool force) {
     keep.push_back(j.key());
     keep.push_back("self\x1f" + j.key());
   }
+  {
+    std::map<std::string, dbus::ProbeInfo> snap;
+    for (const auto& j : jobs) {
+      auto& pi = snap[j.probe->name()];
+      pi.name = j.probe->name();
+      pi.scope = j.probe->scope() == Scope::host ? "host" : "per_target";
+      pi.interval_ms = j.interval.count();
+      pi.timeout_ms = j.timeout.count();
+      pi.targets.push_back(j.target.name);
+    }
+    std::lock_guard l(ctl_mu_);
+    probe_snapshot_.clear();
+    for (auto& [n, pi] : snap) probe_snapshot_.push_back(std::move(pi));
+  }
   scheduler_->set_jobs(std::move(jobs));
   store_->retain(keep);
   publish_build_info();
@@ -317,6 +341,89 @@ void Daemon::reload() {
   systemd::notify_status(status_line());
 }
 
+void Daemon::start_bus() {
+  if (cfg_.dbus_address == "none") return;
+  dbus::Hooks h;
+  h.exposition = [store = store_] { return store->text(); };
+  h.probes = [this] {
+    std::lock_guard l(ctl_mu_);
+    return probe_snapshot_;
+  };
+  h.version = [] { return std::string(FSAUDIT_VERSION); };
+  h.submit = [this](const dbus::JobRequest& r) {
+    {
+      std::lock_guard l(ctl_mu_);
+      ctl_queue_.push_back(r);
+    }
+    std::lock_guard l(sig_->mu);
+    sig_->control = true;
+    sig_->cv.notify_all();
+  };
+  h.reload = [this] {
+    std::lock_guard l(sig_->mu);
+    sig_->reload = true;
+    sig_->cv.notify_all();
+  };
+  auto s = dbus::Service::start(cfg_.dbus_address, std::move(h));
+  if (!s) return logging::log(spdlog::level::warn, s.error() + "; fsauditctl will not reach this daemon");
+  bus_ = std::move(*s);
+  spdlog::info("D-Bus: {} on the {}", dbus::kBusName, cfg_.dbus_address == "system" ? "system bus" : cfg_.dbus_address);
+}
+
+// D-Bus requests run here, on the main loop, so they see the probes and targets the scheduler sees.
+void Daemon::run_control() {
+  std::vector<dbus::JobRequest> q;
+  {
+    std::lock_guard l(ctl_mu_);
+    q.swap(ctl_queue_);
+  }
+  for (const auto& r : q) {
+    if (r.kind == "canary_init") {
+      bus_->job_started(r.id);
+      pool_->submit([this, r, bus = bus_, cfg = std::make_shared<const config::Config>(cfg_)] {
+        auto res = canary::init_canary(*cfg, r.target, runner_);
+        bus->job_finished(r.id, res.ok(), res ? "canary " + r.target + " initialised" : res.error());
+      });
+      continue;
+    }
+    std::shared_ptr<Probe> probe;
+    for (const auto& p : probes_)
+      if (p->name() == r.probe) probe = p;
+    std::optional<Target> target;
+    if (probe && probe->scope() == Scope::host) target = Target::host();
+    for (const auto& t : targets_)
+      if (probe && probe->scope() != Scope::host && t.name == r.target) target = t;
+    if (!probe || !target) {
+      bus_->job_finished(r.id, false, r.probe + " on " + r.target + " is no longer scheduled (reloaded meanwhile?)");
+      continue;
+    }
+    JobSpec spec;
+    spec.probe = probe;
+    spec.target = *target;
+    auto own = probe->own_schedule();
+    spec.timeout = own ? own->timeout : cfg_.schedule(probe->name()).timeout;
+    bus_->job_started(r.id);
+    pool_->submit([this, spec, bus = bus_, id = r.id] {
+      auto start = std::chrono::steady_clock::now();
+      std::stop_source stop;
+      ProbeContext ctx{cfg_.host, runner_, SystemClock::instance(), cfg_.tools, cfg_.state_dir, stop.get_token(), start + spec.timeout};
+      JobOutcome o{spec, spec.probe->run(spec.target, ctx), 0, false, false, std::chrono::system_clock::now()};
+      o.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      on_outcome(o);
+      std::string text = o.result.outcome == Outcome::failed ? "failed: " + o.result.reason
+                         : o.result.outcome == Outcome::not_applicable ? "nothing to do: " + o.result.reason
+                                                                       : "ok";
+      for (const auto& f : o.result.metrics.families())
+        if (f.name == "fsaudit_canary_last_verdict")
+          for (const auto& m : f.metric)
+            if (m.gauge.value == 1)
+              for (const auto& lp : m.label)
+                if (lp.name == "verdict") text = "verdict " + lp.value;
+      bus->job_finished(id, o.result.outcome != Outcome::failed, text);
+    });
+  }
+}
+
 int Daemon::run(bool once) {
   once_ = once;
   block_signals();
@@ -355,6 +462,7 @@ int Daemon::run(bool once) {
   refresh_targets(true);
 
   start_signal_thread(sig_);
+  if (!once) start_bus();
 
   auto watchdog = systemd::watchdog_interval();
   bool ready = false;
@@ -385,8 +493,14 @@ int Daemon::run(bool once) {
     auto wake = std::min<SteadyTime>(next, now + 1s);
     if (watchdog) wake = std::min<SteadyTime>(wake, now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*watchdog / 2));
     std::unique_lock l(sig_->mu);
-    sig_->cv.wait_until(l, wake, [&] { return sig_->stop || sig_->reload; });
+    sig_->cv.wait_until(l, wake, [&] { return sig_->stop || sig_->reload || sig_->control; });
     if (sig_->stop) break;
+    if (sig_->control) {
+      sig_->control = false;
+      l.unlock();
+      run_control();
+      l.lock();
+    }
     if (sig_->reload) {
       sig_->reload = false;
       l.unlock();
@@ -405,6 +519,7 @@ int Daemon::run(bool once) {
   auto deadline = std::chrono::steady_clock::now() + 3s;
   while (scheduler_->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
   bool clean = scheduler_->in_flight() == 0;
+  bus_.reset();
   exposer_.reset();
   lab_.reset();  // unmount, destroy and detach exactly what the lab created
   if (!clean) {
