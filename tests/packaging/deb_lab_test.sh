@@ -16,6 +16,7 @@ installed=0
 cleanup() { if [ "$installed" = 1 ]; then dpkg -P fsaudit >/dev/null 2>&1 || true; fi; }
 trap cleanup EXIT
 
+rm -f "$build"/fsaudit_*.deb
 (cd "$build" && cpack -G DEB >/dev/null) || fail "cpack"
 deb=$(ls "$build"/fsaudit_*_*.deb | head -1)
 [ -f "$deb" ] || fail "no .deb in $build"
