@@ -315,8 +315,13 @@ void Daemon::reload() {
   try {
     config::Config next = load(path);
     // Listening and state location changes need the new values before anything else.
+    // A web config is re-read on every reload (certificates get renewed); a broken one rejects the reload.
+    if (!next.web_config_file.empty()) {
+      if (auto w = http::load_web_config(next.web_config_file); !w) throw std::runtime_error(w.error());
+      exposer_addr_.clear();
+    }
     bool listen_changed = next.listen_address != cfg_.listen_address || next.listen_port != cfg_.listen_port ||
-                          next.web_config_file != cfg_.web_config_file;
+                          next.web_config_file != cfg_.web_config_file || exposer_addr_.empty();
     auto old = std::move(cfg_);
     cfg_ = std::move(next);
     if (listen_changed && !start_exposer()) {

@@ -3,6 +3,7 @@
 #include <crypt.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "daemon/http/server.hpp"
 #include "daemon/http/status.hpp"
 #include "daemon/http/web_config.hpp"
+#include "tests/support/daemon_process.hpp"
 #include "tests/support/support.hpp"
 
 using namespace fsaudit;
@@ -284,4 +286,40 @@ TEST_F(HttpServer, MismatchedKeyIsAClearError) {
   auto s = Server::start(o, [] { return std::string(); });
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().find("mismatch"), std::string::npos) << s.error();
+}
+
+TEST(DaemonWebConfig, BasicAuthOnTheRealDaemonAndCheckConfig) {
+  TempDir dir;
+  int port = fsaudit::testing::free_port();
+  write_text(dir / "web.yml", "basic_auth_users:\n  prom: " + bcrypt("pw") + "\n");
+  std::filesystem::create_directories(dir / "data");
+  std::string yaml = "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (dir / "state").string() +
+                     "\ndbus_address: none\nweb_config_file: " + (dir / "web.yml").string() +
+                     "\ntargets: {discover: false, explicit: [{path: " + (dir / "data").string() + ", name: data}]}\nlatency: {enabled: false}\n";
+  write_text(dir / "check.yaml", yaml);
+  auto ok = fsaudit::testing::run({FSAUDITD_BINARY, "--check-config", (dir / "check.yaml").string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  {
+    fsaudit::testing::DaemonProcess dp(dir.path(), yaml, port);
+    std::string url = "http://127.0.0.1:" + std::to_string(port);
+    fsaudit::testing::Cmd r;
+    for (int i = 0; i < 50; ++i) {
+      r = fsaudit::testing::run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url + "/metrics"});
+      if (r.out == "401") break;
+      fsaudit::testing::DaemonProcess::sleep_ms(100);
+    }
+    EXPECT_EQ(r.out, "401");
+    r = fsaudit::testing::run({"curl", "-s", "-u", "prom:pw", url + "/metrics"});
+    EXPECT_NE(r.out.find("fsaudit_build_info"), std::string::npos) << r.out;
+    // A broken web config is rejected at reload; the listener keeps its old settings.
+    write_text(dir / "web.yml", "basic_auth_users:\n  prom: plaintext\n");
+    dp.signal(SIGHUP);
+    fsaudit::testing::DaemonProcess::sleep_ms(1000);
+    EXPECT_NE(dp.log().find("config reload rejected"), std::string::npos) << dp.log();
+    r = fsaudit::testing::run({"curl", "-s", "-u", "prom:pw", url + "/metrics"});
+    EXPECT_NE(r.out.find("fsaudit_config_last_reload_success 0"), std::string::npos) << r.out;
+  }
+  auto bad = fsaudit::testing::run({FSAUDITD_BINARY, "--check-config", (dir / "check.yaml").string()});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("bcrypt"), std::string::npos) << bad.err;
 }
