@@ -1,6 +1,5 @@
 #include "daemon/app/daemon.hpp"
 
-#include <prometheus/exposer.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,12 +16,15 @@
 #include "daemon/app/registry.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/dbus/service.hpp"
+#include "daemon/http/server.hpp"
 #include "daemon/metrics/store.hpp"
 #include "daemon/probe/targets.hpp"
 #include "daemon/runner/runner.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/systemd/logging.hpp"
 #include "daemon/systemd/notify.hpp"
+#include "probes/canary/cli.hpp"
 #include "probes/canary/lab.hpp"
 #include "probes/canary/probe.hpp"
 
@@ -53,6 +55,7 @@ struct SignalState {
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false, reload = false;
+  bool control = false;  // a D-Bus request is queued
 };
 
 void block_signals() {
@@ -94,6 +97,8 @@ class Daemon {
  private:
   void apply_config();
   bool start_exposer();
+  void start_bus();
+  void run_control();
   void refresh_targets(bool force);
   void publish_build_info();
   void on_outcome(const JobOutcome& o);
@@ -105,7 +110,7 @@ class Daemon {
   bool once_ = false;
   bool last_reload_ok_ = true;
   std::shared_ptr<metrics::Store> store_ = std::make_shared<metrics::Store>();
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<http::Server> exposer_;
   std::string exposer_addr_;
   ProcessRunner runner_;
   std::unique_ptr<ThreadPool> pool_;
@@ -119,6 +124,11 @@ class Daemon {
   std::shared_ptr<SignalState> sig_ = std::make_shared<SignalState>();
   std::map<std::string, JobSelf> self_;
   std::unique_ptr<canary::Lab> lab_;  // lab mode: loop-device canaries this process created
+
+  std::mutex ctl_mu_;  // guards the two below: the D-Bus thread reads/writes them
+  std::vector<dbus::JobRequest> ctl_queue_;
+  std::vector<dbus::ProbeInfo> probe_snapshot_;
+  std::shared_ptr<dbus::Service> bus_;  // shared: a manual run may finish after shutdown began
 };
 
 
@@ -134,22 +144,26 @@ void Daemon::publish_build_info() {
 }
 
 bool Daemon::start_exposer() {
-  std::string addr = cfg_.listen_address;
-  if (addr.find(':') != std::string::npos) addr = "[" + addr + "]";
-  addr += ":" + std::to_string(cfg_.listen_port);
+  http::ServerOptions o;
+  o.address = cfg_.listen_address;
+  o.port = cfg_.listen_port;
+  std::string addr = o.address + ":" + std::to_string(o.port) + "|" + cfg_.web_config_file;
   if (exposer_ && addr == exposer_addr_) return true;
-  try {
-    auto e = std::make_unique<prometheus::Exposer>(addr, 2);
-    e->RegisterCollectable(store_);
-    exposer_ = std::move(e);
-    exposer_addr_ = addr;
-    spdlog::info("serving metrics on http://{}/metrics", addr);
-    return true;
-  } catch (const std::exception& ex) {
-    logging::log(spdlog::level::err, "cannot listen on " + addr + ": " + ex.what() +
-                                         " (is another fsauditd or exporter using the port? change 'listen:')");
+  if (!cfg_.web_config_file.empty()) {
+    auto w = http::load_web_config(cfg_.web_config_file);
+    if (!w) return logging::log(spdlog::level::err, w.error()), false;
+    o.web = std::move(*w);
+  }
+  exposer_.reset();  // the port is taken until the old listener is gone
+  auto s = http::Server::start(std::move(o), [store = store_] { return store->text(); });
+  if (!s) {
+    logging::log(spdlog::level::err, s.error() + " (is another fsauditd or exporter using the port? change 'listen:')");
     return false;
   }
+  exposer_ = std::move(*s);
+  exposer_addr_ = addr;
+  spdlog::info("serving metrics on {}/metrics, status page on {}/", exposer_->url(), exposer_->url());
+  return true;
 }
 
 void Daemon::apply_config() {
@@ -222,6 +236,20 @@ void Daemon::refresh_targets(bool force) {
     keep.push_back(j.key());
     keep.push_back("self\x1f" + j.key());
   }
+  {
+    std::map<std::string, dbus::ProbeInfo> snap;
+    for (const auto& j : jobs) {
+      auto& pi = snap[j.probe->name()];
+      pi.name = j.probe->name();
+      pi.scope = j.probe->scope() == Scope::host ? "host" : "per_target";
+      pi.interval_ms = j.interval.count();
+      pi.timeout_ms = j.timeout.count();
+      pi.targets.push_back(j.target.name);
+    }
+    std::lock_guard l(ctl_mu_);
+    probe_snapshot_.clear();
+    for (auto& [n, pi] : snap) probe_snapshot_.push_back(std::move(pi));
+  }
   scheduler_->set_jobs(std::move(jobs));
   store_->retain(keep);
   publish_build_info();
@@ -285,7 +313,7 @@ std::string Daemon::status_line() {
     for (const auto& [k, s] : self_) failing += s.last_ok ? 0 : 1;
   }
   return std::to_string(targets_.size()) + " filesystems, " + std::to_string(probes_.size()) + " probe types, " +
-         std::to_string(failing) + " failing, " + std::to_string(stuck) + " stuck; metrics on " + exposer_addr_;
+         std::to_string(failing) + " failing, " + std::to_string(stuck) + " stuck; metrics on " + (exposer_ ? exposer_->url() : std::string("(none)"));
 }
 
 void Daemon::reload() {
@@ -294,13 +322,21 @@ void Daemon::reload() {
   try {
     config::Config next = load(path);
     // Listening and state location changes need the new values before anything else.
-    bool listen_changed = next.listen_address != cfg_.listen_address || next.listen_port != cfg_.listen_port;
+    // A web config is re-read on every reload (certificates get renewed); a broken one rejects the reload.
+    if (!next.web_config_file.empty()) {
+      if (auto w = http::load_web_config(next.web_config_file); !w) throw std::runtime_error(w.error());
+      exposer_addr_.clear();
+    }
+    bool listen_changed = next.listen_address != cfg_.listen_address || next.listen_port != cfg_.listen_port ||
+                          next.web_config_file != cfg_.web_config_file || exposer_addr_.empty();
     auto old = std::move(cfg_);
     cfg_ = std::move(next);
     if (listen_changed && !start_exposer()) {
       logging::log(spdlog::level::err, "config reload: keeping the old listen address");
       cfg_.listen_address = old.listen_address;
       cfg_.listen_port = old.listen_port;
+      cfg_.web_config_file = old.web_config_file;
+      start_exposer();
     }
     if (lab_) lab_->add_to(cfg_);  // a reloaded file does not list the lab's canaries
     logging::set_level(cfg_.log_level);
@@ -315,6 +351,89 @@ void Daemon::reload() {
   }
   systemd::notify_reloaded();
   systemd::notify_status(status_line());
+}
+
+void Daemon::start_bus() {
+  if (cfg_.dbus_address == "none") return;
+  dbus::Hooks h;
+  h.exposition = [store = store_] { return store->text(); };
+  h.probes = [this] {
+    std::lock_guard l(ctl_mu_);
+    return probe_snapshot_;
+  };
+  h.version = [] { return std::string(FSAUDIT_VERSION); };
+  h.submit = [this](const dbus::JobRequest& r) {
+    {
+      std::lock_guard l(ctl_mu_);
+      ctl_queue_.push_back(r);
+    }
+    std::lock_guard l(sig_->mu);
+    sig_->control = true;
+    sig_->cv.notify_all();
+  };
+  h.reload = [this] {
+    std::lock_guard l(sig_->mu);
+    sig_->reload = true;
+    sig_->cv.notify_all();
+  };
+  auto s = dbus::Service::start(cfg_.dbus_address, std::move(h));
+  if (!s) return logging::log(spdlog::level::warn, s.error() + "; fsauditctl will not reach this daemon");
+  bus_ = std::move(*s);
+  spdlog::info("D-Bus: {} on the {}", dbus::kBusName, cfg_.dbus_address == "system" ? "system bus" : cfg_.dbus_address);
+}
+
+// D-Bus requests run here, on the main loop, so they see the probes and targets the scheduler sees.
+void Daemon::run_control() {
+  std::vector<dbus::JobRequest> q;
+  {
+    std::lock_guard l(ctl_mu_);
+    q.swap(ctl_queue_);
+  }
+  for (const auto& r : q) {
+    if (r.kind == "canary_init") {
+      bus_->job_started(r.id);
+      pool_->submit([this, r, bus = bus_, cfg = std::make_shared<const config::Config>(cfg_)] {
+        auto res = canary::init_canary(*cfg, r.target, runner_);
+        bus->job_finished(r.id, res.ok(), res ? "canary " + r.target + " initialised" : res.error());
+      });
+      continue;
+    }
+    std::shared_ptr<Probe> probe;
+    for (const auto& p : probes_)
+      if (p->name() == r.probe) probe = p;
+    std::optional<Target> target;
+    if (probe && probe->scope() == Scope::host) target = Target::host();
+    for (const auto& t : targets_)
+      if (probe && probe->scope() != Scope::host && t.name == r.target) target = t;
+    if (!probe || !target) {
+      bus_->job_finished(r.id, false, r.probe + " on " + r.target + " is no longer scheduled (reloaded meanwhile?)");
+      continue;
+    }
+    JobSpec spec;
+    spec.probe = probe;
+    spec.target = *target;
+    auto own = probe->own_schedule();
+    spec.timeout = own ? own->timeout : cfg_.schedule(probe->name()).timeout;
+    bus_->job_started(r.id);
+    pool_->submit([this, spec, bus = bus_, id = r.id] {
+      auto start = std::chrono::steady_clock::now();
+      std::stop_source stop;
+      ProbeContext ctx{cfg_.host, runner_, SystemClock::instance(), cfg_.tools, cfg_.state_dir, stop.get_token(), start + spec.timeout};
+      JobOutcome o{spec, spec.probe->run(spec.target, ctx), 0, false, false, std::chrono::system_clock::now()};
+      o.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      on_outcome(o);
+      std::string text = o.result.outcome == Outcome::failed ? "failed: " + o.result.reason
+                         : o.result.outcome == Outcome::not_applicable ? "nothing to do: " + o.result.reason
+                                                                       : "ok";
+      for (const auto& f : o.result.metrics.families())
+        if (f.name == "fsaudit_canary_last_verdict")
+          for (const auto& m : f.metric)
+            if (m.gauge.value == 1)
+              for (const auto& lp : m.label)
+                if (lp.name == "verdict") text = "verdict " + lp.value;
+      bus->job_finished(id, o.result.outcome != Outcome::failed, text);
+    });
+  }
 }
 
 int Daemon::run(bool once) {
@@ -355,6 +474,7 @@ int Daemon::run(bool once) {
   refresh_targets(true);
 
   start_signal_thread(sig_);
+  if (!once) start_bus();
 
   auto watchdog = systemd::watchdog_interval();
   bool ready = false;
@@ -385,8 +505,14 @@ int Daemon::run(bool once) {
     auto wake = std::min<SteadyTime>(next, now + 1s);
     if (watchdog) wake = std::min<SteadyTime>(wake, now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*watchdog / 2));
     std::unique_lock l(sig_->mu);
-    sig_->cv.wait_until(l, wake, [&] { return sig_->stop || sig_->reload; });
+    sig_->cv.wait_until(l, wake, [&] { return sig_->stop || sig_->reload || sig_->control; });
     if (sig_->stop) break;
+    if (sig_->control) {
+      sig_->control = false;
+      l.unlock();
+      run_control();
+      l.lock();
+    }
     if (sig_->reload) {
       sig_->reload = false;
       l.unlock();
@@ -406,6 +532,7 @@ int Daemon::run(bool once) {
   auto deadline = std::chrono::steady_clock::now() + (cfg_.canary.canaries.empty() ? 3s : 100s);
   while (scheduler_->in_flight() > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
   bool clean = scheduler_->in_flight() == 0;
+  bus_.reset();
   exposer_.reset();
   lab_.reset();  // unmount, destroy and detach exactly what the lab created
   if (!clean) {
@@ -425,6 +552,8 @@ int Daemon::run(bool once) {
 int check_config(const std::string& path) {
   try {
     auto cfg = config::load_config_file(path);
+    if (!cfg.web_config_file.empty())
+      if (auto w = http::load_web_config(cfg.web_config_file); !w) throw std::runtime_error(w.error());
     std::cout << path << ": OK\n";
     return 0;
   } catch (const std::exception& e) {

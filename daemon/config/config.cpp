@@ -92,6 +92,10 @@ Config parse_config(const std::string& yaml_text, const std::string& file_label)
   c.source = file_label;
   Section root = open_document(yaml_text, file_label);
   parse_listen(root, c);
+  c.web_config_file = root.string("web_config_file", "");
+  c.dbus_address = root.string("dbus_address", "system");
+  if (!c.web_config_file.empty() && c.web_config_file[0] != '/')
+    root.fail("web_config_file", "must be an absolute path such as /etc/fsaudit/web.yaml");
   c.state_dir = root.string("state_dir", c.state_dir.string());
   if (c.state_dir.empty() || !c.state_dir.is_absolute())
     root.fail("state_dir", "must be an absolute path such as /var/lib/fsaudit");

@@ -33,6 +33,8 @@ struct Config {
   std::string source;  // the file it came from, or "(defaults)"
   std::string listen_address = "127.0.0.1";
   int listen_port = 9717;
+  std::string dbus_address = "system";  // "system", "none", or a D-Bus address (tests)
+  std::string web_config_file;  // TLS and basic auth for the listener (node_exporter's web config format)
   std::filesystem::path state_dir = "/var/lib/fsaudit";
   std::string log_level = "info";
   HostPaths host;

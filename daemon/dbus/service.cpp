@@ -1,0 +1,323 @@
+#include "daemon/dbus/service.hpp"
+
+#include <systemd/sd-bus.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "daemon/http/exposition.hpp"
+#include "daemon/http/status.hpp"
+
+namespace fsaudit::dbus {
+namespace {
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+Service* self(void* u) { return static_cast<Service*>(u); }
+
+int fail(sd_bus_error* e, const char* name, const std::string& msg) {
+  return sd_bus_error_set(e, name, msg.c_str());
+}
+
+// Changing calls are for root. The bus policy says so too; checking here as well keeps a bus
+// without the policy file (or a mistaken one) from opening them to everyone.
+int require_root(sd_bus_message* m, sd_bus_error* e) {
+  sd_bus_creds* c = nullptr;
+  int r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &c);
+  uid_t uid = 1;
+  if (r >= 0) r = sd_bus_creds_get_euid(c, &uid);
+  sd_bus_creds_unref(c);
+  if (r < 0) return fail(e, SD_BUS_ERROR_ACCESS_DENIED, "cannot tell who is calling: " + std::string(std::strerror(-r)));
+  if (uid != 0) return fail(e, SD_BUS_ERROR_ACCESS_DENIED, "only root may change what fsauditd does (caller uid " + std::to_string(uid) + ")");
+  return 1;
+}
+
+Result<http::Status> status_of(Service* s) {
+  auto ex = http::parse_exposition(s->hooks_.exposition());
+  if (!ex) return err(ex.error());
+  return http::build_status(*ex, now_unix());
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string o;
+  for (const auto& x : v) o += (o.empty() ? "" : ", ") + x;
+  return o.empty() ? "(none)" : o;
+}
+
+int m_get_status(sd_bus_message* m, void* u, sd_bus_error* e) {
+  auto st = status_of(self(u));
+  if (!st) return fail(e, "org.fsaudit.Error.Failed", st.error());
+  return sd_bus_reply_method_return(m, "s", http::to_json(*st).dump().c_str());
+}
+
+int m_list_targets(sd_bus_message* m, void* u, sd_bus_error* e) {
+  auto st = status_of(self(u));
+  if (!st) return fail(e, "org.fsaudit.Error.Failed", st.error());
+  sd_bus_message* reply = nullptr;
+  int r = sd_bus_message_new_method_return(m, &reply);
+  if (r < 0) return r;
+  r = sd_bus_message_open_container(reply, 'a', "(ssss)");
+  for (const auto& t : st->targets) {
+    std::string problems;
+    for (const auto& p : t.problems) problems += (problems.empty() ? "" : "; ") + p;
+    if (r >= 0) r = sd_bus_message_append(reply, "(ssss)", t.name.c_str(), t.fs.c_str(), http::to_string(t.health).c_str(), problems.c_str());
+  }
+  if (r >= 0) r = sd_bus_message_close_container(reply);
+  if (r >= 0) r = sd_bus_send(nullptr, reply, nullptr);
+  sd_bus_message_unref(reply);
+  return r;
+}
+
+int m_get_target(sd_bus_message* m, void* u, sd_bus_error* e) {
+  const char* name = nullptr;
+  int r = sd_bus_message_read(m, "s", &name);
+  if (r < 0) return r;
+  auto st = status_of(self(u));
+  if (!st) return fail(e, "org.fsaudit.Error.Failed", st.error());
+  const auto* t = st->target(name);
+  if (!t) {
+    std::vector<std::string> names;
+    for (const auto& x : st->targets) names.push_back(x.name);
+    return fail(e, "org.fsaudit.Error.UnknownTarget", "no filesystem named '" + std::string(name) + "'; known: " + join(names));
+  }
+  auto j = http::to_json(*t);
+  j["canary_details"] = nlohmann::json::array();
+  for (const auto& c : t->canaries)
+    if (const auto* cs = st->canary(c)) j["canary_details"].push_back(http::to_json(*cs));
+  return sd_bus_reply_method_return(m, "s", j.dump().c_str());
+}
+
+int m_list_probes(sd_bus_message* m, void* u, sd_bus_error*) {
+  auto probes = self(u)->hooks_.probes();
+  sd_bus_message* reply = nullptr;
+  int r = sd_bus_message_new_method_return(m, &reply);
+  if (r < 0) return r;
+  r = sd_bus_message_open_container(reply, 'a', "(ssxxas)");
+  for (const auto& p : probes) {
+    if (r >= 0) r = sd_bus_message_open_container(reply, 'r', "ssxxas");
+    if (r >= 0) r = sd_bus_message_append(reply, "ssxx", p.name.c_str(), p.scope.c_str(), p.interval_ms, p.timeout_ms);
+    if (r >= 0) r = sd_bus_message_open_container(reply, 'a', "s");
+    for (const auto& t : p.targets)
+      if (r >= 0) r = sd_bus_message_append(reply, "s", t.c_str());
+    if (r >= 0) r = sd_bus_message_close_container(reply);
+    if (r >= 0) r = sd_bus_message_close_container(reply);
+  }
+  if (r >= 0) r = sd_bus_message_close_container(reply);
+  if (r >= 0) r = sd_bus_send(nullptr, reply, nullptr);
+  sd_bus_message_unref(reply);
+  return r;
+}
+
+int queue(sd_bus_message* m, Service* s, JobRequest req) {
+  std::uint64_t id = s->new_job(req);
+  req.id = id;
+  s->hooks_.submit(req);
+  return sd_bus_reply_method_return(m, "t", id);
+}
+
+int m_run_probe(sd_bus_message* m, void* u, sd_bus_error* e) {
+  if (int r = require_root(m, e); r < 0) return r;
+  const char *probe = nullptr, *target = nullptr;
+  int r = sd_bus_message_read(m, "ss", &probe, &target);
+  if (r < 0) return r;
+  auto probes = self(u)->hooks_.probes();
+  auto it = std::find_if(probes.begin(), probes.end(), [&](const ProbeInfo& p) { return p.name == probe; });
+  if (it == probes.end()) {
+    std::vector<std::string> names;
+    for (const auto& p : probes) names.push_back(p.name);
+    return fail(e, "org.fsaudit.Error.UnknownProbe", "no probe named '" + std::string(probe) + "'; known: " + join(names));
+  }
+  std::string t = target;
+  if (t.empty() && it->targets.size() == 1) t = it->targets.front();
+  if (std::find(it->targets.begin(), it->targets.end(), t) == it->targets.end())
+    return fail(e, "org.fsaudit.Error.UnknownTarget",
+                "probe '" + it->name + "' does not run on '" + t + "'; it runs on: " + join(it->targets));
+  return queue(m, self(u), JobRequest{0, "probe", it->name, t, ""});
+}
+
+int m_run_canary(sd_bus_message* m, void* u, sd_bus_error* e) {
+  if (int r = require_root(m, e); r < 0) return r;
+  const char* name = nullptr;
+  int r = sd_bus_message_read(m, "s", &name);
+  if (r < 0) return r;
+  auto probes = self(u)->hooks_.probes();
+  std::string probe = "canary:" + std::string(name);
+  std::vector<std::string> names;
+  for (const auto& p : probes)
+    if (p.name.rfind("canary:", 0) == 0) names.push_back(p.name.substr(7));
+  auto it = std::find_if(probes.begin(), probes.end(), [&](const ProbeInfo& p) { return p.name == probe; });
+  if (it == probes.end())
+    return fail(e, "org.fsaudit.Error.UnknownCanary", "no canary named '" + std::string(name) + "'; configured: " + join(names));
+  return queue(m, self(u), JobRequest{0, "probe", probe, it->targets.empty() ? "host" : it->targets.front(), ""});
+}
+
+int m_init_canary(sd_bus_message* m, void* u, sd_bus_error* e) {
+  if (int r = require_root(m, e); r < 0) return r;
+  const char* name = nullptr;
+  int r = sd_bus_message_read(m, "s", &name);
+  if (r < 0) return r;
+  std::vector<std::string> names;
+  for (const auto& p : self(u)->hooks_.probes())
+    if (p.name.rfind("canary:", 0) == 0) names.push_back(p.name.substr(7));
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    return fail(e, "org.fsaudit.Error.UnknownCanary", "no canary named '" + std::string(name) + "'; configured: " + join(names));
+  return queue(m, self(u), JobRequest{0, "canary_init", "", name, ""});
+}
+
+int m_scrub(sd_bus_message* m, void* u, sd_bus_error* e) {
+  if (int r = require_root(m, e); r < 0) return r;
+  const char *action = nullptr, *target = nullptr;
+  int r = sd_bus_message_read(m, "ss", &action, &target);
+  if (r < 0) return r;
+  std::string a = action;
+  if (a != "start" && a != "pause" && a != "cancel")
+    return fail(e, SD_BUS_ERROR_INVALID_ARGS, "scrub action must be start, pause or cancel, not '" + a + "'");
+  const auto& ok = self(u)->hooks_.scrub_actions;
+  if (std::find(ok.begin(), ok.end(), a) == ok.end())
+    return fail(e, "org.fsaudit.Error.NotSupported",
+                "fsauditd cannot " + a + " a scrub on request yet; it starts and pauses scrubs by its schedule (scrub: in the config)");
+  return queue(m, self(u), JobRequest{0, "scrub", "", target, a});
+}
+
+int m_get_job(sd_bus_message* m, void* u, sd_bus_error* e) {
+  std::uint64_t id = 0;
+  int r = sd_bus_message_read(m, "t", &id);
+  if (r < 0) return r;
+  auto* s = self(u);
+  std::lock_guard l(s->mu_);
+  auto it = s->jobs_.find(id);
+  if (it == s->jobs_.end()) return fail(e, "org.fsaudit.Error.UnknownJob", "no job " + std::to_string(id) + " (jobs are kept until fsauditd restarts)");
+  const auto& j = it->second;
+  std::string subject = j.request.kind == "probe" ? j.request.probe + " on " + j.request.target
+                        : j.request.kind == "scrub" ? j.request.action + " " + j.request.target
+                                                    : j.request.target;
+  return sd_bus_reply_method_return(m, "ssss", j.request.kind.c_str(), subject.c_str(), j.state.c_str(), j.result.c_str());
+}
+
+int m_reload(sd_bus_message* m, void* u, sd_bus_error* e) {
+  if (int r = require_root(m, e); r < 0) return r;
+  self(u)->hooks_.reload();
+  return sd_bus_reply_method_return(m, "");
+}
+
+int p_version(sd_bus*, const char*, const char*, const char*, sd_bus_message* reply, void* u, sd_bus_error*) {
+  return sd_bus_message_append(reply, "s", self(u)->hooks_.version().c_str());
+}
+
+const sd_bus_vtable kVtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_PROPERTY("Version", "s", p_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_METHOD_WITH_NAMES("GetStatus", "", , "s", SD_BUS_PARAM(status_json), m_get_status, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("ListTargets", "", , "a(ssss)", SD_BUS_PARAM(targets), m_list_targets, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("GetTarget", "s", SD_BUS_PARAM(name), "s", SD_BUS_PARAM(target_json), m_get_target, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("ListProbes", "", , "a(ssxxas)", SD_BUS_PARAM(probes), m_list_probes, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("GetJob", "t", SD_BUS_PARAM(id), "ssss", SD_BUS_PARAM(kind) SD_BUS_PARAM(subject) SD_BUS_PARAM(state) SD_BUS_PARAM(result), m_get_job, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("RunProbe", "ss", SD_BUS_PARAM(probe) SD_BUS_PARAM(target), "t", SD_BUS_PARAM(job), m_run_probe, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("RunCanary", "s", SD_BUS_PARAM(name), "t", SD_BUS_PARAM(job), m_run_canary, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("InitCanary", "s", SD_BUS_PARAM(name), "t", SD_BUS_PARAM(job), m_init_canary, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("Scrub", "ss", SD_BUS_PARAM(action) SD_BUS_PARAM(target), "t", SD_BUS_PARAM(job), m_scrub, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD("Reload", "", "", m_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_SIGNAL_WITH_NAMES("JobFinished", "tss", SD_BUS_PARAM(id) SD_BUS_PARAM(state) SD_BUS_PARAM(result), 0),
+    SD_BUS_VTABLE_END};
+
+}  // namespace
+
+std::uint64_t Service::new_job(JobRequest r) {
+  std::lock_guard l(mu_);
+  r.id = next_id_++;
+  JobInfo j;
+  j.request = r;
+  j.queued_at = now_unix();
+  jobs_[r.id] = j;
+  // Keep the last 200 jobs: enough to read a result, bounded however often a script asks.
+  while (jobs_.size() > 200) jobs_.erase(jobs_.begin());
+  return r.id;
+}
+
+void Service::job_started(std::uint64_t id) {
+  std::lock_guard l(mu_);
+  if (auto it = jobs_.find(id); it != jobs_.end()) it->second.state = "running";
+}
+
+void Service::job_finished(std::uint64_t id, bool ok, const std::string& result) {
+  std::lock_guard l(mu_);
+  if (auto it = jobs_.find(id); it != jobs_.end()) {
+    it->second.state = ok ? "done" : "failed";
+    it->second.result = result;
+    it->second.finished_at = now_unix();
+    finished_unsignalled_.push_back(id);
+  }
+}
+
+std::vector<JobInfo> Service::jobs() const {
+  std::lock_guard l(mu_);
+  std::vector<JobInfo> v;
+  for (const auto& [id, j] : jobs_) v.push_back(j);
+  return v;
+}
+
+Result<std::unique_ptr<Service>> Service::start(const std::string& address, Hooks hooks) {
+  std::unique_ptr<Service> s(new Service(std::move(hooks)));
+  int r = 0;
+  if (address == "system") {
+    r = sd_bus_open_system(&s->bus_);
+  } else {
+    r = sd_bus_new(&s->bus_);
+    if (r >= 0) r = sd_bus_set_address(s->bus_, address.c_str());
+    if (r >= 0) r = sd_bus_set_bus_client(s->bus_, 1);
+    if (r >= 0) r = sd_bus_start(s->bus_);
+  }
+  if (r < 0) return err("cannot connect to the " + (address == "system" ? std::string("system bus") : "bus " + address) + ": " + std::strerror(-r));
+  r = sd_bus_add_object_vtable(s->bus_, nullptr, kObjectPath, kInterface, kVtable, s.get());
+  if (r < 0) return err(std::string("cannot register the D-Bus object: ") + std::strerror(-r));
+  sd_bus_error e = SD_BUS_ERROR_NULL;
+  r = sd_bus_request_name(s->bus_, kBusName, 0);
+  if (r < 0) {
+    std::string why = r == -EEXIST || r == -EALREADY ? "another process owns it (is a second fsauditd running?)"
+                      : r == -EACCES || r == -EPERM ? "the bus policy does not allow it (is " + std::string(kBusName) + ".conf installed in /usr/share/dbus-1/system.d?)"
+                                                    : std::strerror(-r);
+    sd_bus_error_free(&e);
+    return err("cannot own the D-Bus name " + std::string(kBusName) + ": " + why);
+  }
+  s->thread_ = std::jthread([p = s.get()](std::stop_token st) { p->loop(st); });
+  return s;
+}
+
+void Service::emit_pending() {
+  std::vector<std::pair<std::uint64_t, JobInfo>> todo;
+  {
+    std::lock_guard l(mu_);
+    for (auto id : finished_unsignalled_)
+      if (auto it = jobs_.find(id); it != jobs_.end()) todo.emplace_back(id, it->second);
+    finished_unsignalled_.clear();
+  }
+  for (const auto& [id, j] : todo)
+    sd_bus_emit_signal(bus_, kObjectPath, kInterface, "JobFinished", "tss", id, j.state.c_str(), j.result.c_str());
+}
+
+void Service::loop(std::stop_token st) {
+  while (!st.stop_requested()) {
+    int r = sd_bus_process(bus_, nullptr);
+    if (r > 0) continue;
+    emit_pending();
+    if (r < 0) {
+      // The bus went away (dbus-daemon restarted): nothing to serve until fsauditd restarts.
+      return;
+    }
+    sd_bus_wait(bus_, 200000);  // short, so finished jobs are signalled promptly
+  }
+}
+
+Service::~Service() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+  if (bus_) {
+    sd_bus_flush(bus_);
+    sd_bus_close_unref(bus_);
+  }
+}
+
+}  // namespace fsaudit::dbus

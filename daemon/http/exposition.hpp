@@ -1,0 +1,40 @@
+#pragma once
+// A reader for the Prometheus text exposition format, so the status page and the D-Bus API are a
+// view over exactly what /metrics shows, with no second path from the probes.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/core/result.hpp"
+
+namespace fsaudit::http {
+
+using LabelSet = std::map<std::string, std::string>;
+
+struct Sample {
+  std::string name;
+  LabelSet labels;
+  double value = 0;
+  std::string label(const std::string& key) const {
+    auto it = labels.find(key);
+    return it == labels.end() ? std::string() : it->second;
+  }
+};
+
+class Exposition {
+ public:
+  std::vector<Sample> samples;
+  // Samples of `name` whose labels include every pair of `match`.
+  std::vector<const Sample*> find(std::string_view name, const LabelSet& match = {}) const;
+  std::optional<double> value(std::string_view name, const LabelSet& match = {}) const;
+  // For a state set: the `state_label` value of the series that is 1.
+  std::optional<std::string> state(std::string_view name, const LabelSet& match,
+                                   const std::string& state_label = "state") const;
+};
+
+// Errors name the line. Comments (# HELP, # TYPE) are skipped; timestamps are ignored.
+Result<Exposition> parse_exposition(std::string_view text);
+
+}  // namespace fsaudit::http

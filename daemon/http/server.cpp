@@ -1,0 +1,338 @@
+#include "daemon/http/server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace fsaudit::http {
+namespace {
+
+constexpr std::size_t kMaxRequestBytes = 16384;
+constexpr std::size_t kMaxQueued = 64;
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string base64_decode(std::string_view in) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  int bits = 0, acc = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    int v = val(c);
+    if (v < 0) return {};
+    acc = ((acc << 6) | v) & 0xffffff;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+int tls_version(const std::string& v) {
+  if (v == "TLS10") return TLS1_VERSION;
+  if (v == "TLS11") return TLS1_1_VERSION;
+  if (v == "TLS13") return TLS1_3_VERSION;
+  return TLS1_2_VERSION;
+}
+
+std::string openssl_error() {
+  unsigned long e = ERR_get_error();
+  if (!e) return "unknown OpenSSL error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
+}
+
+Result<SSL_CTX*> make_tls(const TlsConfig& t) {
+  ERR_clear_error();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (!ctx) return err("cannot create a TLS context: " + openssl_error());
+  auto fail = [&](std::string why) -> Result<SSL_CTX*> {
+    SSL_CTX_free(ctx);
+    return err(std::move(why));
+  };
+  if (SSL_CTX_use_certificate_chain_file(ctx, t.cert_file.c_str()) != 1)
+    return fail("cannot load certificate " + t.cert_file.string() + ": " + openssl_error());
+  if (SSL_CTX_use_PrivateKey_file(ctx, t.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+    return fail("cannot load key " + t.key_file.string() + " (does it belong to " + t.cert_file.string() +
+                "?): " + openssl_error());
+  if (SSL_CTX_check_private_key(ctx) != 1)
+    return fail("key " + t.key_file.string() + " does not match certificate " + t.cert_file.string());
+  SSL_CTX_set_min_proto_version(ctx, tls_version(t.min_version));
+  if (!t.max_version.empty()) SSL_CTX_set_max_proto_version(ctx, tls_version(t.max_version));
+  if (!t.client_ca_file.empty() && SSL_CTX_load_verify_locations(ctx, t.client_ca_file.c_str(), nullptr) != 1)
+    return fail("cannot load client CA " + t.client_ca_file.string() + ": " + openssl_error());
+  int mode = SSL_VERIFY_NONE;
+  if (t.client_auth_type == "RequestClientCert" || t.client_auth_type == "VerifyClientCertIfGiven") mode = SSL_VERIFY_PEER;
+  if (t.client_auth_type == "RequireAnyClientCert" || t.client_auth_type == "RequireAndVerifyClientCert")
+    mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+  // "Request"/"RequireAny" accept any certificate, as the exporter toolkit does.
+  bool verify = t.client_auth_type == "VerifyClientCertIfGiven" || t.client_auth_type == "RequireAndVerifyClientCert";
+  SSL_verify_cb accept_any = [](int, X509_STORE_CTX*) { return 1; };
+  SSL_CTX_set_verify(ctx, mode, verify ? nullptr : accept_any);
+  return ctx;
+}
+
+// One connection, plain or TLS.
+class Conn {
+ public:
+  Conn(int fd, SSL_CTX* ctx) : fd_(fd) {
+    if (ctx) {
+      ssl_ = SSL_new(ctx);
+      if (ssl_) SSL_set_fd(ssl_, fd);
+    }
+  }
+  ~Conn() {
+    if (ssl_) {
+      if (handshaken_) SSL_shutdown(ssl_);
+      SSL_free(ssl_);
+    }
+    ::close(fd_);
+  }
+  bool tls() const { return ssl_ != nullptr; }
+  bool handshake() {
+    handshaken_ = SSL_accept(ssl_) == 1;
+    ERR_clear_error();
+    return handshaken_;
+  }
+  long read(char* buf, std::size_t n) {
+    if (ssl_) return SSL_read(ssl_, buf, static_cast<int>(n));
+    return ::recv(fd_, buf, n, 0);
+  }
+  bool write_all(const std::string& s) {
+    std::size_t off = 0;
+    while (off < s.size()) {
+      long w = ssl_ ? SSL_write(ssl_, s.data() + off, static_cast<int>(s.size() - off))
+                    : ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      off += static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+  SSL* ssl_ = nullptr;
+  bool handshaken_ = false;
+};
+
+}  // namespace
+
+Server::Server(ServerOptions opts, TextSource src) : opts_(std::move(opts)), source_(std::move(src)) {}
+
+Result<void> Server::listen() {
+  bool v6 = opts_.address.find(':') != std::string::npos;
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(static_cast<uint16_t>(opts_.port));
+    if (inet_pton(AF_INET6, opts_.address.c_str(), &a->sin6_addr) != 1) return err("'" + opts_.address + "' is not an IP address");
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(static_cast<uint16_t>(opts_.port));
+    if (inet_pton(AF_INET, opts_.address.c_str(), &a->sin_addr) != 1) return err("'" + opts_.address + "' is not an IP address");
+    len = sizeof *a;
+  }
+  int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return err(std::string("socket: ") + std::strerror(errno));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 64) != 0) {
+    int e = errno;
+    ::close(fd);
+    return err(std::strerror(e));
+  }
+  listen_fd_ = fd;
+  return {};
+}
+
+Result<std::unique_ptr<Server>> Server::start(ServerOptions opts, TextSource metrics_text) {
+  std::unique_ptr<Server> s(new Server(std::move(opts), std::move(metrics_text)));
+  std::string where = s->opts_.address + ":" + std::to_string(s->opts_.port);
+  if (s->opts_.web.tls) {
+    auto ctx = make_tls(*s->opts_.web.tls);
+    if (!ctx) return err("cannot serve TLS on " + where + ": " + ctx.error());
+    s->ssl_ = *ctx;
+  }
+  if (auto l = s->listen(); !l) return err("cannot listen on " + where + ": " + l.error());
+  for (int i = 0; i < std::max(1, s->opts_.threads); ++i)
+    s->threads_.emplace_back([p = s.get()](std::stop_token st) { p->worker(st); });
+  s->threads_.emplace_back([p = s.get()](std::stop_token st) { p->accept_loop(st); });
+  auto trend = s->trend_;
+  auto src = s->source_;
+  s->sampler_ = std::jthread([trend, src](std::stop_token st) {
+    std::mutex mu;
+    std::condition_variable_any cv;
+    while (!st.stop_requested()) {
+      if (auto e = parse_exposition(src())) trend->observe(*e, now_unix());
+      std::unique_lock l(mu);
+      cv.wait_for(l, st, std::chrono::seconds(60), [] { return false; });
+    }
+  });
+  return s;
+}
+
+Server::~Server() {
+  sampler_.request_stop();
+  for (auto& t : threads_) t.request_stop();
+  cv_.notify_all();
+  threads_.clear();  // joins
+  if (sampler_.joinable()) sampler_.join();
+  for (int fd : queue_) ::close(fd);
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (ssl_) SSL_CTX_free(ssl_);
+}
+
+std::string Server::url() const {
+  bool v6 = opts_.address.find(':') != std::string::npos;
+  return std::string(opts_.web.tls ? "https" : "http") + "://" + (v6 ? "[" + opts_.address + "]" : opts_.address) + ":" +
+         std::to_string(opts_.port);
+}
+
+void Server::accept_loop(std::stop_token st) {
+  while (!st.stop_requested()) {
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    // A slow client holds one worker for at most the timeout, never the whole server.
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    std::lock_guard l(mu_);
+    if (queue_.size() >= kMaxQueued) {
+      ::close(fd);
+      continue;
+    }
+    queue_.push_back(fd);
+    cv_.notify_one();
+  }
+}
+
+void Server::worker(std::stop_token st) {
+  while (true) {
+    int fd = -1;
+    {
+      std::unique_lock l(mu_);
+      if (!cv_.wait(l, st, [&] { return !queue_.empty(); })) return;
+      fd = queue_.front();
+      queue_.pop_front();
+    }
+    serve(fd);
+  }
+}
+
+void Server::serve(int fd) {
+  Conn c(fd, ssl_);
+  if (c.tls() && !c.handshake()) return;
+  std::string in;
+  char buf[4096];
+  while (in.find("\r\n\r\n") == std::string::npos) {
+    if (in.size() > kMaxRequestBytes) {
+      c.write_all("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    long n = c.read(buf, sizeof buf);
+    if (n <= 0) return;
+    in.append(buf, static_cast<std::size_t>(n));
+  }
+  Request r;
+  auto eol = in.find("\r\n");
+  std::string line = in.substr(0, eol);
+  auto sp1 = line.find(' '), sp2 = line.rfind(' ');
+  if (sp1 == std::string::npos || sp2 == sp1 || line.compare(sp2 + 1, 5, "HTTP/") != 0) {
+    c.write_all("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    return;
+  }
+  r.method = line.substr(0, sp1);
+  r.path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  if (auto q = r.path.find('?'); q != std::string::npos) r.path.resize(q);
+  std::size_t pos = eol + 2;
+  while (pos < in.size()) {
+    auto e = in.find("\r\n", pos);
+    if (e == std::string::npos || e == pos) break;
+    std::string h = in.substr(pos, e - pos);
+    pos = e + 2;
+    auto colon = h.find(':');
+    if (colon == std::string::npos) continue;
+    if (strncasecmp(h.c_str(), "Authorization", colon) == 0 && colon == 13) {
+      auto v = h.substr(colon + 1);
+      v.erase(0, v.find_first_not_of(' '));
+      r.authorization = v;
+    }
+  }
+  Response resp = respond(r);
+  std::string head = "HTTP/1.1 " + std::to_string(resp.code) + " " + resp.reason + "\r\nContent-Type: " + resp.type +
+                     "\r\nContent-Length: " + std::to_string(resp.body.size()) +
+                     "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n" + resp.headers;
+  for (const auto& [k, v] : opts_.web.headers) head += k + ": " + v + "\r\n";
+  head += "Connection: close\r\n\r\n";
+  if (r.method != "HEAD") head += resp.body;
+  c.write_all(head);
+}
+
+bool Server::authorised(const std::string& authorization) const {
+  if (opts_.web.basic_auth_users.empty()) return true;
+  if (authorization.size() < 6 || strncasecmp(authorization.c_str(), "Basic ", 6) != 0) return false;
+  std::string cred = base64_decode(authorization.substr(6));
+  auto colon = cred.find(':');
+  if (colon == std::string::npos) return false;
+  auto it = opts_.web.basic_auth_users.find(cred.substr(0, colon));
+  if (it == opts_.web.basic_auth_users.end()) {
+    // Spend the same bcrypt time for an unknown user, so timing does not reveal user names.
+    (void)bcrypt_matches(cred.substr(colon + 1), "$2b$10$abcdefghijklmnopqrstuuqflPDzB6gcMhKa1rZqKiun2YGL5sa2u");
+    return false;
+  }
+  return bcrypt_matches(cred.substr(colon + 1), it->second);
+}
+
+Result<Status> Server::status() const {
+  auto e = parse_exposition(source_());
+  if (!e) return err(e.error());
+  return build_status(*e, now_unix(), trend_.get());
+}
+
+Server::Response Server::respond(const Request& r) {
+  const std::string text = "text/plain; charset=utf-8";
+  if (!authorised(r.authorization))
+    return {401, "Unauthorized", text, "Unauthorized\n", "WWW-Authenticate: Basic realm=\"fsaudit\"\r\n"};
+  if (r.method != "GET" && r.method != "HEAD")
+    return {405, "Method Not Allowed", text, "only GET and HEAD\n", "Allow: GET, HEAD\r\n"};
+  if (r.path == "/metrics") return {200, "OK", "text/plain; version=0.0.4; charset=utf-8", source_(), ""};
+  if (r.path == "/" || r.path == "/api/v1/status") {
+    auto st = status();
+    if (!st) return {500, "Internal Server Error", text, "cannot read the metrics: " + st.error() + "\n", ""};
+    // The page has no scripts and no external assets; the policy tells the browser so as well.
+    if (r.path == "/")
+      return {200, "OK", "text/html; charset=utf-8", render_html(*st, opts_.refresh_seconds),
+              "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'\r\n"};
+    return {200, "OK", "application/json", to_json(*st).dump(2) + "\n", ""};
+  }
+  return {404, "Not Found", text, "not found; try /, /metrics or /api/v1/status\n", ""};
+}
+
+}  // namespace fsaudit::http

@@ -1,0 +1,77 @@
+#pragma once
+// fsauditd's HTTP listener: /metrics for Prometheus, / for a person, /api/v1/status for scripts.
+// A small HTTP/1.1 server of its own (GET/HEAD, one request per connection) with OpenSSL for TLS:
+// Debian's civetweb 1.15 dlopens the unversioned libssl.so (shipped only in libssl-dev) and calls
+// SSL_get_peer_certificate, which OpenSSL 3 no longer exports, so its TLS crashes on the first
+// handshake. TLS and basic auth come from the web config file. Every response is built from the
+// metrics store's current snapshot: no probe I/O on the request path.
+#include <functional>
+#include <memory>
+#include <string>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "daemon/core/result.hpp"
+#include "daemon/http/status.hpp"
+#include "daemon/http/web_config.hpp"
+
+typedef struct ssl_ctx_st SSL_CTX;
+
+namespace fsaudit::http {
+
+struct ServerOptions {
+  std::string address = "127.0.0.1";  // IPv4 or IPv6 literal
+  int port = 9717;
+  WebConfig web;
+  int threads = 4;
+  int refresh_seconds = 30;
+};
+
+class Server {
+ public:
+  using TextSource = std::function<std::string()>;
+  // Listens now; the error says why not (port taken, bad certificate, ...).
+  static Result<std::unique_ptr<Server>> start(ServerOptions opts, TextSource metrics_text);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  std::string url() const;  // http(s)://ADDRESS:PORT
+  const ServerOptions& options() const { return opts_; }
+  // The status model as / and /api/v1/status show it (also used by the D-Bus API).
+  Result<Status> status() const;
+  CapacityTrend& trend() { return *trend_; }
+
+ private:
+  Server(ServerOptions opts, TextSource src);
+  Result<void> listen();
+  void accept_loop(std::stop_token st);
+  void worker(std::stop_token st);
+  void serve(int fd);
+  struct Request {
+    std::string method, path, authorization;
+  };
+  // Status code, reason, content type, body, extra headers.
+  struct Response {
+    int code = 200;
+    std::string reason = "OK", type, body, headers;
+  };
+  Response respond(const Request& r);
+  bool authorised(const std::string& authorization) const;
+
+  ServerOptions opts_;
+  TextSource source_;
+  std::shared_ptr<CapacityTrend> trend_ = std::make_shared<CapacityTrend>();
+  int listen_fd_ = -1;
+  SSL_CTX* ssl_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<int> queue_;
+  std::vector<std::jthread> threads_;
+  std::jthread sampler_;  // feeds the capacity trend once a minute
+};
+
+}  // namespace fsaudit::http

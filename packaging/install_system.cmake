@@ -1,0 +1,41 @@
+# Installs what lives outside the prefix's usual tree: systemd units, sysusers.d, tmpfiles.d and the
+# configuration. Runs at install time, so `cmake --install --prefix DIR` and CPack (prefix /usr) both
+# get the right layout. Variables come from packaging/CMakeLists.txt. file(INSTALL) adds DESTDIR
+# itself; file(WRITE) needs it spelled out.
+set(_root "$ENV{DESTDIR}")
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(_etc "/etc")
+  set(_unitdir "${FSAUDIT_PC_UNITDIR}")
+  set(_sysusersdir "${FSAUDIT_PC_SYSUSERSDIR}")
+  set(_tmpfilesdir "${FSAUDIT_PC_TMPFILESDIR}")
+else()
+  set(_etc "${CMAKE_INSTALL_PREFIX}/etc")
+  set(_unitdir "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+  set(_sysusersdir "${CMAKE_INSTALL_PREFIX}/lib/sysusers.d")
+  set(_tmpfilesdir "${CMAKE_INSTALL_PREFIX}/lib/tmpfiles.d")
+endif()
+
+# Every file in systemd/ (a privileged helper's units included), naming the installed paths.
+file(GLOB _units "${FSAUDIT_SOURCE_DIR}/systemd/*.service" "${FSAUDIT_SOURCE_DIR}/systemd/*.socket"
+     "${FSAUDIT_SOURCE_DIR}/systemd/*.timer" "${FSAUDIT_SOURCE_DIR}/systemd/*.path" "${FSAUDIT_SOURCE_DIR}/systemd/*.target")
+foreach(_u IN LISTS _units)
+  get_filename_component(_n "${_u}" NAME)
+  file(READ "${_u}" _text)
+  string(REPLACE "/usr/sbin/" "${CMAKE_INSTALL_PREFIX}/${FSAUDIT_SBINDIR}/" _text "${_text}")
+  string(REPLACE "/usr/libexec/" "${CMAKE_INSTALL_PREFIX}/${FSAUDIT_LIBEXECDIR}/" _text "${_text}")
+  string(REPLACE "/etc/fsaudit/" "${_etc}/fsaudit/" _text "${_text}")
+  message(STATUS "Installing: ${_root}${_unitdir}/${_n}")
+  file(WRITE "${_root}${_unitdir}/${_n}" "${_text}")
+  list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${_root}${_unitdir}/${_n}")
+endforeach()
+file(GLOB _polkit "${FSAUDIT_SOURCE_DIR}/systemd/*.rules" "${FSAUDIT_SOURCE_DIR}/systemd/*.policy")
+foreach(_p IN LISTS _polkit)
+  if(_p MATCHES "\\.rules$")
+    file(INSTALL "${_p}" DESTINATION "${CMAKE_INSTALL_PREFIX}/share/polkit-1/rules.d")
+  else()
+    file(INSTALL "${_p}" DESTINATION "${CMAKE_INSTALL_PREFIX}/share/polkit-1/actions")
+  endif()
+endforeach()
+file(INSTALL "${FSAUDIT_SOURCE_DIR}/packaging/sysusers.d/fsaudit.conf" DESTINATION "${_sysusersdir}")
+file(INSTALL "${FSAUDIT_SOURCE_DIR}/packaging/tmpfiles.d/fsaudit.conf" DESTINATION "${_tmpfilesdir}")
+file(INSTALL "${FSAUDIT_SOURCE_DIR}/config/fsaudit.yaml" DESTINATION "${_etc}/fsaudit")

@@ -1,0 +1,62 @@
+#!/bin/sh
+# Lab test of the Debian package: build it with CPack, install it here with dpkg -i, check the
+# layout, the config, the units and the alert tests as installed, remove it (the config stays), purge
+# it (nothing stays). usage: deb_lab_test.sh BUILD_DIR
+# Exit 77 = skipped (not root, or an fsaudit package is already installed: never touch that).
+set -eu
+build=$1
+skip() {
+  if [ "${FSAUDIT_REQUIRE_LAB:-0}" = 1 ]; then echo "lab test cannot run (FSAUDIT_REQUIRE_LAB=1): $1"; exit 1; fi
+  echo "lab test skipped: $1"; exit 77
+}
+[ "$(id -u)" = 0 ] || skip "needs root (dpkg -i)"
+if dpkg-query -W -f='${Status}' fsaudit 2>/dev/null | grep -q "installed"; then skip "an fsaudit package is already installed"; fi
+fail() { echo "FAIL: $*"; exit 1; }
+installed=0
+cleanup() { if [ "$installed" = 1 ]; then dpkg -P fsaudit >/dev/null 2>&1 || true; fi; }
+trap cleanup EXIT
+
+rm -f "$build"/fsaudit_*.deb
+(cd "$build" && cpack -G DEB >/dev/null) || fail "cpack"
+deb=$(ls "$build"/fsaudit_*_*.deb | head -1)
+[ -f "$deb" ] || fail "no .deb in $build"
+dpkg-deb -I "$deb" | grep -q "^ Depends: .*libsystemd0" || fail "Depends not from shlibdeps: $(dpkg-deb -f "$deb" Depends)"
+
+installed=1
+dpkg -i "$deb" || fail "dpkg -i"
+for f in /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /etc/fsaudit/fsaudit.yaml \
+         /lib/systemd/system/fsauditd.service /usr/share/dbus-1/system.d/org.fsaudit.Daemon1.conf \
+         /usr/lib/sysusers.d/fsaudit.conf /usr/lib/tmpfiles.d/fsaudit.conf \
+         /usr/share/fsaudit/alerts/fsaudit.rules.yml /usr/share/fsaudit/grafana/dashboards/fsaudit-fleet.json \
+         /usr/share/fsaudit/grafana/provisioning/dashboards/fsaudit.yml \
+         /usr/share/man/man8/fsauditd.8.gz /usr/share/man/man8/fsauditctl.8.gz /usr/share/man/man5/fsaudit.yaml.5.gz \
+         /usr/share/doc/fsaudit/copyright; do
+  [ -e "$f" ] || fail "missing after install: $f"
+done
+dpkg-query -W -f='${Conffiles}\n' fsaudit | grep -q "/etc/fsaudit/fsaudit.yaml" || fail "config is not a conffile"
+getent passwd fsaudit >/dev/null || fail "postinst did not create the system user"
+[ -L /etc/systemd/system/multi-user.target.wants/fsauditd.service ] || fail "unit not enabled"
+# Enabled, not started.
+if pgrep -x fsauditd -a 2>/dev/null | grep -q "^[0-9]* /usr/sbin/fsauditd"; then fail "the package started fsauditd"; fi
+/usr/sbin/fsauditd --check-config /etc/fsaudit/fsaudit.yaml || fail "installed config does not validate"
+/usr/bin/fsauditctl --help | grep -q "usage: fsauditctl" || fail "fsauditctl --help"
+man -l /usr/share/man/man8/fsauditctl.8.gz 2>/dev/null | grep -q "EXIT STATUS" || fail "fsauditctl(8) does not render"
+for unit in $(dpkg -L fsaudit | grep '^/lib/systemd/system/.*\.\(service\|socket\|timer\)$'); do
+  out=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify $unit: $out"
+  [ -z "$out" ] || fail "systemd-analyze verify $unit reported: $out"
+done
+(cd /usr/share/fsaudit/alerts/tests && promtool test rules *.test.yml >/dev/null) || fail "installed alert tests"
+echo "installed layout, config, units and alert tests: ok"
+
+dpkg -r fsaudit || fail "dpkg -r"
+[ -f /etc/fsaudit/fsaudit.yaml ] || fail "remove dropped the config"
+[ ! -e /usr/sbin/fsauditd ] || fail "remove left the binary"
+dpkg -P fsaudit || fail "dpkg -P"
+installed=0
+for f in /etc/fsaudit /var/lib/fsaudit /usr/sbin/fsauditd /usr/bin/fsauditctl /lib/systemd/system/fsauditd.service \
+         /etc/systemd/system/multi-user.target.wants/fsauditd.service /usr/share/fsaudit /usr/share/doc/fsaudit \
+         /usr/share/dbus-1/system.d/org.fsaudit.Daemon1.conf; do
+  [ ! -e "$f" ] && [ ! -L "$f" ] || fail "left after purge: $f"
+done
+if dpkg-query -W -f='${Status}' fsaudit 2>/dev/null | grep -q "installed"; then fail "still known to dpkg after purge"; fi
+echo "remove kept the config, purge left nothing: ok"
