@@ -271,21 +271,12 @@ const std::vector<StackPlan>& LatencyProbe::plans(ProbeContext& ctx, std::string
   watched_.clear();
   for (auto& t : select_targets(*mounts, watch_))
     if (sampler_applies(t)) watched_.push_back(std::move(t));
-  plan_warnings_.clear();
-  auto next = plan_stacks(*mounts, watched_, sel_, ctx.host, &plan_warnings_);
-  // Probe files of an earlier plan (another mount of the stack, or an older fsaudit that wrote one
-  // per mount) are removed, so fsaudit holds one probe file per sampled stack.
-  std::set<std::string> keep_dirs;
-  for (const auto& p : next)
-    if (p.sampled) keep_dirs.insert(p.dir.string());
-  std::set<std::string> candidates;
-  for (const auto& t : watched_) candidates.insert((std::filesystem::path(t.mountpoint) / s_.dir_name).string());
-  for (const auto& p : plans_)
-    if (p.sampled) candidates.insert(p.dir.string());
-  for (const auto& d : candidates) {
-    std::error_code ec;
-    if (!keep_dirs.count(d) && std::filesystem::exists(ProbeFile::path_in(d), ec)) ProbeFile::remove(d);
-  }
+  auto next = plan_stacks(*mounts, watched_, sel_, ctx.host);
+  // A stack whose probe file moved (another opted-in path) removes the old one too.
+  for (auto& p : next)
+    for (const auto& old : plans_)
+      if (old.id == p.id && old.sampled && old.dir != p.dir) p.other_dirs.push_back(old.dir);
+  ++generation_;
   plans_ = std::move(next);
   mount_text_ = std::move(*text);
   planned_at_ = now;
@@ -349,15 +340,25 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     auto st = stats[id];
     const StackPlan& p = *by_id[id];
     std::uint64_t seed;
+    std::vector<std::filesystem::path> stale;
     {
       std::lock_guard l(st->mu);
       st->in_flight = true;
       seed = st->seed++;
+      if (st->cleaned_generation != generation_) {
+        stale = p.other_dirs;
+        st->cleaned_generation = generation_;
+      }
     }
     auto shared = shared_;
     auto settings = s_;
     auto deadline = ctx.deadline;
-    auto work = [shared, st, done, settings, seed, clock, deadline, mp = p.mountpoint, dir = p.dir] {
+    auto work = [shared, st, done, settings, seed, clock, deadline, mp = p.mountpoint, dir = p.dir, stale] {
+      // On this thread, not the scheduler's: a hung filesystem holds only its own stack.
+      for (const auto& d : stale) {
+        std::error_code ec;
+        if (std::filesystem::exists(ProbeFile::path_in(d), ec)) ProbeFile::remove(d);
+      }
       auto r = sample_stack(mp, dir, settings, seed, [&] { return clock->now() < deadline; });
       shared->fsyncs += r.fsyncs;
       if (r.fill_bytes) shared->dispatcher.charge(clock->now(), 1, static_cast<double>(r.fill_bytes));

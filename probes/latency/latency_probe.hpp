@@ -102,6 +102,7 @@ class StackStats {
   std::string mode;
   bool in_flight = false;
   std::uint64_t seed = 0;
+  std::uint64_t cleaned_generation = 0;  // plan generation whose stale probe files were removed
   std::mutex mu;  // never held during I/O
 };
 
@@ -126,7 +127,7 @@ class LatencyProbe final : public Probe {
   SteadyTime planned_at_{};
   std::vector<StackPlan> plans_;
   std::vector<Target> watched_;
-  std::vector<std::string> plan_warnings_;
+  std::uint64_t generation_ = 0;  // bumped on every new plan
 };
 
 // latency.enabled: false — removes probe files left on the watched filesystems, samples nothing.

@@ -144,6 +144,11 @@ std::vector<StackPlan> plan_stacks(const std::vector<MountEntry>& mounts, const 
       p.why = !sel.discover ? "latency.discover is false and no latency.targets path is on this stack"
                             : "every mount of this stack matches latency.exclude";
     }
+    for (const auto& t : watched) {
+      if (t.is_host() || std::find(p.targets.begin(), p.targets.end(), t.name) == p.targets.end()) continue;
+      auto d = fs::path(join_dir(t.mountpoint, sel.dir_name));
+      if (!p.sampled || d != p.dir) p.other_dirs.push_back(d);
+    }
     out.push_back(std::move(p));
   }
   return out;

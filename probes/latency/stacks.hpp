@@ -27,6 +27,9 @@ struct StackPlan {
   std::filesystem::path mountpoint;  // statvfs here (read-only / fill checks)
   std::filesystem::path dir;         // probe file directory: <mount or opted-in path>/<dir_name>
   std::vector<std::string> targets;  // every watched target on this stack (for the info series)
+  // Probe file directories on the stack's other watched mounts: a probe file found there is left
+  // from an earlier plan or an older fsaudit (one per mount) and is removed by the stack's sampler.
+  std::vector<std::filesystem::path> other_dirs;
   bool sampled = false;              // false: nothing writable or everything opted out (`why`)
   std::string why;
 };

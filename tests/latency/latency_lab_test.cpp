@@ -449,6 +449,9 @@ TEST(LatencyLab, DaemonSamplesEachDeviceStackOnceWithinTheBudget) {
   cfg << "scrub:\n  observe_only: true\n"
       << "latency:\n  budget: {stack_writes_per_second: 1, writes_per_second: 2, bytes_per_second: 16MiB}\n";
   fs::create_directories(T / "state");
+  // What an older fsaudit (one probe file per mount) left on a subvolume: removed by the sampler.
+  fs::create_directories(T / "btrfs-a/.fsaudit");
+  write_to(T / "btrfs-a/.fsaudit/latency.probe", std::string(1 << 20, 'x'));
   {
     ft::DaemonProcess d(T, cfg.str(), port);
     // Every stack has sampled (its probe file filled) before the count starts.
@@ -474,6 +477,7 @@ TEST(LatencyLab, DaemonSamplesEachDeviceStackOnceWithinTheBudget) {
       bool rep = m == T / "btrfs-top" || m == T / "zfs" || m == T / "ext4";
       EXPECT_EQ(fs::exists(m / ".fsaudit/latency.probe"), rep) << m;
     }
+    EXPECT_FALSE(fs::exists(T / "btrfs-a/.fsaudit")) << "the old per-mount probe file is removed with its dir";
     EXPECT_EQ(label_values(text, "fsaudit_fsync_latency_seconds_count", "target"),
               (std::set<std::string>{(T / "btrfs-top").string(), (T / "zfs").string(), (T / "ext4").string()}));
 
