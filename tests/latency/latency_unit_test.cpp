@@ -681,3 +681,63 @@ TEST(SampleStack, CountsTheFillAndEachSampleFsync) {
   EXPECT_EQ(again.fill_bytes, 0u);
   EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
 }
+
+// The probe end to end on a fake host tree whose mount table points at temp dirs (real but tiny I/O,
+// no privileges), on a fake clock: two stacks (one with a bind mount), a host budget of 1 write/s
+// that the probe file fills also pay for, turns served round-robin, one probe file per stack.
+TEST(LatencyProbe, StacksTakeTurnsUnderTheHostBudgetOnAFakeClock) {
+  fsaudit::testing::TempDir t("fsaudit-latency-probe");
+  auto a = t / "a", a2 = t / "a-bind", b = t / "b";
+  for (const auto& d : {a, a2, b}) std::filesystem::create_directories(d);
+  std::filesystem::create_directories(t / "proc/self");
+  fsaudit::testing::write_text(t / "proc/self/mountinfo",
+                               "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                               "10 1 7:10 / " + a.string() + " rw - ext4 /dev/loop10 rw\n"
+                               "11 1 7:10 /sub " + a2.string() + " rw - ext4 /dev/loop10 rw\n"
+                               "12 1 7:11 / " + b.string() + " rw - ext4 /dev/loop11 rw\n");
+  HostPaths host = HostPaths::under(t.path());  // no sysfs: stacks are named by device number
+  ProcessRunner runner;
+  ToolPaths tools;
+  FakeClock clk;
+  SamplerSettings s;
+  s.file_size = 1 << 20;
+  s.fill_threshold = 1.0;
+  s.writes_per_second = 1.0;  // the host budget binds: two stacks want 2/s
+  s.bytes_per_second = 1ull << 30;
+  TargetSelection watch;
+  watch.discover = false;  // never the real root: only the temp dirs
+  watch.explicit_targets = {{a.string(), ""}, {a2.string(), ""}, {b.string(), ""}};
+  LatencyProbe probe(s, watch, StackSelection{});
+  auto run = [&] {
+    ProbeContext ctx{host, runner, clk, tools, t.path(), {}, clk.now() + 10s};
+    auto r = probe.run(Target::host(), ctx);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    return r.metrics;
+  };
+  const metrics::Labels la{{"stack", "dev:7:10"}, {"target", a.string()}}, lb{{"stack", "dev:7:11"}, {"target", b.string()}};
+  auto count = [](const metrics::Batch& m, const metrics::Labels& l) { return m.value("fsaudit_fsync_latency_seconds", l); };
+
+  auto m = run();  // one turn (a, ordered by id) fills and samples: 2 fsyncs, the host is 1 in debt
+  EXPECT_EQ(m.value("fsaudit_latency_samplers"), 2.0);
+  EXPECT_EQ(m.value("fsaudit_latency_stack_info", {{"target", a2.string()}, {"stack", "dev:7:10"}}), 1.0);
+  EXPECT_EQ(count(m, la) + count(m, lb), 1.0);
+  EXPECT_EQ(m.value("fsaudit_latency_fsyncs_total"), 2.0);
+  EXPECT_EQ(m.value("fsaudit_latency_sampler_state", {{"stack", "dev:7:11"}, {"target", b.string()}, {"state", "io_budget"}}), 1.0);
+  clk.advance(1s);
+  m = run();  // the debt is paid back, nothing yet
+  EXPECT_EQ(m.value("fsaudit_latency_fsyncs_total"), 2.0);
+  for (int i = 0; i < 20; ++i) {
+    clk.advance(1s);
+    m = run();
+  }
+  // 22 s at 1 write/s, 2 of them spent on the first fill, 1 on the second: 19 or 20 samples.
+  double fsyncs = m.value("fsaudit_latency_fsyncs_total");
+  EXPECT_LE(fsyncs, 22.0 + 1.0);
+  EXPECT_GE(fsyncs, 20.0);
+  EXPECT_NEAR(count(m, la), count(m, lb), 1.0) << "round-robin";
+  EXPECT_TRUE(std::filesystem::exists(a / ".fsaudit/latency.probe"));
+  EXPECT_TRUE(std::filesystem::exists(b / ".fsaudit/latency.probe"));
+  EXPECT_FALSE(std::filesystem::exists(a2 / ".fsaudit")) << "a bind mount of a sampled stack gets no probe file";
+  EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
+  EXPECT_EQ(ProbeFile::remove(b / ".fsaudit"), "");
+}
