@@ -413,6 +413,9 @@ double sum_of(const std::string& text, const std::string& name) {
 // stack), counted by the kernel; then the whole scrape passes `promtool check metrics` without lint.
 TEST(LatencyLab, DaemonSamplesEachDeviceStackOnceWithinTheBudget) {
   FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
+  // zfs-fuse is one per machine: wait for it before holding any loop device or mount.
+  ft::ZfsFuse zf;
+  ASSERT_TRUE(zf.ok()) << zf.error();
   TempDir td("fsaudit-latency-stacks");
   const fs::path T = td.path();
   LoopDevice lb(T, "btrfs.img", 256ull << 20), le(T, "ext4.img", 64ull << 20);
@@ -427,8 +430,6 @@ TEST(LatencyLab, DaemonSamplesEachDeviceStackOnceWithinTheBudget) {
   Mount me(le.device(), T / "ext4", "ext4");
   for (auto* m : {&sa, &sb, &me}) ASSERT_TRUE(m->ok()) << m->dir() << ": " << m->error();
 
-  ft::ZfsFuse zf;
-  ASSERT_TRUE(zf.ok()) << zf.error();
   std::ofstream(T / "zfs.img").close();
   fs::resize_file(T / "zfs.img", 96ull << 20);
   const std::string pool_name = "fslat" + std::to_string(::getpid());
