@@ -435,7 +435,15 @@ TEST(LatencyLab, DaemonSamplesEachDeviceStackOnceWithinTheBudget) {
   const std::string pool_name = "fslat" + std::to_string(::getpid());
   ft::ZfsPool pool(pool_name, {(T / "zfs.img").string()});
   ASSERT_TRUE(pool.ok()) << pool.error();
-  ft::must({"zfs", "set", "mountpoint=" + (T / "zfs").string(), pool_name});
+  // zfs-fuse sometimes answers "mountpoint or dataset is busy" while it is still mounting the pool
+  // at its default place: try again for a few seconds.
+  ft::Cmd set;
+  for (int i = 0; i < 20; ++i) {
+    set = ft::run({"zfs", "set", "mountpoint=" + (T / "zfs").string(), pool_name});
+    if (set.ok()) break;
+    ft::DaemonProcess::sleep_ms(500);
+  }
+  ASSERT_TRUE(set.ok()) << set.err << set.out;
   ft::must({"zfs", "create", pool_name + "/d1"});
   ft::must({"zfs", "create", pool_name + "/d2"});
   ASSERT_TRUE(fs::exists(T / "zfs/d2")) << "zfs-fuse did not mount the datasets";
