@@ -241,8 +241,6 @@ struct LatencyProbe::Shared {
 LatencyProbe::LatencyProbe(SamplerSettings s, TargetSelection watch, StackSelection stacks)
     : s_(std::move(s)), watch_(std::move(watch)), sel_(std::move(stacks)) {
   sel_.dir_name = s_.dir_name;
-  shared_ = std::make_shared<Shared>(s_, SystemClock::instance().now());
-  shared_->seed = mono_ns();
 }
 
 Result<std::string> read_mount_table(const ProbeContext& ctx) { return read_file(ctx.host.proc("self/mountinfo")); }
@@ -287,6 +285,10 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   std::string error;
   const auto& plan = plans(ctx, &error);
   if (!error.empty() && plan.empty()) return ProbeResult::failed(error);
+  if (!shared_) {  // on the first run: the budget's buckets start on the context's clock
+    shared_ = std::make_shared<Shared>(s_, ctx.clock.now());
+    shared_->seed = mono_ns();
+  }
   auto& sh = *shared_;
   const Clock* clock = &ctx.clock;
   auto now = clock->now();
