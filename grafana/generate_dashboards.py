@@ -16,6 +16,8 @@ import sys
 DS = {"type": "prometheus", "uid": "${datasource}"}
 I = 'instance=~"$instance"'
 T = 'target=~"$target"'
+# Latency is sampled per device stack: keep the stacks that hold a selected target (info series, value 1).
+ON_STACKS = f'* on (instance, stack) group_left () max by (instance, stack) (fsaudit_latency_stack_info{{{I}, {T}}})'
 P = 'pool=~"$pool"'
 
 
@@ -240,9 +242,11 @@ def fleet():
             description="Increase of ZFS vdev, btrfs and bcachefs device error counters and kernel storage error lines.",
             options=BARGAUGE, thresholds=steps((None, GREEN), (1, RED)), min_=0)
     d.panel("bargauge", "fsync p99 (rolling window)",
-            [q(f'max by (instance, target) (fsaudit_fsync_latency_window_seconds{{quantile="0.99", {I}, {T}}})',
-               "{{instance}} {{target}}", instant=True)],
-            w=8, unit="s", description="p99 of fsaudit's 4 KiB write+fsync samples over the sampler's window.",
+            [q(f'max by (instance, stack) (fsaudit_fsync_latency_window_seconds{{percentile="99", {I}}} {ON_STACKS})',
+               "{{instance}} {{stack}}", instant=True)],
+            w=8, unit="s", description="p99 of fsaudit's 4 KiB write+fsync samples over the sampler's window, per "
+                                       "device stack (pool, btrfs filesystem, md array, block device) holding the "
+                                       "selected targets.",
             options=BARGAUGE, thresholds=steps((None, GREEN), (0.1, YELLOW), (0.5, RED)), min_=0)
 
     d.row("Detection coverage")
@@ -370,19 +374,21 @@ def pool_detail():
 
     d.row("Latency")
     d.panel("heatmap", "fsync latency heatmap",
-            [q(f'sum by (le) (increase(fsaudit_fsync_latency_seconds_bucket{{{I}, {T}}}[$__rate_interval]))',
+            [q(f'sum by (le) (increase(fsaudit_fsync_latency_seconds_bucket{{{I}}}[$__rate_interval]) {ON_STACKS})',
                "{{le}}", fmt="heatmap")],
-            w=12, h=9, description="4 KiB write+fsync samples per latency bucket (histogram fsaudit_fsync_latency_seconds).",
+            w=12, h=9, description="4 KiB write+fsync samples per latency bucket (histogram fsaudit_fsync_latency_seconds) "
+                                   "of the device stacks holding the selected targets.",
             options={"calculate": False, "yAxis": {"unit": "s", "axisPlacement": "left"},
                      "cellGap": 1, "color": {"mode": "scheme", "scheme": "Oranges", "exponent": 0.5, "steps": 64, "fill": "dark-orange", "scale": "exponential", "reverse": False},
                      "rowsFrame": {"layout": "auto"}, "tooltip": {"mode": "single", "yHistogram": True},
                      "legend": {"show": True}, "exemplars": {"color": "rgba(255,0,255,0.7)"},
                      "filterValues": {"le": 1e-9}, "showValue": "never", "cellValues": {}})
     d.panel("timeseries", "fsync latency quantiles",
-            [q(f'fsaudit_fsync_latency_window_seconds{{{I}, {T}}}', "{{target}} p{{quantile}}"),
-             q(f'histogram_quantile(0.99, sum by (target, le) (rate(fsaudit_fsync_latency_seconds_bucket{{{I}, {T}}}[$__rate_interval])))',
-               "{{target}} p0.99 (histogram)")],
-            w=12, h=9, unit="s", description="Rolling-window quantiles from the sampler, and p99 from the histogram.",
+            [q(f'fsaudit_fsync_latency_window_seconds{{{I}}} {ON_STACKS}', "{{stack}} p{{percentile}}"),
+             q(f'histogram_quantile(0.99, sum by (stack, le) (rate(fsaudit_fsync_latency_seconds_bucket{{{I}}}[$__rate_interval]) {ON_STACKS}))',
+               "{{stack}} p99 (histogram)")],
+            w=12, h=9, unit="s", description="Rolling-window percentiles from the sampler, and p99 from the histogram, "
+                                             "per device stack holding the selected targets.",
             options=TS, custom=ts_custom())
 
     d.row("Kernel and probes")

@@ -5,6 +5,7 @@
 // DIR is the directory the sampler owns (e.g. /mnt/x/.fsaudit); the probe file is DIR/latency.probe.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -101,32 +102,27 @@ int main(int argc, char** argv) {
   s.samples = static_cast<int>(samples);
   s.file_size = *sz;
   s.mode = *latency::parse_mode(mode);
-  s.window = std::chrono::hours(24);
-  s.budget_per_hour = 1ull << 50;
   s.fill_threshold = 1.0;
   s.dir_name = d.filename().string();
-  latency::Sampler sampler(s);
-  metrics::Batch b;
-  std::string why;
   double cpu0 = cpu_seconds();
   auto t0 = latency::mono_ns();
-  auto state = sampler.sample("cli", d.parent_path(), d, ctx, b, &why);
+  auto r = latency::sample_stack(d.parent_path(), d, s, t0, [] { return true; });
   auto t1 = latency::mono_ns();
   double cpu = cpu_seconds() - cpu0;
   if (!keep) latency::ProbeFile::remove(d);
-  double n = b.value("fsaudit_fsync_latency_window_samples", {{"target", "cli"}});
-  auto q = [&](const char* quantile) {
-    return b.value("fsaudit_fsync_latency_window_seconds", {{"target", "cli"}, {"quantile", quantile}}) * 1e3;
+  auto sorted = r.fsync_ns;
+  std::sort(sorted.begin(), sorted.end());
+  double n = static_cast<double>(sorted.size());
+  auto q = [&](std::uint32_t ppm) {
+    auto v = latency::nearest_rank(sorted, ppm);
+    return v ? static_cast<double>(*v) / 1e6 : 0.0;
   };
-  std::string used;
-  for (const auto& f : b.families())
-    if (f.name == "fsaudit_latency_sampler_info")
-      for (const auto& l : f.metric[0].label)
-        if (l.name == "mode") used = l.value;
+  auto state = r.state;
+  const std::string& why = r.reason;
   std::printf("state=%s mode=%s samples=%.0f p50_ms=%.4f p99_ms=%.4f p999_ms=%.4f max_ms=%.4f wall_s=%.2f cpu_s=%.4f "
               "cpu_ms_per_1000=%.2f%s%s\n",
-              std::string(latency::state_name(state)).c_str(), used.c_str(), n, q("0.5"), q("0.99"), q("0.999"),
-              b.value("fsaudit_fsync_latency_window_max_seconds", {{"target", "cli"}}) * 1e3, (t1 - t0) / 1e9, cpu,
+              std::string(latency::state_name(state)).c_str(), r.mode.c_str(), n, q(500'000), q(990'000), q(999'000),
+              sorted.empty() ? 0.0 : static_cast<double>(sorted.back()) / 1e6, (t1 - t0) / 1e9, cpu,
               n > 0 ? cpu / n * 1e6 : 0.0, why.empty() ? "" : " note=", why.c_str());
   return state == latency::State::ok ? 0 : 1;
 }

@@ -5,96 +5,29 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
-#include <functional>
+#include <system_error>
+#include <thread>
 
-#include "daemon/probe/targets.hpp"
+#include "daemon/core/files.hpp"
 #include "probes/latency/stream.hpp"
 
 namespace fsaudit::latency {
 
 namespace {
 constexpr const char* kHistHelp =
-    "Latency of one 4 KiB write at a random offset of the probe file followed by fsync (io_uring WRITE linked "
-    "to FSYNC, or an O_DSYNC write), measured with CLOCK_MONOTONIC";
+    "Latency of one 4 KiB write at a random offset of the stack's probe file followed by fsync (io_uring WRITE "
+    "linked to FSYNC, or an O_DSYNC write), measured with CLOCK_MONOTONIC";
 constexpr const char* kWindowHelp =
-    "Rolling-window quantile (nearest rank) of the fsync sample latency over latency.window";
+    "Rolling-window percentile (nearest rank) of the fsync sample latency over latency.window";
+// The plan is rebuilt when the mount table changes, and at least this often (sysfs may change alone).
+constexpr auto kReplanEvery = std::chrono::seconds(60);
 }  // namespace
 
-void TokenBucket::refill(SteadyTime now) {
-  if (now > last_) {
-    double hours = std::chrono::duration<double>(now - last_).count() / 3600.0;
-    tokens_ = std::min(per_hour_, tokens_ + hours * per_hour_);
-  }
-  last_ = std::max(last_, now);
-}
-
-bool TokenBucket::take(SteadyTime now, std::uint64_t n) {
-  refill(now);
-  if (tokens_ < static_cast<double>(n)) return false;
-  tokens_ -= static_cast<double>(n);
-  return true;
-}
-
-void TokenBucket::charge(SteadyTime now, std::uint64_t n) {
-  refill(now);
-  tokens_ -= static_cast<double>(n);
-}
-
-double TokenBucket::available(SteadyTime now) {
-  refill(now);
-  return tokens_;
-}
-
-void TargetStats::set_state(State s) {
-  state = s;
-  if (s != State::ok) skipped[std::string(state_name(s))]++;
-}
-
-void TargetStats::emit(metrics::Batch& b, const std::string& target, SteadyTime now, bool direct_reads) {
-  metrics::Labels l{{"target", target}};
-  b.histogram("fsaudit_fsync_latency_seconds", kHistHelp, l, Histogram::bounds_seconds(), fsync.cumulative(),
-              fsync.sum_seconds());
-  if (direct_reads)
-    b.histogram("fsaudit_direct_read_latency_seconds",
-                "Latency of one 4 KiB O_DIRECT read at a random offset of the probe file", l,
-                Histogram::bounds_seconds(), reads.cumulative(), reads.sum_seconds());
-  if (auto q = window.quantiles(now)) {
-    auto put = [&](const char* quantile, std::uint64_t ns) {
-      auto ql = l;
-      ql["quantile"] = quantile;
-      b.gauge("fsaudit_fsync_latency_window_seconds", kWindowHelp, ql, static_cast<double>(ns) / 1e9);
-    };
-    put("0.5", q->p50_ns);
-    put("0.99", q->p99_ns);
-    put("0.999", q->p999_ns);
-    b.gauge("fsaudit_fsync_latency_window_max_seconds", "Largest fsync sample latency inside the rolling window",
-            l, static_cast<double>(q->max_ns) / 1e9);
-  }
-  b.gauge("fsaudit_fsync_latency_window_samples", "fsync samples inside the rolling window (latency.window)", l,
-          static_cast<double>(window.size()));
-  b.stateset("fsaudit_latency_sampler_state",
-             "Outcome of the last sampler run: ok, or why it skipped (read_only, fill_threshold, no_space, "
-             "io_error, io_budget, error)",
-             l, state_names(), std::string(state_name(state)));
-  for (const auto& name : state_names()) {
-    if (name == "ok") continue;
-    auto it = skipped.find(name);
-    auto sl = l;
-    sl["reason"] = name;
-    b.counter("fsaudit_latency_sampler_skipped_total", "Sampler runs that skipped sampling, by reason", sl,
-              it == skipped.end() ? 0.0 : static_cast<double>(it->second));
-  }
-  b.counter("fsaudit_latency_sampler_io_bytes_total",
-            "Bytes the sampler wrote and read on this target (samples and probe file fill)", l,
-            static_cast<double>(io_bytes));
-  if (!mode.empty()) {
-    auto ml = l;
-    ml["mode"] = mode;
-    b.info("fsaudit_latency_sampler_info", "How the sampler writes on this target (mode actually used)", ml);
-  }
-}
+// ---- settings -------------------------------------------------------------------------------------
 
 SamplerSettings SamplerSettings::from(const config::LatencyConfig& c) {
   SamplerSettings s;
@@ -103,107 +36,214 @@ SamplerSettings SamplerSettings::from(const config::LatencyConfig& c) {
   s.mode = parse_mode(c.mode).value_or(Mode::io_uring_fsync);
   s.direct_reads = c.direct_reads;
   s.window = c.window;
-  s.budget_per_hour = c.io_budget_per_hour;
   s.fill_threshold = c.fill_threshold;
   s.dir_name = c.dir_name;
   s.interval = c.interval;
   s.timeout = c.timeout;
+  s.stack_writes_per_second = c.budget.stack_writes_per_second;
+  s.writes_per_second = c.budget.writes_per_second;
+  s.bytes_per_second = c.budget.bytes_per_second;
   return s;
 }
 
-std::shared_ptr<TargetStats> Sampler::stats_for(const std::string& label, SteadyTime now) {
-  std::lock_guard l(mu_);
-  auto& p = stats_[label];
-  if (!p) {
-    p = std::make_shared<TargetStats>(s_.window, s_.budget_per_hour, now);
-    p->seed = std::hash<std::string>{}(label) ^ mono_ns();
-  }
-  return p;
-}
+// ---- one sampling of one stack --------------------------------------------------------------------
 
-State Sampler::sample(const std::string& label, const std::filesystem::path& mountpoint,
-                      const std::filesystem::path& dir, ProbeContext& ctx, metrics::Batch& out, std::string* why) {
-  auto st = stats_for(label, ctx.clock.now());
-  std::lock_guard lock(st->mu);
-  auto finish = [&](State s, std::string reason) {
-    st->set_state(s);
-    if (why) *why = std::move(reason);
-    st->emit(out, label, ctx.clock.now(), s_.direct_reads);
-    return s;
+SampleResult sample_stack(const std::filesystem::path& mountpoint, const std::filesystem::path& dir,
+                          const SamplerSettings& s, std::uint64_t seed, const std::function<bool()>& keep_going) {
+  SampleResult r;
+  auto fail = [&](State st, std::string why) {
+    r.state = st;
+    r.reason = std::move(why);
+    return r;
   };
-
   // Live checks first: a read-only or too full filesystem is never written to.
   struct statvfs vfs;
   if (::statvfs(mountpoint.c_str(), &vfs) != 0) {
     int e = errno;
-    return finish(classify_errno(e), "statvfs " + mountpoint.string() + ": " + std::strerror(e));
+    return fail(classify_errno(e), "statvfs " + mountpoint.string() + ": " + std::strerror(e));
   }
-  if (vfs.f_flag & ST_RDONLY) return finish(State::read_only, mountpoint.string() + " is mounted read-only");
+  if (vfs.f_flag & ST_RDONLY) return fail(State::read_only, mountpoint.string() + " is mounted read-only");
   std::uint64_t used = vfs.f_blocks - std::min(vfs.f_blocks, static_cast<decltype(vfs.f_blocks)>(vfs.f_bfree));
   std::uint64_t denom = used + vfs.f_bavail;
   double fill = denom ? static_cast<double>(used) / static_cast<double>(denom) : 1.0;
-  if (fill > s_.fill_threshold)
-    return finish(State::fill_threshold, mountpoint.string() + " is " + std::to_string(int(fill * 100)) +
-                                             "% full, above latency.fill_threshold");
-
-  std::uint64_t need = static_cast<std::uint64_t>(s_.samples) * kBlock * (s_.direct_reads ? 2 : 1);
-  if (!st->budget.take(ctx.clock.now(), need))
-    return finish(State::io_budget, "latency.io_budget_per_hour used up for " + label);
+  if (fill > s.fill_threshold)
+    return fail(State::fill_threshold, mountpoint.string() + " is " + std::to_string(int(fill * 100)) +
+                                           "% full, above latency.fill_threshold");
 
   ProbeFile file;
   std::uint64_t filled = 0;
-  if (auto f = file.open(dir, s_.file_size, 0, &filled)) {
-    st->io_bytes += filled;
-    st->budget.charge(ctx.clock.now(), filled);
-    return finish(f->state(), f->message);
-  }
-  st->io_bytes += filled;
-  st->budget.charge(ctx.clock.now(), filled);
+  auto failed_open = file.open(dir, s.file_size, 0, &filled);
+  r.fill_bytes = filled;
+  r.bytes += filled;
+  if (filled) ++r.fsyncs;  // the fill ends with one fsync
+  if (failed_open) return fail(failed_open->state(), failed_open->message);
 
   std::string note;
-  auto writer = make_writer(s_.mode, file, &note);
-  st->mode = writer->mode();
-  OffsetPicker pick(st->seed++);
-  State result = State::ok;
-  std::string reason = note;
-  for (int i = 0; i < s_.samples; ++i) {
-    if (ctx.stop.stop_requested() || ctx.clock.now() >= ctx.deadline) break;
+  auto writer = make_writer(s.mode, file, &note);
+  r.mode = writer->mode();
+  r.reason = note;
+  OffsetPicker pick(seed);
+  for (int i = 0; i < s.samples; ++i) {
+    if (!keep_going()) break;
     auto off = pick.next(file.size());
     auto t0 = mono_ns();
+    ++r.fsyncs;
     int e = writer->write_sync(off);
     auto t1 = mono_ns();
-    if (e != 0) {
-      result = classify_errno(e);
-      reason = "write+fsync " + file.path().string() + ": " + std::strerror(e);
-      break;
-    }
-    st->io_bytes += kBlock;
-    st->record_fsync(ctx.clock.now(), t1 - t0);
+    if (e != 0) return fail(classify_errno(e), "write+fsync " + file.path().string() + ": " + std::strerror(e));
+    r.bytes += kBlock;
+    r.fsync_ns.push_back(t1 - t0);
   }
   writer.reset();
-  if (result == State::ok && s_.direct_reads) {
+  if (s.direct_reads) {
     int rfd = ::open(file.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC | O_NOFOLLOW);
     if (rfd < 0) {
-      reason = std::string("O_DIRECT reads unavailable: ") + std::strerror(errno);
+      r.reason = std::string("O_DIRECT reads unavailable: ") + std::strerror(errno);
     } else {
-      for (int i = 0; i < s_.samples; ++i) {
+      for (int i = 0; i < s.samples; ++i) {
         auto off = pick.next(file.size());
         auto t0 = mono_ns();
         int e = direct_read(rfd, off);
         auto t1 = mono_ns();
         if (e != 0) {
-          if (e == EIO) result = State::io_error;
-          reason = "O_DIRECT read " + file.path().string() + ": " + std::strerror(e);
+          if (e == EIO) r.state = State::io_error;
+          r.reason = "O_DIRECT read " + file.path().string() + ": " + std::strerror(e);
           break;
         }
-        st->io_bytes += kBlock;
-        st->reads.observe(t1 - t0);
+        r.bytes += kBlock;
+        r.read_ns.push_back(t1 - t0);
       }
       ::close(rfd);
     }
   }
-  return finish(result, reason);
+  return r;
 }
+
+// ---- budget ---------------------------------------------------------------------------------------
+
+Dispatcher::Dispatcher(const SamplerSettings& s, SteadyTime now)
+    : samples_(s.samples),
+      stack_rate_(s.stack_writes_per_second),
+      host_(s.writes_per_second, static_cast<double>(s.bytes_per_second),
+            std::max<double>(s.samples, s.writes_per_second),
+            std::max<double>(static_cast<double>(s.samples * kBlock), static_cast<double>(s.bytes_per_second)), now) {}
+
+std::vector<std::string> Dispatcher::due(SteadyTime now, const std::vector<std::string>& ids,
+                                         const std::set<std::string>& busy, std::vector<std::string>* deferred) {
+  std::lock_guard l(mu_);
+  std::vector<std::pair<SteadyTime, std::string>> ready;
+  for (const auto& id : ids) {
+    auto it = stacks_.find(id);
+    if (it == stacks_.end())
+      it = stacks_.emplace(id, PerStack{RateBucket(stack_rate_, 2 * samples_, now), SteadyTime{}}).first;
+    if (busy.count(id)) continue;
+    if (it->second.bucket.available(now) + 1e-9 * samples_ < samples_) continue;  // not due yet
+    ready.emplace_back(it->second.last, id);
+  }
+  std::sort(ready.begin(), ready.end());
+  std::vector<std::string> out;
+  for (auto& [last, id] : ready) {
+    if (!host_.take(now, samples_, samples_ * static_cast<double>(kBlock))) {
+      if (deferred) deferred->push_back(id);
+      continue;
+    }
+    auto& st = stacks_.at(id);
+    st.bucket.charge(now, samples_);
+    st.last = now;
+    out.push_back(id);
+  }
+  return out;
+}
+
+void Dispatcher::charge(SteadyTime now, double ops, double bytes) {
+  std::lock_guard l(mu_);
+  host_.charge(now, ops, bytes);
+}
+
+void Dispatcher::forget_except(const std::set<std::string>& ids) {
+  std::lock_guard l(mu_);
+  std::erase_if(stacks_, [&](const auto& kv) { return !ids.count(kv.first); });
+}
+
+// ---- per-stack state and metrics ------------------------------------------------------------------
+
+void StackStats::set_state(State s) {
+  state = s;
+  if (s != State::ok) skipped[std::string(state_name(s))]++;
+}
+
+void StackStats::record(SteadyTime now, const SampleResult& r) {
+  for (auto ns : r.fsync_ns) {
+    fsync.observe(ns);
+    window.add(now, ns);
+  }
+  for (auto ns : r.read_ns) reads.observe(ns);
+  io_bytes += r.bytes;
+  if (!r.mode.empty()) mode = r.mode;
+  set_state(r.state);
+}
+
+void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, bool direct_reads) {
+  b.histogram("fsaudit_fsync_latency_seconds", kHistHelp, l, Histogram::bounds_seconds(), fsync.cumulative(),
+              fsync.sum_seconds());
+  if (direct_reads)
+    b.histogram("fsaudit_direct_read_latency_seconds",
+                "Latency of one 4 KiB O_DIRECT read at a random offset of the stack's probe file", l,
+                Histogram::bounds_seconds(), reads.cumulative(), reads.sum_seconds());
+  if (auto q = window.quantiles(now)) {
+    // `percentile`, not `quantile`: a gauge with a quantile label is reserved for summaries.
+    auto put = [&](const char* percentile, std::uint64_t ns) {
+      auto ql = l;
+      ql["percentile"] = percentile;
+      b.gauge("fsaudit_fsync_latency_window_seconds", kWindowHelp, ql, static_cast<double>(ns) / 1e9);
+    };
+    put("50", q->p50_ns);
+    put("99", q->p99_ns);
+    put("99.9", q->p999_ns);
+    b.gauge("fsaudit_fsync_latency_window_max_seconds", "Largest fsync sample latency inside the rolling window",
+            l, static_cast<double>(q->max_ns) / 1e9);
+  }
+  b.gauge("fsaudit_fsync_latency_window_samples", "fsync samples inside the rolling window (latency.window)", l,
+          static_cast<double>(window.size()));
+  b.stateset("fsaudit_latency_sampler_state",
+             "Outcome of the stack's last sampler turn: ok, or why it skipped (read_only, fill_threshold, no_space, "
+             "io_error, io_budget, stuck, error)",
+             l, state_names(), std::string(state_name(state)));
+  for (const auto& name : state_names()) {
+    if (name == "ok") continue;
+    auto it = skipped.find(name);
+    auto sl = l;
+    sl["reason"] = name;
+    b.counter("fsaudit_latency_sampler_skipped_total", "Sampler turns of the stack that did not sample, by reason",
+              sl, it == skipped.end() ? 0.0 : static_cast<double>(it->second));
+  }
+  b.counter("fsaudit_latency_sampler_io_bytes_total",
+            "Bytes the sampler wrote and read on this stack (samples and probe file fill)", l,
+            static_cast<double>(io_bytes));
+  if (!mode.empty()) {
+    auto ml = l;
+    ml["mode"] = mode;
+    b.info("fsaudit_latency_sampler_info", "How the sampler writes on this stack (mode actually used)", ml);
+  }
+}
+
+// ---- the probe ------------------------------------------------------------------------------------
+
+struct LatencyProbe::Shared {
+  Shared(const SamplerSettings& s, SteadyTime now) : dispatcher(s, now) {}
+  Dispatcher dispatcher;
+  std::mutex mu;  // guards stats (the map; each StackStats has its own lock)
+  std::map<std::string, std::shared_ptr<StackStats>> stats;
+  std::atomic<std::uint64_t> fsyncs{0};
+  std::atomic<std::uint64_t> seed{0};
+};
+
+LatencyProbe::LatencyProbe(SamplerSettings s, TargetSelection watch, StackSelection stacks)
+    : s_(std::move(s)), watch_(std::move(watch)), sel_(std::move(stacks)) {
+  sel_.dir_name = s_.dir_name;
+}
+
+Result<std::string> read_mount_table(const ProbeContext& ctx) { return read_file(ctx.host.proc("self/mountinfo")); }
 
 bool sampler_applies(const Target& t) {
   if (t.is_host() || t.mountpoint.empty()) return false;
@@ -213,45 +253,219 @@ bool sampler_applies(const Target& t) {
   return std::find(never.begin(), never.end(), t.fstype) == never.end();
 }
 
-ProbeResult LatencyProbe::run(const Target& target, ProbeContext& ctx) {
-  metrics::Batch b;
-  std::string why;
-  std::filesystem::path mp = target.mountpoint;
-  // A skip (read-only, full, ENOSPC, EIO, budget) is reported in the metrics, not as a probe failure.
-  sampler_.sample(target.name, mp, mp / sampler_.settings().dir_name, ctx, b, &why);
-  return ProbeResult::ok(std::move(b));
-}
-
-ProbeResult LatencyPathsProbe::run(const Target&, ProbeContext& ctx) {
-  metrics::Batch b;
-  for (const auto& p : paths_) {
-    if (ctx.stop.stop_requested()) break;
-    std::string why;
-    std::filesystem::path dir = p;
-    sampler_.sample(p, dir, dir / sampler_.settings().dir_name, ctx, b, &why);
+const std::vector<StackPlan>& LatencyProbe::plans(ProbeContext& ctx, std::string* error) {
+  auto text = read_mount_table(ctx);
+  if (!text) {
+    *error = "cannot read the mount table: " + text.error();
+    return plans_;
   }
+  auto now = ctx.clock.now();
+  if (*text == mount_text_ && planned_at_ != SteadyTime{} && now - planned_at_ < kReplanEvery) return plans_;
+  auto mounts = parse_mountinfo(*text);
+  if (!mounts) {
+    *error = mounts.error();
+    return plans_;
+  }
+  watched_.clear();
+  for (auto& t : select_targets(*mounts, watch_))
+    if (sampler_applies(t)) watched_.push_back(std::move(t));
+  auto next = plan_stacks(*mounts, watched_, sel_, ctx.host);
+  // A stack whose probe file moved (another opted-in path) removes the old one too.
+  for (auto& p : next)
+    for (const auto& old : plans_)
+      if (old.id == p.id && old.sampled && old.dir != p.dir) p.other_dirs.push_back(old.dir);
+  ++generation_;
+  plans_ = std::move(next);
+  mount_text_ = std::move(*text);
+  planned_at_ = now;
+  return plans_;
+}
+
+ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
+  std::string error;
+  const auto& plan = plans(ctx, &error);
+  if (!error.empty() && plan.empty()) return ProbeResult::failed(error);
+  if (!shared_) {  // on the first run: the budget's buckets start on the context's clock
+    shared_ = std::make_shared<Shared>(s_, ctx.clock.now());
+    shared_->seed = mono_ns();
+  }
+  auto& sh = *shared_;
+  const Clock* clock = &ctx.clock;
+  auto now = clock->now();
+
+  // Stats per sampled stack; stacks gone from the plan are forgotten.
+  std::map<std::string, std::shared_ptr<StackStats>> stats;
+  std::vector<std::string> ids;
+  std::set<std::string> busy, id_set;
+  {
+    std::lock_guard l(sh.mu);
+    for (const auto& p : plan) {
+      if (!p.sampled) continue;
+      auto& st = sh.stats[p.id];
+      if (!st) {
+        st = std::make_shared<StackStats>(s_.window);
+        st->seed = std::hash<std::string>{}(p.id) ^ sh.seed.fetch_add(1);
+      }
+      stats[p.id] = st;
+      ids.push_back(p.id);
+      id_set.insert(p.id);
+    }
+    std::erase_if(sh.stats, [&](const auto& kv) { return !id_set.count(kv.first); });
+  }
+  for (const auto& [id, st] : stats) {
+    std::lock_guard l(st->mu);
+    if (st->in_flight) {
+      busy.insert(id);
+      st->set_state(State::stuck);
+    }
+  }
+  sh.dispatcher.forget_except(id_set);
+  std::vector<std::string> deferred;
+  auto due = sh.dispatcher.due(now, ids, busy, &deferred);
+  for (const auto& id : deferred) {
+    std::lock_guard l(stats[id]->mu);
+    stats[id]->set_state(State::io_budget);
+  }
+
+  // Each due stack samples on its own thread: one hung fsync holds only its own stack.
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::size_t left = 0;
+  };
+  std::string thread_error;
+  auto done = std::make_shared<Done>();
+  done->left = due.size();
+  std::map<std::string, const StackPlan*> by_id;
+  for (const auto& p : plan) by_id[p.id] = &p;
+  for (const auto& id : due) {
+    auto st = stats[id];
+    const StackPlan& p = *by_id[id];
+    std::uint64_t seed;
+    std::vector<std::filesystem::path> stale;
+    {
+      std::lock_guard l(st->mu);
+      st->in_flight = true;
+      seed = st->seed++;
+      if (st->cleaned_generation != generation_) {
+        stale = p.other_dirs;
+        st->cleaned_generation = generation_;
+      }
+    }
+    auto shared = shared_;
+    auto settings = s_;
+    auto deadline = ctx.deadline;
+    auto work = [shared, st, done, settings, seed, clock, deadline, mp = p.mountpoint, dir = p.dir, stale] {
+      // On this thread, not the scheduler's: a hung filesystem holds only its own stack.
+      for (const auto& d : stale) {
+        std::error_code ec;
+        if (std::filesystem::exists(ProbeFile::path_in(d), ec)) ProbeFile::remove(d);
+      }
+      auto r = sample_stack(mp, dir, settings, seed, [&] { return clock->now() < deadline; });
+      shared->fsyncs += r.fsyncs;
+      if (r.fill_bytes) shared->dispatcher.charge(clock->now(), 1, static_cast<double>(r.fill_bytes));
+      {
+        std::lock_guard l(st->mu);
+        st->record(clock->now(), r);
+        st->in_flight = false;
+      }
+      std::lock_guard l(done->mu);
+      --done->left;
+      done->cv.notify_all();
+    };
+    try {
+      std::thread(std::move(work)).detach();
+    } catch (const std::system_error& e) {  // no thread to be had: this turn is lost, not the stack
+      {
+        std::lock_guard l(st->mu);
+        st->in_flight = false;
+        st->set_state(State::error);
+      }
+      std::lock_guard l(done->mu);
+      --done->left;
+      thread_error = std::string("cannot start a sampler thread: ") + e.what();
+    }
+  }
+  {
+    std::unique_lock l(done->mu);
+    auto until = ctx.deadline - std::chrono::milliseconds(200);
+    while (done->left > 0 && !ctx.stop.stop_requested() && clock->now() < until)
+      done->cv.wait_for(l, std::chrono::milliseconds(50));
+  }
+
+  metrics::Batch b;
+  std::size_t sampled = 0;
+  for (const auto& p : plan) {
+    for (const auto& t : p.targets)
+      b.info("fsaudit_latency_stack_info",
+             "Maps a watched filesystem (target) to the device stack whose sampler measures it (stack); "
+             "sampled=false when nothing on that stack may be written",
+             {{"target", t}, {"stack", p.id}, {"sampled", p.sampled ? "true" : "false"}});
+    if (!p.sampled) continue;
+    ++sampled;
+    auto& st = stats[p.id];
+    std::lock_guard l(st->mu);
+    if (st->in_flight && !busy.count(p.id)) st->set_state(State::stuck);  // dispatched now, not back in time
+    st->emit(b, {{"stack", p.id}, {"target", p.target}}, clock->now(), s_.direct_reads);
+  }
+  b.gauge("fsaudit_latency_samplers", "Device stacks with a latency sampler (one per pool / filesystem / array)", {},
+          static_cast<double>(sampled));
+  b.counter("fsaudit_latency_fsyncs_total",
+            "write+fsync operations the latency sampler issued (samples and probe file fills)", {},
+            static_cast<double>(sh.fsyncs.load()));
+  b.gauge("fsaudit_latency_budget_writes_per_second", "Configured write+fsync budget (latency.budget)",
+          {{"scope", "stack"}}, s_.stack_writes_per_second);
+  b.gauge("fsaudit_latency_budget_writes_per_second", "Configured write+fsync budget (latency.budget)",
+          {{"scope", "host"}}, s_.writes_per_second);
+  b.gauge("fsaudit_latency_budget_bytes_per_second", "Configured host-wide byte budget (latency.budget)", {},
+          static_cast<double>(s_.bytes_per_second));
+  if (!error.empty()) return ProbeResult::failed(error + " (sampling on the last known mount table)", std::move(b));
+  if (!thread_error.empty()) return ProbeResult::failed(thread_error, std::move(b));
   return ProbeResult::ok(std::move(b));
 }
 
-ProbeResult LatencyCleanupProbe::run(const Target& target, ProbeContext&) {
-  std::filesystem::path dir = std::filesystem::path(target.mountpoint) / dir_name_;
-  std::error_code ec;
-  if (!std::filesystem::exists(ProbeFile::path_in(dir), ec))
-    return ProbeResult::not_applicable("latency sampling is disabled (latency.enabled: false)");
-  auto e = ProbeFile::remove(dir);
-  if (!e.empty()) return ProbeResult::failed("latency sampling is disabled but its probe file stays: " + e);
-  return ProbeResult::not_applicable("latency sampling is disabled; removed " + ProbeFile::path_in(dir).string());
+ProbeResult LatencyCleanupProbe::run(const Target&, ProbeContext& ctx) {
+  auto text = read_mount_table(ctx);
+  if (!text) return ProbeResult::failed("cannot read the mount table: " + text.error());
+  auto mounts = parse_mountinfo(*text);
+  if (!mounts) return ProbeResult::failed(mounts.error());
+  std::vector<std::string> dirs;
+  for (const auto& t : select_targets(*mounts, watch_))
+    if (sampler_applies(t)) dirs.push_back((std::filesystem::path(t.mountpoint) / dir_name_).string());
+  for (const auto& p : paths_) dirs.push_back((std::filesystem::path(p) / dir_name_).string());
+  std::vector<std::string> removed, failed;
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (!std::filesystem::exists(ProbeFile::path_in(d), ec)) continue;
+    auto e = ProbeFile::remove(d);
+    (e.empty() ? removed : failed).push_back(e.empty() ? ProbeFile::path_in(d).string() : e);
+  }
+  if (!failed.empty()) return ProbeResult::failed("latency sampling is disabled but its probe file stays: " + failed[0]);
+  if (removed.empty()) return ProbeResult::not_applicable("latency sampling is disabled (latency.enabled: false)");
+  return ProbeResult::not_applicable("latency sampling is disabled; removed " + removed[0] +
+                                     (removed.size() > 1 ? " and " + std::to_string(removed.size() - 1) + " more" : ""));
+}
+
+TargetSelection watched_selection(const config::Config& cfg) {
+  // As the daemon selects its targets: canary filesystems are corrupted on purpose and never sampled.
+  TargetSelection sel = cfg.targets;
+  for (const auto& c : cfg.canary.canaries)
+    if (!c.mountpoint.empty()) sel.exclude.push_back(c.mountpoint);
+  return sel;
 }
 
 std::vector<std::unique_ptr<Probe>> make_latency_probes(const config::Config& cfg) {
   std::vector<std::unique_ptr<Probe>> out;
   const auto& c = cfg.latency;
   if (!c.enabled) {
-    out.push_back(std::make_unique<LatencyCleanupProbe>(c.dir_name));
+    out.push_back(std::make_unique<LatencyCleanupProbe>(c.dir_name, watched_selection(cfg), c.targets));
   } else {
-    out.push_back(std::make_unique<LatencyProbe>(SamplerSettings::from(c)));
-    if (!c.extra_paths.empty())
-      out.push_back(std::make_unique<LatencyPathsProbe>(SamplerSettings::from(c), c.extra_paths));
+    StackSelection sel;
+    sel.discover = c.discover;
+    sel.opt_in = c.targets;
+    sel.exclude = c.exclude;
+    sel.dir_name = c.dir_name;
+    out.push_back(std::make_unique<LatencyProbe>(SamplerSettings::from(c), watched_selection(cfg), sel));
   }
   if (c.stream.enabled) out.push_back(std::make_unique<StreamProbe>(c, cfg.state_dir));
   return out;

@@ -1,129 +1,142 @@
 #pragma once
-// Probe "latency" (per target) and "latency_paths" (host: latency.extra_paths): a few 4 KiB
-// write+fsync samples per run on a preallocated probe file, exported as a histogram and rolling
-// p50/p99/p99.9 gauges. Skips (read-only, too full, ENOSPC, EIO, over budget) are reported as state
-// and counters, never as a failure of the daemon.
+// Probe "latency" (host-wide): one fsync latency sampler per device stack (ZFS pool, btrfs
+// filesystem, md array, block device), not per mount. Each run looks at the mount table, groups the
+// watched filesystems by stack (stacks.hpp), and gives the stacks that are due under the I/O budget
+// (budget.hpp) a 4 KiB write+fsync sample on the stack's one probe file. Samples run on their own
+// threads, so a stack whose fsync hangs is reported stuck while the others keep sampling. Skips
+// (read-only, too full, ENOSPC, EIO, over budget, stuck) are state and counters, never a failure.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "daemon/config/config.hpp"
 #include "daemon/probe/probe.hpp"
+#include "daemon/probe/targets.hpp"
+#include "probes/latency/budget.hpp"
 #include "probes/latency/sampler.hpp"
+#include "probes/latency/stacks.hpp"
 #include "probes/latency/stats.hpp"
 
 namespace fsaudit::latency {
 
-// Bytes per hour, refilled continuously; starts full (one hour's worth may be used at once).
-class TokenBucket {
- public:
-  TokenBucket(std::uint64_t per_hour, SteadyTime now)
-      : per_hour_(static_cast<double>(per_hour)), tokens_(per_hour_), last_(now) {}
-  // Takes n bytes if available.
-  bool take(SteadyTime now, std::uint64_t n);
-  // Charges bytes already spent (may go below zero, delaying later samples).
-  void charge(SteadyTime now, std::uint64_t n);
-  double available(SteadyTime now);
-
- private:
-  void refill(SteadyTime now);
-  double per_hour_, tokens_;
-  SteadyTime last_;
-};
-
-// Everything the sampler keeps about one target between runs (pure; exported by emit()).
-class TargetStats {
- public:
-  TargetStats(std::chrono::steady_clock::duration window, std::uint64_t budget_per_hour, SteadyTime now)
-      : window(window), budget(budget_per_hour, now) {}
-  void record_fsync(SteadyTime t, std::uint64_t ns) {
-    fsync.observe(ns);
-    window.add(t, ns);
-  }
-  // Sets the state; anything but ok counts one skip for that reason.
-  void set_state(State s);
-  void emit(metrics::Batch& b, const std::string& target, SteadyTime now, bool direct_reads);
-
-  Histogram fsync, reads;
-  RollingWindow window;
-  TokenBucket budget;
-  State state = State::ok;
-  std::map<std::string, std::uint64_t> skipped;  // reason -> runs skipped
-  std::uint64_t io_bytes = 0;                    // bytes written and read by the sampler
-  std::string mode;                              // writer actually used
-  std::mutex mu;                                 // one target never overlaps itself; belt and braces
-  std::uint64_t seed = 0;
-};
-
 struct SamplerSettings {
-  int samples = 4;
-  std::uint64_t file_size = 64ull << 20;
+  int samples = 1;  // write+fsync samples each time a stack is due
+  std::uint64_t file_size = 4ull << 20;
   Mode mode = Mode::io_uring_fsync;
   bool direct_reads = false;
   std::chrono::steady_clock::duration window = std::chrono::minutes(5);
-  std::uint64_t budget_per_hour = 256ull << 20;
   double fill_threshold = 0.95;
   std::string dir_name = ".fsaudit";
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};
+  double stack_writes_per_second = 1.0;
+  double writes_per_second = 10.0;
+  std::uint64_t bytes_per_second = 1ull << 20;
   ProbeSchedule schedule() const { return ProbeSchedule{interval, interval / 10, timeout, std::nullopt}; }
   static SamplerSettings from(const config::LatencyConfig& c);
 };
 
-// The shared engine: state per target label, thread-safe across targets.
-class Sampler {
- public:
-  explicit Sampler(SamplerSettings s) : s_(std::move(s)) {}
-  // Samples the filesystem holding `mountpoint`, probe file under `dir` (= mountpoint/dir_name or an
-  // extra path/dir_name). Appends the target's metrics to `out`. Returns the state of this run.
-  State sample(const std::string& label, const std::filesystem::path& mountpoint, const std::filesystem::path& dir,
-               ProbeContext& ctx, metrics::Batch& out, std::string* why);
-  const SamplerSettings& settings() const { return s_; }
-
- private:
-  std::shared_ptr<TargetStats> stats_for(const std::string& label, SteadyTime now);
-  SamplerSettings s_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<TargetStats>> stats_;
+// What one sampling of one stack did (pure data; the I/O is in sample_stack()).
+struct SampleResult {
+  State state = State::ok;
+  std::string reason;
+  std::vector<std::uint64_t> fsync_ns;  // write+fsync durations, in order
+  std::vector<std::uint64_t> read_ns;   // O_DIRECT read durations (direct_reads)
+  std::uint64_t fill_bytes = 0;         // bytes written to create the probe file
+  std::uint64_t bytes = 0;              // all bytes written and read (fill included)
+  std::uint64_t fsyncs = 0;             // write+fsync operations issued (fill's fsync included)
+  std::string mode;                     // writer actually used
 };
 
-// Filesystems the sampler never writes to: pseudo, network, inherently read-only.
-bool sampler_applies(const Target& t);
+// statvfs checks on `mountpoint`, then the probe file under `dir`, then s.samples write+fsync samples
+// (stops early when keep_going() turns false). Blocking I/O: run it off the scheduler's thread.
+SampleResult sample_stack(const std::filesystem::path& mountpoint, const std::filesystem::path& dir,
+                          const SamplerSettings& s, std::uint64_t seed, const std::function<bool()>& keep_going);
+
+// Which stacks get a sample now: each stack at most stack_writes_per_second (bursts of 2 x samples,
+// so a late tick catches up), all stacks together at most writes_per_second and bytes_per_second.
+// Least recently sampled first, so a budget smaller than the number of stacks goes round-robin.
+// Thread-safe (samples charge their probe-file fill from their own threads).
+class Dispatcher {
+ public:
+  Dispatcher(const SamplerSettings& s, SteadyTime now);
+  // `ids`: the stacks to consider; `busy`: still sampling (never dispatched twice). Stacks whose own
+  // rate allows a sample but the host budget does not are added to *deferred.
+  std::vector<std::string> due(SteadyTime now, const std::vector<std::string>& ids, const std::set<std::string>& busy,
+                               std::vector<std::string>* deferred);
+  // A probe file fill: its bytes and its fsync, charged after the fact.
+  void charge(SteadyTime now, double ops, double bytes);
+  void forget_except(const std::set<std::string>& ids);
+
+ private:
+  struct PerStack {
+    RateBucket bucket;
+    SteadyTime last;
+  };
+  std::mutex mu_;
+  double samples_, stack_rate_;
+  HostBudget host_;
+  std::map<std::string, PerStack> stacks_;
+};
+
+// Everything kept about one stack between runs.
+class StackStats {
+ public:
+  explicit StackStats(std::chrono::steady_clock::duration window) : window(window) {}
+  // Sets the state; anything but ok counts one skip for that reason.
+  void set_state(State s);
+  void record(SteadyTime now, const SampleResult& r);
+  // labels: stack, target (where the probe file lives).
+  void emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, bool direct_reads);
+
+  Histogram fsync, reads;
+  RollingWindow window;
+  State state = State::ok;
+  std::map<std::string, std::uint64_t> skipped;  // reason -> times skipped
+  std::uint64_t io_bytes = 0;
+  std::string mode;
+  bool in_flight = false;
+  std::uint64_t seed = 0;
+  std::uint64_t cleaned_generation = 0;  // plan generation whose stale probe files were removed
+  std::mutex mu;  // never held during I/O
+};
 
 class LatencyProbe final : public Probe {
  public:
-  explicit LatencyProbe(SamplerSettings s) : sampler_(std::move(s)) {}
+  // `watch`: which filesystems the daemon watches (targets: config with canaries excluded).
+  LatencyProbe(SamplerSettings s, TargetSelection watch, StackSelection stacks);
   std::string name() const override { return "latency"; }
-  bool applies_to(const Target& t) const override { return sampler_applies(t); }
-  std::optional<ProbeSchedule> own_schedule() const override { return sampler_.settings().schedule(); }
-  ProbeResult run(const Target& target, ProbeContext& ctx) override;
-
- private:
-  Sampler sampler_;
-};
-
-class LatencyPathsProbe final : public Probe {
- public:
-  LatencyPathsProbe(SamplerSettings s, std::vector<std::string> paths)
-      : sampler_(std::move(s)), paths_(std::move(paths)) {}
-  std::string name() const override { return "latency_paths"; }
   Scope scope() const override { return Scope::host; }
-  std::optional<ProbeSchedule> own_schedule() const override { return sampler_.settings().schedule(); }
+  std::optional<ProbeSchedule> own_schedule() const override { return s_.schedule(); }
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
+  const SamplerSettings& settings() const { return s_; }
 
  private:
-  Sampler sampler_;
-  std::vector<std::string> paths_;
+  struct Shared;
+  const std::vector<StackPlan>& plans(ProbeContext& ctx, std::string* error);
+  SamplerSettings s_;
+  TargetSelection watch_;
+  StackSelection sel_;
+  std::shared_ptr<Shared> shared_;  // outlives the probe while a hung sample still runs
+  std::string mount_text_;
+  SteadyTime planned_at_{};
+  std::vector<StackPlan> plans_;
+  std::vector<Target> watched_;
+  std::uint64_t generation_ = 0;  // bumped on every new plan
 };
 
-// latency.enabled: false — removes probe files left by an earlier run, samples nothing.
+// latency.enabled: false — removes probe files left on the watched filesystems, samples nothing.
 class LatencyCleanupProbe final : public Probe {
  public:
-  explicit LatencyCleanupProbe(std::string dir_name) : dir_name_(std::move(dir_name)) {}
+  LatencyCleanupProbe(std::string dir_name, TargetSelection watch, std::vector<std::string> paths)
+      : dir_name_(std::move(dir_name)), watch_(std::move(watch)), paths_(std::move(paths)) {}
   std::string name() const override { return "latency"; }
-  bool applies_to(const Target& t) const override { return sampler_applies(t); }
+  Scope scope() const override { return Scope::host; }
   std::optional<ProbeSchedule> own_schedule() const override {
     return ProbeSchedule{std::chrono::minutes(10), std::chrono::seconds(30), std::chrono::seconds(20), std::nullopt};
   }
@@ -131,10 +144,21 @@ class LatencyCleanupProbe final : public Probe {
 
  private:
   std::string dir_name_;
+  TargetSelection watch_;
+  std::vector<std::string> paths_;
 };
 
+// Filesystems the sampler never writes to: pseudo, network, inherently read-only.
+bool sampler_applies(const Target& t);
+
+// The mount table the sampler groups by stack. The one place probes/latency reads it.
+Result<std::string> read_mount_table(const ProbeContext& ctx);
+
+// The filesystems the daemon watches, as the daemon selects them: config targets, canaries excluded.
+TargetSelection watched_selection(const config::Config& cfg);
+
 // Factories. make_latency_probes() is what daemon/app/registry.cpp calls: "latency", plus
-// "latency_paths" when extra_paths are set and "latency_stream" when latency.stream.enabled.
+// "latency_stream" when latency.stream.enabled.
 std::vector<std::unique_ptr<Probe>> make_latency_probes(const config::Config& cfg);
 
 }  // namespace fsaudit::latency

@@ -22,6 +22,7 @@ std::string_view state_name(State s) {
     case State::no_space: return "no_space";
     case State::io_error: return "io_error";
     case State::io_budget: return "io_budget";
+    case State::stuck: return "stuck";
     case State::error: return "error";
   }
   return "error";
@@ -29,7 +30,7 @@ std::string_view state_name(State s) {
 
 const std::vector<std::string>& state_names() {
   static const std::vector<std::string> v = {"ok",       "read_only", "fill_threshold", "no_space",
-                                             "io_error", "io_budget", "error"};
+                                             "io_error", "io_budget", "stuck",          "error"};
   return v;
 }
 

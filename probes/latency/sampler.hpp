@@ -15,7 +15,8 @@ namespace fsaudit::latency {
 inline constexpr std::uint64_t kBlock = 4096;
 
 // Why a sampler run did not sample. `ok` is the normal state.
-enum class State { ok, read_only, fill_threshold, no_space, io_error, io_budget, error };
+// stuck: the stack's previous sample has not returned (a hung fsync); it is not sampled again until it does.
+enum class State { ok, read_only, fill_threshold, no_space, io_error, io_budget, stuck, error };
 std::string_view state_name(State s);
 const std::vector<std::string>& state_names();
 // EROFS -> read_only, ENOSPC/EDQUOT -> no_space, EIO -> io_error, everything else -> error.

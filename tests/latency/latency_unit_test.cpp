@@ -6,6 +6,9 @@
 
 #include "daemon/config/config.hpp"
 #include "probes/latency/latency_probe.hpp"
+#include "daemon/core/files.hpp"
+#include "probes/latency/budget.hpp"
+#include "probes/latency/stacks.hpp"
 #include "probes/latency/stats.hpp"
 #include "probes/latency/stream.hpp"
 #include "tests/support/support.hpp"
@@ -166,72 +169,6 @@ TEST(RollingWindow, CapDropsOldest) {
   EXPECT_EQ(q->max_ns, 3u);
 }
 
-TEST(TokenBucket, RefillsPerHourAndCaps) {
-  FakeClock clk;
-  TokenBucket b(3600 * 4096, clk.now());  // 4 KiB per second
-  EXPECT_TRUE(b.take(clk.now(), 3600 * 4096));
-  EXPECT_FALSE(b.take(clk.now(), 4096));
-  clk.advance(1s);
-  EXPECT_TRUE(b.take(clk.now(), 4096));
-  EXPECT_FALSE(b.take(clk.now(), 4096));
-  clk.advance(10h);
-  EXPECT_DOUBLE_EQ(b.available(clk.now()), 3600.0 * 4096);  // capped at one hour
-  b.charge(clk.now(), 3601 * 4096);
-  clk.advance(1s);
-  EXPECT_FALSE(b.take(clk.now(), 4096));  // back at 0 after one second, not enough
-  clk.advance(1s);
-  EXPECT_TRUE(b.take(clk.now(), 4096));
-}
-
-TEST(TargetStats, EmitsHistogramWindowStateAndSkips) {
-  FakeClock clk;
-  TargetStats st(5min, 1 << 20, clk.now());
-  st.record_fsync(clk.now(), 80 * us);
-  st.record_fsync(clk.now(), 3 * ms);
-  st.record_fsync(clk.now(), 400 * us);
-  st.set_state(State::ok);
-  st.set_state(State::read_only);
-  st.set_state(State::read_only);
-  st.set_state(State::no_space);
-  st.mode = "io_uring_fsync";
-  metrics::Batch b;
-  st.emit(b, "/mnt/x", clk.now(), false);
-  metrics::Labels t{{"target", "/mnt/x"}};
-  EXPECT_EQ(b.value("fsaudit_fsync_latency_seconds", t), 3.0);  // histogram count
-  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", {{"target", "/mnt/x"}, {"quantile", "0.5"}}), 400e-6);
-  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", {{"target", "/mnt/x"}, {"quantile", "0.99"}}), 3e-3);
-  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", {{"target", "/mnt/x"}, {"quantile", "0.999"}}), 3e-3);
-  EXPECT_EQ(b.value("fsaudit_fsync_latency_window_samples", t), 3.0);
-  EXPECT_EQ(b.value("fsaudit_latency_sampler_state", {{"target", "/mnt/x"}, {"state", "no_space"}}), 1.0);
-  EXPECT_EQ(b.value("fsaudit_latency_sampler_state", {{"target", "/mnt/x"}, {"state", "ok"}}), 0.0);
-  EXPECT_EQ(b.value("fsaudit_latency_sampler_skipped_total", {{"target", "/mnt/x"}, {"reason", "read_only"}}), 2.0);
-  EXPECT_EQ(b.value("fsaudit_latency_sampler_skipped_total", {{"target", "/mnt/x"}, {"reason", "no_space"}}), 1.0);
-  EXPECT_EQ(b.value("fsaudit_latency_sampler_skipped_total", {{"target", "/mnt/x"}, {"reason", "io_error"}}), 0.0);
-  EXPECT_EQ(b.value("fsaudit_latency_sampler_info", {{"target", "/mnt/x"}, {"mode", "io_uring_fsync"}}), 1.0);
-  EXPECT_FALSE(b.has("fsaudit_direct_read_latency_seconds"));
-
-  // Exact cumulative buckets as exported.
-  const prometheus::ClientMetric* m = nullptr;
-  for (const auto& f : b.families())
-    if (f.name == "fsaudit_fsync_latency_seconds") m = &f.metric.at(0);
-  ASSERT_NE(m, nullptr);
-  ASSERT_EQ(m->histogram.bucket.size(), 20u);
-  EXPECT_EQ(m->histogram.bucket[bound_index(50e-6)].cumulative_count, 0u);
-  EXPECT_EQ(m->histogram.bucket[bound_index(100e-6)].cumulative_count, 1u);
-  EXPECT_EQ(m->histogram.bucket[bound_index(500e-6)].cumulative_count, 2u);
-  EXPECT_EQ(m->histogram.bucket[bound_index(5e-3)].cumulative_count, 3u);
-  EXPECT_TRUE(std::isinf(m->histogram.bucket.back().upper_bound));
-  EXPECT_DOUBLE_EQ(m->histogram.sample_sum, (80 * us + 3 * ms + 400 * us) / 1e9);
-
-  // After the window passes, the quantile gauges disappear but the histogram keeps its counts.
-  clk.advance(5min);
-  metrics::Batch b2;
-  st.emit(b2, "/mnt/x", clk.now(), false);
-  EXPECT_FALSE(b2.has("fsaudit_fsync_latency_window_seconds"));
-  EXPECT_EQ(b2.value("fsaudit_fsync_latency_window_samples", t), 0.0);
-  EXPECT_EQ(b2.value("fsaudit_fsync_latency_seconds", t), 3.0);
-}
-
 TEST(ErrnoClassification, SkipReasons) {
   EXPECT_EQ(classify_errno(EROFS), State::read_only);
   EXPECT_EQ(classify_errno(ENOSPC), State::no_space);
@@ -294,10 +231,16 @@ TEST(StreamState, RoundTrip) {
 TEST(LatencyConfig, Defaults) {
   auto c = config::parse_config("{}", "t.yaml").latency;
   EXPECT_TRUE(c.enabled);
-  EXPECT_EQ(c.samples_per_run, 4);
+  EXPECT_TRUE(c.discover);
+  EXPECT_TRUE(c.targets.empty());
+  EXPECT_TRUE(c.exclude.empty());
+  EXPECT_EQ(c.samples_per_run, 1);
   EXPECT_EQ(c.interval, std::chrono::milliseconds(1s));
   EXPECT_EQ(c.timeout, std::chrono::milliseconds(20s));
-  EXPECT_EQ(c.probe_file_size, 64ull << 20);
+  EXPECT_EQ(c.probe_file_size, 4ull << 20);
+  EXPECT_DOUBLE_EQ(c.budget.stack_writes_per_second, 1.0);
+  EXPECT_DOUBLE_EQ(c.budget.writes_per_second, 10.0);
+  EXPECT_EQ(c.budget.bytes_per_second, 1ull << 20);
   EXPECT_EQ(c.mode, "io_uring_fsync");
   EXPECT_FALSE(c.direct_reads);
   EXPECT_EQ(c.window, std::chrono::milliseconds(5min));
@@ -317,9 +260,11 @@ latency:
   mode: o_dsync
   direct_reads: true
   window: 10m
-  io_budget_per_hour: 1GiB
+  budget: {stack_writes_per_second: 0.5, writes_per_second: 4, bytes_per_second: 256KiB}
   fill_threshold: 0.9
-  extra_paths: [/srv/scratch/]
+  discover: false
+  targets: [/srv/scratch/]
+  exclude: ["/tank/*"]
   stream:
     enabled: true
     targets: [/mnt/canary]
@@ -336,9 +281,13 @@ latency:
   EXPECT_EQ(c.mode, "o_dsync");
   EXPECT_TRUE(c.direct_reads);
   EXPECT_EQ(c.window, std::chrono::milliseconds(10min));
-  EXPECT_EQ(c.io_budget_per_hour, 1ull << 30);
+  EXPECT_DOUBLE_EQ(c.budget.stack_writes_per_second, 0.5);
+  EXPECT_DOUBLE_EQ(c.budget.writes_per_second, 4.0);
+  EXPECT_EQ(c.budget.bytes_per_second, 256ull << 10);
   EXPECT_DOUBLE_EQ(c.fill_threshold, 0.9);
-  EXPECT_EQ(c.extra_paths, std::vector<std::string>{"/srv/scratch"});
+  EXPECT_FALSE(c.discover);
+  EXPECT_EQ(c.targets, std::vector<std::string>{"/srv/scratch"});
+  EXPECT_EQ(c.exclude, std::vector<std::string>{"/tank/*"});
   EXPECT_TRUE(c.stream.enabled);
   EXPECT_EQ(c.stream.targets, std::vector<std::string>{"/mnt/canary"});
   EXPECT_EQ(c.stream.size, 1ull << 30);
@@ -353,7 +302,7 @@ TEST(LatencySchedules, FromConfig) {
 latency:
   interval: 2s
   timeout: 15s
-  extra_paths: [/srv/scratch]
+  targets: [/srv/scratch]
   stream:
     enabled: true
     targets: [/mnt/canary, /srv/scratch]
@@ -364,18 +313,16 @@ latency:
     interval: 7d
 )", "t.yaml");
   auto probes = make_latency_probes(cfg);
-  ASSERT_EQ(probes.size(), 3u);
+  ASSERT_EQ(probes.size(), 2u);
   EXPECT_EQ(probes[0]->name(), "latency");
-  EXPECT_EQ(probes[0]->scope(), Scope::per_target);
+  EXPECT_EQ(probes[0]->scope(), Scope::host);  // one job; it fans out over the device stacks itself
   auto s0 = probes[0]->own_schedule();
   ASSERT_TRUE(s0);
   EXPECT_EQ(s0->interval, std::chrono::milliseconds(2s));
   EXPECT_EQ(s0->timeout, std::chrono::milliseconds(15s));
   EXPECT_FALSE(s0->window);
-  EXPECT_EQ(probes[1]->name(), "latency_paths");
-  EXPECT_EQ(probes[1]->scope(), Scope::host);
-  EXPECT_EQ(probes[2]->name(), "latency_stream");
-  auto s2 = probes[2]->own_schedule();
+  EXPECT_EQ(probes[1]->name(), "latency_stream");
+  auto s2 = probes[1]->own_schedule();
   ASSERT_TRUE(s2);
   EXPECT_EQ(s2->interval, std::chrono::milliseconds(std::chrono::hours(24 * 7)));
   ASSERT_TRUE(s2->window);
@@ -400,7 +347,10 @@ TEST(LatencyConfig, Errors) {
   EXPECT_NE(msg("latency: {mode: fsync}").find("latency.mode"), std::string::npos) << msg("latency: {mode: fsync}");
   EXPECT_NE(msg("latency: {probe_file_size: 10000000}").find("multiple of 4KiB"), std::string::npos);
   EXPECT_NE(msg("latency: {probe_file_size: 2GiB}").find("out of range"), std::string::npos);
-  EXPECT_NE(msg("latency: {extra_paths: [relative/dir]}").find("absolute"), std::string::npos);
+  EXPECT_NE(msg("latency: {targets: [relative/dir]}").find("absolute"), std::string::npos);
+  EXPECT_NE(msg("latency: {budget: {writes_per_second: 0}}").find("out of range"), std::string::npos);
+  EXPECT_NE(msg("latency: {budget: {bytes_per_secnd: 1MiB}}").find("bytes_per_second"), std::string::npos);
+  EXPECT_NE(msg("latency: {io_budget_per_hour: 1GiB}").find("io_budget_per_hour"), std::string::npos);
   EXPECT_NE(msg("latency: {stream: {enabled: true}}").find("names no directory"), std::string::npos);
   EXPECT_NE(msg("latency: {stream: {targets: [/x], window: \"Someday 9-5\"}}").find("latency.stream.window"),
             std::string::npos);
@@ -408,38 +358,386 @@ TEST(LatencyConfig, Errors) {
   EXPECT_NE(msg("latency: {fill_threshold: 1.5}").find("out of range"), std::string::npos);
 }
 
-// Different targets of one probe may run concurrently: each keeps its own histogram and window.
-// (Real but tiny I/O in a temp dir; no privileges needed.)
-TEST(Sampler, ConcurrentTargetsKeepSeparateState) {
-  fsaudit::testing::TempDir a("fsaudit-latency-a"), b("fsaudit-latency-b");
+
+// ---- budget (fake clock) ---------------------------------------------------------------------------
+
+TEST(RateBucket, RefillsAtRateCapsAtBurstAndCarriesDebt) {
+  FakeClock clk;
+  RateBucket b(2.0, 4.0, clk.now());  // 2 per second, at most 4 saved
+  EXPECT_TRUE(b.take(clk.now(), 4));
+  EXPECT_FALSE(b.take(clk.now(), 1));
+  clk.advance(500ms);
+  EXPECT_TRUE(b.take(clk.now(), 1));
+  EXPECT_FALSE(b.take(clk.now(), 1));
+  clk.advance(1h);
+  EXPECT_DOUBLE_EQ(b.available(clk.now()), 4.0);  // capped
+  b.charge(clk.now(), 10);                        // a debt of 6
+  clk.advance(2s);
+  EXPECT_FALSE(b.take(clk.now(), 1));  // -2
+  clk.advance(1500ms);
+  EXPECT_TRUE(b.take(clk.now(), 1));  // +1 -> 0
+}
+
+namespace {
+SamplerSettings budget_settings(double stack_rate, double host_rate, std::uint64_t host_bytes, int samples = 1) {
   SamplerSettings s;
-  s.samples = 2;
-  s.file_size = 1 << 20;
-  s.fill_threshold = 1.0;
-  Sampler sampler(s);
-  HostPaths host;
+  s.samples = samples;
+  s.stack_writes_per_second = stack_rate;
+  s.writes_per_second = host_rate;
+  s.bytes_per_second = host_bytes;
+  return s;
+}
+}  // namespace
+
+// Ten stacks, 1 write/s each allowed, 4 writes/s host-wide, ticks every 100 ms (with the scheduler's
+// jitter) for 10 minutes: the host never exceeds its rate, no stack exceeds its own, and the
+// budget goes round-robin.
+TEST(Dispatcher, HostAndStackBudgetsHoldOverTenMinutes) {
+  FakeClock clk;
+  auto s = budget_settings(1.0, 4.0, 1 << 20);
+  Dispatcher d(s, clk.now());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i) ids.push_back("block:loop" + std::to_string(i));
+  std::map<std::string, int> per_stack;
+  std::vector<std::pair<double, int>> per_tick;  // (seconds since start, samples)
+  int total = 0, deferred_total = 0;
+  for (int tick = 0; tick < 6000; ++tick) {
+    clk.advance(tick % 3 == 0 ? 130ms : 85ms);
+    std::vector<std::string> deferred;
+    auto due = d.due(clk.now(), ids, {}, &deferred);
+    deferred_total += static_cast<int>(deferred.size());
+    for (const auto& id : due) per_stack[id]++;
+    total += static_cast<int>(due.size());
+    per_tick.emplace_back(tick, static_cast<int>(due.size()));
+  }
+  double seconds = (6000 / 3) * 0.130 + (6000 - 6000 / 3) * 0.085;  // 600 s
+  EXPECT_LE(total, 4.0 * seconds + 4.0);  // rate x T + burst
+  EXPECT_GE(total, 4.0 * seconds - 8.0);  // and the budget is used, not wasted
+  for (const auto& id : ids) {
+    EXPECT_LE(per_stack[id], 1.0 * seconds + 2.0) << id;
+    EXPECT_NEAR(per_stack[id], total / 10.0, 2.0) << id << ": round-robin";
+  }
+  EXPECT_GT(deferred_total, 0);
+}
+
+// With fewer stacks than the host budget, each stack gets exactly its own rate.
+TEST(Dispatcher, StackRateIsOneWritePerSecondByDefault) {
+  FakeClock clk;
+  SamplerSettings s;  // defaults: 1/s per stack, 10/s host
+  Dispatcher d(s, clk.now());
+  std::vector<std::string> ids = {"zfs:tank", "btrfs:x"};
+  int n = 0;
+  for (int tick = 0; tick < 600; ++tick) {
+    clk.advance(tick % 2 ? 1100ms : 900ms);  // jittered 1 s ticks
+    n += static_cast<int>(d.due(clk.now(), ids, {}, nullptr).size());
+  }
+  EXPECT_LE(n, 2 * 600 + 4);
+  EXPECT_GE(n, 2 * 600 - 4);  // a late tick catches up (burst of 2), so jitter costs no samples
+}
+
+TEST(Dispatcher, BusyStacksAreNotDispatchedAndFillsAreCharged) {
+  FakeClock clk;
+  auto s = budget_settings(10.0, 100.0, 64 << 10);  // bytes are the limit: 16 samples/s
+  Dispatcher d(s, clk.now());
+  std::vector<std::string> ids = {"a", "b"};
+  auto due = d.due(clk.now(), ids, {"a"}, nullptr);
+  EXPECT_EQ(due, std::vector<std::string>{"b"});
+  // A 4 MiB probe file fill puts the host 64 s into debt: nothing is sampled until it is repaid.
+  d.charge(clk.now(), 1, 4 << 20);
+  int n = 0;
+  for (int i = 0; i < 60; ++i) {
+    clk.advance(1s);
+    n += static_cast<int>(d.due(clk.now(), ids, {}, nullptr).size());
+  }
+  EXPECT_EQ(n, 0);
+  clk.advance(6s);
+  EXPECT_FALSE(d.due(clk.now(), ids, {}, nullptr).empty());
+}
+
+TEST(Dispatcher, SamplesPerRunNeedWholeTurns) {
+  FakeClock clk;
+  auto s = budget_settings(1.0, 100.0, 1 << 20, 4);  // 4 samples per turn at 1/s: one turn per 4 s
+  Dispatcher d(s, clk.now());
+  int turns = 0;
+  for (int i = 0; i < 400; ++i) {
+    clk.advance(1s);
+    turns += static_cast<int>(d.due(clk.now(), {"x"}, {}, nullptr).size());
+  }
+  EXPECT_GE(turns, 99);
+  EXPECT_LE(turns, 102);
+}
+
+// ---- stack grouping from a host tree ---------------------------------------------------------------
+
+namespace {
+HostPaths stacks_host() {
+  return HostPaths::under(std::filesystem::path(FSAUDIT_SOURCE_DIR) / "tests/latency/fixtures/stacks");
+}
+
+struct Grouped {
+  std::vector<MountEntry> mounts;
+  std::vector<Target> watched;
+};
+
+// Every mount the sampler may write to is watched (as if discovery and `targets.fstypes` took them all).
+Grouped fixture_mounts() {
+  Grouped g;
+  auto text = read_file(stacks_host().proc("self/mountinfo"));
+  EXPECT_TRUE(text) << text.error();
+  auto m = parse_mountinfo(*text);
+  EXPECT_TRUE(m) << m.error();
+  g.mounts = *m;
+  for (const auto& e : g.mounts) {
+    Target t{e.mountpoint, e.mountpoint, e.fstype, e.source, e.mount_options, e.super_options, e.major, e.minor};
+    if (sampler_applies(t)) g.watched.push_back(t);
+  }
+  return g;
+}
+
+const StackPlan* find_plan(const std::vector<StackPlan>& v, const std::string& id) {
+  for (const auto& p : v)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+constexpr const char* kBtrfsA = "btrfs:1c2d3e4f-0000-4000-8000-00000000000a";
+constexpr const char* kBtrfsB = "btrfs:9f8e7d6c-0000-4000-8000-00000000000b";
+}  // namespace
+
+TEST(Stacks, IdsFromMountSourceAndSysfs) {
+  auto g = fixture_mounts();
+  auto host = stacks_host();
+  std::map<std::string, std::string> id;
+  for (const auto& m : g.mounts) id[m.mountpoint] = stack_id(m, host);
+  EXPECT_EQ(id["/"], "block:sda2");
+  EXPECT_EQ(id["/tank"], "zfs:tank");
+  EXPECT_EQ(id["/tank/home/alice"], "zfs:tank");
+  EXPECT_EQ(id["/srv/db"], "zfs:tank");
+  EXPECT_EQ(id["/backup/old"], "zfs:backup");
+  EXPECT_EQ(id["/data"], kBtrfsA);
+  EXPECT_EQ(id["/home"], kBtrfsA);
+  EXPECT_EQ(id["/var/lib"], kBtrfsA);  // mounted through the other member device, sdc
+  EXPECT_EQ(id["/mnt/snap"], kBtrfsB);  // /dev/mapper/crypt-b -> dm-2
+  EXPECT_EQ(id["/raid"], "md:md0");
+  EXPECT_EQ(id["/export/raid"], "md:md0");
+  EXPECT_EQ(id["/mnt/loop three"], "block:loop3");
+  EXPECT_EQ(id["/mnt/loop4"], "block:loop4");
+  EXPECT_EQ(id["/mnt/fusezfs"], "zfs:pool2");
+  EXPECT_EQ(id["/mnt/bcache"], "dev:0:90");
+}
+
+TEST(Stacks, OneSamplerPerStackWithItsProbeFileNearTheRoot) {
+  auto g = fixture_mounts();
+  std::vector<std::string> warnings;
+  auto plans = plan_stacks(g.mounts, g.watched, StackSelection{}, stacks_host(), &warnings);
+  EXPECT_TRUE(warnings.empty());
+  std::vector<std::string> ids;
+  for (const auto& p : plans) ids.push_back(p.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"block:loop3", "block:loop4", "block:sda2", kBtrfsA, kBtrfsB, "dev:0:90",
+                                           "md:md0", "zfs:backup", "zfs:pool2", "zfs:tank"}));
+  for (const auto& p : plans) EXPECT_TRUE(p.sampled) << p.id << ": " << p.why;
+  auto tank = find_plan(plans, "zfs:tank");
+  ASSERT_TRUE(tank);
+  EXPECT_EQ(tank->target, "/tank");  // the pool's root dataset
+  EXPECT_EQ(tank->dir, "/tank/.fsaudit");
+  EXPECT_EQ(tank->fs, "zfs");
+  EXPECT_EQ(tank->targets, (std::vector<std::string>{"/tank", "/tank/home", "/tank/home/alice", "/srv/db"}));
+  // Probe files on the other mounts of the stack (an older fsaudit wrote one per mount) go away.
+  EXPECT_EQ(tank->other_dirs, (std::vector<std::filesystem::path>{"/tank/home/.fsaudit", "/tank/home/alice/.fsaudit",
+                                                                  "/srv/db/.fsaudit"}));
+  EXPECT_EQ(find_plan(plans, "zfs:backup")->target, "/backup");  // root dataset not mounted: the shallowest
+  EXPECT_EQ(find_plan(plans, "zfs:pool2")->target, "/mnt/fusezfs2");
+  EXPECT_EQ(find_plan(plans, "zfs:pool2")->fs, "fuse.zfs");
+  auto a = find_plan(plans, kBtrfsA);
+  EXPECT_EQ(a->target, "/data");  // the top-level subvolume, not /home (@home) or /var/lib (@var)
+  EXPECT_EQ(a->targets.size(), 3u);
+  EXPECT_EQ(find_plan(plans, kBtrfsB)->target, "/mnt/snap");  // only a subvolume is mounted
+  EXPECT_EQ(find_plan(plans, "md:md0")->target, "/raid");      // not the bind mount of /exports
+  EXPECT_EQ(find_plan(plans, "block:loop3")->dir, "/mnt/loop three/.fsaudit");
+}
+
+TEST(Stacks, ExcludeMovesOrDropsTheProbeFileAndReadOnlyComesLast) {
+  auto g = fixture_mounts();
+  StackSelection sel;
+  sel.exclude = {"/tank"};
+  auto plans = plan_stacks(g.mounts, g.watched, sel, stacks_host());
+  // tank/home and tank/db are both one level deep: the shorter mount point wins.
+  EXPECT_EQ(find_plan(plans, "zfs:tank")->target, "/srv/db");
+  sel.exclude = {"/tank*", "/srv/*", "/backup"};
+  plans = plan_stacks(g.mounts, g.watched, sel, stacks_host());
+  EXPECT_FALSE(find_plan(plans, "zfs:tank")->sampled);
+  EXPECT_NE(find_plan(plans, "zfs:tank")->why.find("latency.exclude"), std::string::npos);
+  EXPECT_EQ(find_plan(plans, "zfs:tank")->targets.size(), 4u);  // still mapped for the info series
+  // Only a read-only dataset is left: it is sampled, and the sampler reports read_only.
+  EXPECT_EQ(find_plan(plans, "zfs:backup")->target, "/backup/old");
+}
+
+TEST(Stacks, OptInPathsPlaceTheProbeFileAndOneStackStaysOneSampler) {
+  auto g = fixture_mounts();
+  StackSelection sel;
+  sel.discover = false;
+  sel.opt_in = {"/home/shared", "/var/lib/scratch", "/nowhere/at/all"};
+  std::vector<std::string> warnings;
+  // /nowhere/at/all is inside the root filesystem: its stack is sampled there.
+  auto plans = plan_stacks(g.mounts, g.watched, sel, stacks_host(), &warnings);
+  int sampled = 0;
+  for (const auto& p : plans) sampled += p.sampled ? 1 : 0;
+  EXPECT_EQ(sampled, 2);  // btrfs A (two paths, one sampler) and / (block:sda2)
+  auto a = find_plan(plans, kBtrfsA);
+  EXPECT_TRUE(a->sampled);
+  EXPECT_EQ(a->target, "/home/shared");
+  EXPECT_EQ(a->dir, "/home/shared/.fsaudit");
+  EXPECT_EQ(a->mountpoint, "/home");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("/var/lib/scratch"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("one sampler per stack"), std::string::npos) << warnings[0];
+  EXPECT_FALSE(find_plan(plans, "zfs:tank")->sampled);
+  EXPECT_NE(find_plan(plans, "zfs:tank")->why.find("discover"), std::string::npos);
+}
+
+TEST(LatencyProbe, FailsWithAReasonWhenTheMountTableIsUnreadable) {
+  fsaudit::testing::TempDir t("fsaudit-latency-nomounts");
+  HostPaths host = HostPaths::under(t.path());
   ProcessRunner runner;
   ToolPaths tools;
-  auto work = [&](const fsaudit::testing::TempDir& d, const std::string& label, metrics::Batch* last) {
-    for (int i = 0; i < 3; ++i) {
-      ProbeContext ctx{host, runner, SystemClock::instance(), tools, "/tmp", {}, SystemClock::instance().now() + 1min};
-      metrics::Batch out;
-      std::string why;
-      auto st = sampler.sample(label, d.path(), d.path() / ".fsaudit", ctx, out, &why);
-      EXPECT_EQ(st, State::ok) << why;
-      *last = out;
-    }
+  FakeClock clk;
+  ProbeContext ctx{host, runner, clk, tools, t.path(), {}, clk.now() + 10s};
+  LatencyProbe probe(SamplerSettings{}, TargetSelection{}, StackSelection{});
+  auto r = probe.run(Target::host(), ctx);
+  EXPECT_EQ(r.outcome, Outcome::failed);
+  EXPECT_NE(r.reason.find("mount table"), std::string::npos) << r.reason;
+}
+
+// ---- per-stack metrics ------------------------------------------------------------------------------
+
+TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {
+  FakeClock clk;
+  StackStats st(5min);
+  SampleResult r;
+  r.fsync_ns = {80 * us, 3 * ms, 400 * us};
+  r.bytes = 3 * 4096;
+  r.mode = "io_uring_fsync";
+  st.record(clk.now(), r);
+  st.set_state(State::read_only);
+  st.set_state(State::read_only);
+  st.set_state(State::stuck);
+  metrics::Batch b;
+  metrics::Labels l{{"stack", "zfs:tank"}, {"target", "/tank"}};
+  st.emit(b, l, clk.now(), false);
+  auto with = [&](std::string k, std::string v) {
+    auto x = l;
+    x[k] = v;
+    return x;
   };
-  metrics::Batch la, lb;
-  std::thread ta(work, std::cref(a), "A", &la), tb(work, std::cref(b), "B", &lb);
-  ta.join();
-  tb.join();
-  EXPECT_EQ(la.value("fsaudit_fsync_latency_seconds", {{"target", "A"}}), 6.0);
-  EXPECT_EQ(lb.value("fsaudit_fsync_latency_seconds", {{"target", "B"}}), 6.0);
-  EXPECT_FALSE(la.has("fsaudit_fsync_latency_seconds", {{"target", "B"}}));
-  EXPECT_EQ(la.value("fsaudit_fsync_latency_window_samples", {{"target", "A"}}), 6.0);
+  EXPECT_EQ(b.value("fsaudit_fsync_latency_seconds", l), 3.0);  // histogram count
+  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "50")), 400e-6);
+  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "99")), 3e-3);
+  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "99.9")), 3e-3);
+  for (const auto& f : b.families())
+    for (const auto& m : f.metric)
+      for (const auto& lab : m.label) EXPECT_NE(lab.name, "quantile") << f.name << " (reserved for summaries)";
+  EXPECT_EQ(b.value("fsaudit_fsync_latency_window_samples", l), 3.0);
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_state", with("state", "stuck")), 1.0);
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_state", with("state", "ok")), 0.0);
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_skipped_total", with("reason", "read_only")), 2.0);
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_skipped_total", with("reason", "stuck")), 1.0);
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_skipped_total", with("reason", "io_error")), 0.0);
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_io_bytes_total", l), 3.0 * 4096);
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_info", with("mode", "io_uring_fsync")), 1.0);
+  EXPECT_FALSE(b.has("fsaudit_direct_read_latency_seconds"));
+
+  const prometheus::ClientMetric* m = nullptr;
+  for (const auto& f : b.families())
+    if (f.name == "fsaudit_fsync_latency_seconds") m = &f.metric.at(0);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(m->histogram.bucket.size(), 20u);
+  EXPECT_EQ(m->histogram.bucket[bound_index(50e-6)].cumulative_count, 0u);
+  EXPECT_EQ(m->histogram.bucket[bound_index(100e-6)].cumulative_count, 1u);
+  EXPECT_EQ(m->histogram.bucket[bound_index(500e-6)].cumulative_count, 2u);
+  EXPECT_EQ(m->histogram.bucket[bound_index(5e-3)].cumulative_count, 3u);
+  EXPECT_DOUBLE_EQ(m->histogram.sample_sum, (80 * us + 3 * ms + 400 * us) / 1e9);
+
+  clk.advance(5min);  // the window empties; the histogram keeps its counts
+  metrics::Batch b2;
+  st.emit(b2, l, clk.now(), false);
+  EXPECT_FALSE(b2.has("fsaudit_fsync_latency_window_seconds"));
+  EXPECT_EQ(b2.value("fsaudit_fsync_latency_window_samples", l), 0.0);
+  EXPECT_EQ(b2.value("fsaudit_fsync_latency_seconds", l), 3.0);
+}
+
+// Real but tiny I/O in a temp dir (no privileges): what one turn counts against the budget.
+TEST(SampleStack, CountsTheFillAndEachSampleFsync) {
+  fsaudit::testing::TempDir a("fsaudit-latency-a");
+  SamplerSettings s;
+  s.file_size = 1 << 20;
+  s.fill_threshold = 1.0;
+  auto r = sample_stack(a.path(), a.path() / ".fsaudit", s, 1, [] { return true; });
+  EXPECT_EQ(r.state, State::ok) << r.reason;
+  EXPECT_EQ(r.fsync_ns.size(), 1u);
+  EXPECT_EQ(r.fsyncs, 2u);  // the fill's fsync and the sample
+  EXPECT_EQ(r.fill_bytes, 1u << 20);
+  auto again = sample_stack(a.path(), a.path() / ".fsaudit", s, 2, [] { return true; });
+  EXPECT_EQ(again.fsyncs, 1u);
+  EXPECT_EQ(again.fill_bytes, 0u);
+  EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
+}
+
+// The probe end to end on a fake host tree whose mount table points at temp dirs (real but tiny I/O,
+// no privileges), on a fake clock: two stacks (one with a bind mount), a host budget of 1 write/s
+// that the probe file fills also pay for, turns served round-robin, one probe file per stack.
+TEST(LatencyProbe, StacksTakeTurnsUnderTheHostBudgetOnAFakeClock) {
+  fsaudit::testing::TempDir t("fsaudit-latency-probe");
+  auto a = t / "a", a2 = t / "a-bind", b = t / "b";
+  for (const auto& d : {a, a2, b}) std::filesystem::create_directories(d);
+  std::filesystem::create_directories(t / "proc/self");
+  fsaudit::testing::write_text(t / "proc/self/mountinfo",
+                               "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                               "10 1 7:10 / " + a.string() + " rw - ext4 /dev/loop10 rw\n"
+                               "11 1 7:10 /sub " + a2.string() + " rw - ext4 /dev/loop10 rw\n"
+                               "12 1 7:11 / " + b.string() + " rw - ext4 /dev/loop11 rw\n");
+  HostPaths host = HostPaths::under(t.path());  // no sysfs: stacks are named by device number
+  ProcessRunner runner;
+  ToolPaths tools;
+  FakeClock clk;
+  SamplerSettings s;
+  s.file_size = 1 << 20;
+  s.fill_threshold = 1.0;
+  s.writes_per_second = 1.0;  // the host budget binds: two stacks want 2/s
+  s.bytes_per_second = 1ull << 30;
+  TargetSelection watch;
+  watch.discover = false;  // never the real root: only the temp dirs
+  watch.explicit_targets = {{a.string(), ""}, {a2.string(), ""}, {b.string(), ""}};
+  LatencyProbe probe(s, watch, StackSelection{});
+  auto run = [&] {
+    ProbeContext ctx{host, runner, clk, tools, t.path(), {}, clk.now() + 10s};
+    auto r = probe.run(Target::host(), ctx);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    return r.metrics;
+  };
+  const metrics::Labels la{{"stack", "dev:7:10"}, {"target", a.string()}}, lb{{"stack", "dev:7:11"}, {"target", b.string()}};
+  auto count = [](const metrics::Batch& m, const metrics::Labels& l) { return m.value("fsaudit_fsync_latency_seconds", l); };
+
+  auto m = run();  // one turn (a, ordered by id) fills and samples: 2 fsyncs, the host is 1 in debt
+  EXPECT_EQ(m.value("fsaudit_latency_samplers"), 2.0);
+  EXPECT_EQ(m.value("fsaudit_latency_stack_info", {{"target", a2.string()}, {"stack", "dev:7:10"}}), 1.0);
+  EXPECT_EQ(count(m, la) + count(m, lb), 1.0);
+  EXPECT_EQ(m.value("fsaudit_latency_fsyncs_total"), 2.0);
+  EXPECT_EQ(m.value("fsaudit_latency_sampler_state", {{"stack", "dev:7:11"}, {"target", b.string()}, {"state", "io_budget"}}), 1.0);
+  clk.advance(1s);
+  m = run();  // the debt is paid back, nothing yet
+  EXPECT_EQ(m.value("fsaudit_latency_fsyncs_total"), 2.0);
+  for (int i = 0; i < 20; ++i) {
+    clk.advance(1s);
+    m = run();
+  }
+  // 22 s at 1 write/s, 2 of them spent on the first fill, 1 on the second: 19 or 20 samples.
+  double fsyncs = m.value("fsaudit_latency_fsyncs_total");
+  EXPECT_LE(fsyncs, 22.0 + 1.0);
+  EXPECT_GE(fsyncs, 20.0);
+  EXPECT_NEAR(count(m, la), count(m, lb), 1.0) << "round-robin";
   EXPECT_TRUE(std::filesystem::exists(a / ".fsaudit/latency.probe"));
-  EXPECT_EQ(std::filesystem::file_size(a / ".fsaudit/latency.probe"), 1u << 20);
+  EXPECT_TRUE(std::filesystem::exists(b / ".fsaudit/latency.probe"));
+  EXPECT_FALSE(std::filesystem::exists(a2 / ".fsaudit")) << "a bind mount of a sampled stack gets no probe file";
   EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
   EXPECT_EQ(ProbeFile::remove(b / ".fsaudit"), "");
 }

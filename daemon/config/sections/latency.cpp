@@ -42,18 +42,27 @@ LatencyConfig parse_latency(Section s) {
   using namespace std::chrono_literals;
   LatencyConfig c;
   c.enabled = s.boolean("enabled", c.enabled);
+  c.discover = s.boolean("discover", c.discover);
+  c.targets = absolute_paths(s, "targets");
+  c.exclude = s.strings("exclude", {});
   c.samples_per_run = static_cast<int>(s.integer("samples_per_run", c.samples_per_run, 1, 1000));
   c.interval = s.duration("interval", c.interval, 100ms, 24h);
   c.timeout = s.duration("timeout", c.timeout, 1s, 1h);
   c.probe_file_size = s.size("probe_file_size", c.probe_file_size, 1ull << 20, 1ull << 30);
   if (c.probe_file_size % 4096 != 0)
-    s.fail("probe_file_size", "must be a multiple of 4KiB (the sample block size), e.g. 64MiB");
+    s.fail("probe_file_size", "must be a multiple of 4KiB (the sample block size), e.g. 4MiB");
   c.mode = s.choice("mode", c.mode, {"io_uring_fsync", "o_dsync"});
   c.direct_reads = s.boolean("direct_reads", c.direct_reads);
   c.window = s.duration("window", c.window, 10s, 24h);
-  c.io_budget_per_hour = s.size("io_budget_per_hour", c.io_budget_per_hour, 64ull << 10, 1ull << 40);
+  {
+    auto b = s.section("budget");
+    c.budget.stack_writes_per_second =
+        b.number("stack_writes_per_second", c.budget.stack_writes_per_second, 0.001, 10000);
+    c.budget.writes_per_second = b.number("writes_per_second", c.budget.writes_per_second, 0.001, 100000);
+    c.budget.bytes_per_second = b.size("bytes_per_second", c.budget.bytes_per_second, 4096, 1ull << 40);
+    b.finish();
+  }
   c.fill_threshold = s.number("fill_threshold", c.fill_threshold, 0.0, 1.0);
-  c.extra_paths = absolute_paths(s, "extra_paths");
   c.dir_name = s.string("dir_name", c.dir_name);
   if (c.dir_name.empty() || c.dir_name.find('/') != std::string::npos || c.dir_name == "." || c.dir_name == "..")
     s.fail("dir_name", "must be a plain directory name such as .fsaudit");

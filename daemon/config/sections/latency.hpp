@@ -23,19 +23,29 @@ struct LatencyStreamConfig {
   int idle_samples = 20;                                          // samples before the load (idle p99)
 };
 
+// Host-wide and per-stack limits on what the sampler writes. Enforced by token buckets in
+// probes/latency/budget.hpp; the defaults suit HDD pools (1 write+fsync per second per pool).
+struct LatencyBudgetConfig {
+  double stack_writes_per_second = 1.0;    // write+fsync samples per device stack (pool) per second
+  double writes_per_second = 10.0;         // host-wide write+fsync samples per second
+  std::uint64_t bytes_per_second = 1ull << 20;  // host-wide bytes written (samples + probe file fill)
+};
+
 struct LatencyConfig {
   bool enabled = true;
-  int samples_per_run = 4;                            // 4 KiB write+fsync samples per run
-  std::chrono::milliseconds interval{std::chrono::seconds(1)};   // one sampler run per target per interval
+  bool discover = true;                               // one sampler per device stack of the watched targets
+  std::vector<std::string> targets;                   // opt-in paths: sample the stack holding each, probe file there
+  std::vector<std::string> exclude;                   // opt-out: mount point globs never written to
+  int samples_per_run = 1;                            // write+fsync samples per stack each time it is due
+  std::chrono::milliseconds interval{std::chrono::seconds(1)};   // how often the sampler looks for due stacks
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};   // per run (covers the first probe file fill)
-  std::uint64_t probe_file_size = 64ull << 20;        // preallocated, never grown past this
+  std::uint64_t probe_file_size = 4ull << 20;         // one per stack, never grown past this
   std::string mode = "io_uring_fsync";                // io_uring_fsync | o_dsync
   bool direct_reads = false;                          // also time 4 KiB O_DIRECT random reads
   std::chrono::milliseconds window{std::chrono::minutes(5)};  // rolling quantile window
-  std::uint64_t io_budget_per_hour = 256ull << 20;    // bytes per target per hour (token bucket)
+  LatencyBudgetConfig budget;
   double fill_threshold = 0.95;                       // skip when the fs is fuller than this (0..1)
-  std::vector<std::string> extra_paths;               // more directories to sample (absolute)
-  std::string dir_name = ".fsaudit";                  // fsaudit-owned directory on each target
+  std::string dir_name = ".fsaudit";                  // fsaudit-owned directory holding the probe file
   LatencyStreamConfig stream;
 };
 
