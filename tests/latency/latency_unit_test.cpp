@@ -471,7 +471,7 @@ TEST(Dispatcher, SamplesPerRunNeedWholeTurns) {
 
 namespace {
 HostPaths stacks_host() {
-  return HostPaths::under(std::filesystem::path(FSAUDIT_SOURCE_DIR) / "tests/latency/fixtures/stacks");
+  return HostPaths::under(std::filesystem::path(FSAUDIT_SOURCE_DIR) / "tests/fixtures/latency/stacks");
 }
 
 struct Grouped {
