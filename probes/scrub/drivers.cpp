@@ -119,10 +119,15 @@ class BtrfsDriver final : public Driver {
     // Only when btrfs has nothing newer than the job to say: a canceled ("aborted") scrub of this
     // job is reported as such even if the -B process has not exited yet.
     bool status_predates_job = s.state == btrfs::ScrubState::never || s.state == btrfs::ScrubState::unknown;
+    // btrfs-progs records each device's result as that device finishes. On a multi-device
+    // filesystem, once the kernel is done but before our `scrub start -B` has written the last
+    // device's record, status says "interrupted" with only the first devices' counts (seen here:
+    // raid1, the clean device's record alone, 0 errors). While our job lives that is not an end.
+    bool records_pending = s.state == btrfs::ScrubState::interrupted;
     if (!st.job_dir.empty() && o.phase != Phase::running) {
       auto job = read_job(env.ctx.host, st.job_dir, st.job_pid);
       if (!status_predates_job && o.started && job.start > 0 && *o.started < job.start - 2) status_predates_job = true;
-      if (job.alive && status_predates_job) {
+      if (job.alive && (status_predates_job || records_pending)) {
         o.phase = Phase::running;
         o.last_outcome = Outcome::none;
         if (!o.started && job.start > 0) o.started = job.start;
