@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -122,27 +124,47 @@ bool zpool_answers() { return run({"zpool", "list", "-H"}, 10).ok(); }
 
 constexpr const char* kZfsFuseLock = "/run/fsaudit-lab-zfs-fuse.lock";
 
-// Who holds the zfs-fuse lab lock, from /proc/locks: "pid 123 (fsauditd --config ...)".
+// Who holds the zfs-fuse lab lock: the processes with the lock file open that are not waiting for
+// it (/proc/locks marks waiters with "->"; the pid it lists for the holder may be a `flock` helper
+// long gone while a script's children keep the lock). "pid 123 (bash bench/x.sh ...)".
 std::string lock_holders(int fd) {
   struct stat sb {};
   if (::fstat(fd, &sb) != 0) return "unknown";
   char id[64];
   std::snprintf(id, sizeof id, ":%lu ", static_cast<unsigned long>(sb.st_ino));
-  std::string out;
-  std::ifstream locks("/proc/locks");
-  for (std::string line; std::getline(locks, line);) {
-    if (line.find("FLOCK") == std::string::npos || line.find(id) == std::string::npos) continue;
-    if (line.find("->") != std::string::npos) continue;  // a waiter, not a holder
-    std::vector<std::string> w;
-    for (auto x : split_ws(line)) w.emplace_back(x);
-    if (w.size() < 5) continue;
-    std::string cmd;
-    std::ifstream c("/proc/" + w[4] + "/cmdline");
-    std::getline(c, cmd, '\0');
-    std::string rest;
-    for (std::string a; std::getline(c, a, '\0');) rest += " " + a;
-    out += (out.empty() ? "" : ", ") + std::string("pid ") + w[4] + " (" + cmd + rest.substr(0, 120) + ")";
+  std::vector<std::string> waiters;
+  {
+    std::ifstream locks("/proc/locks");
+    for (std::string line; std::getline(locks, line);) {
+      if (line.find(id) == std::string::npos || line.find("->") == std::string::npos) continue;
+      std::vector<std::string> w;
+      for (auto x : split_ws(line)) w.emplace_back(x);
+      if (w.size() >= 6) waiters.push_back(w[5]);  // "N: -> FLOCK ADVISORY WRITE PID ..."
+    }
   }
+  std::string out;
+  int shown = 0;
+  std::error_code ec;
+  const std::string self = std::to_string(::getpid());
+  for (auto it = std::filesystem::directory_iterator("/proc", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    auto pid = it->path().filename().string();
+    if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0])) || pid == self) continue;
+    if (std::find(waiters.begin(), waiters.end(), pid) != waiters.end()) continue;
+    std::error_code ec2;
+    bool has = false;
+    for (auto f = std::filesystem::directory_iterator(it->path() / "fd", ec2);
+         !ec2 && f != std::filesystem::directory_iterator(); f.increment(ec2)) {
+      std::error_code ec3;
+      if (std::filesystem::read_symlink(f->path(), ec3) == kZfsFuseLock) has = true;
+    }
+    if (!has) continue;
+    std::ifstream c(it->path() / "cmdline");
+    std::string cmd;
+    for (std::string a; std::getline(c, a, '\0');) cmd += (cmd.empty() ? "" : " ") + a;
+    if (++shown <= 3) out += (out.empty() ? "" : ", ") + std::string("pid ") + pid + " (" + cmd.substr(0, 100) + ")";
+  }
+  if (shown > 3) out += " and " + std::to_string(shown - 3) + " more";
   return out.empty() ? "unknown" : out;
 }
 }  // namespace
