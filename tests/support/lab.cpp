@@ -72,9 +72,27 @@ LoopDevice::LoopDevice(const std::filesystem::path& dir, const std::string& name
     std::ofstream f(file_, std::ios::binary | std::ios::trunc);
   }
   std::filesystem::resize_file(file_, size_bytes);
-  auto c = run({"losetup", "-f", "--show", file_.string()});
-  if (c.ok()) device_ = std::string(trim(c.out));
-  else ADD_FAILURE() << "losetup -f --show " << file_ << " failed: " << c.err;
+  // losetup can block for minutes while another process on the machine attaches or detaches
+  // hundreds of loop devices (seen here: 800 at once); retry, and first detach whatever a killed
+  // attempt left attached to our own backing file.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  Cmd c;
+  for (int attempt = 1;; ++attempt) {
+    c = run({"losetup", "-f", "--show", file_.string()}, 120);
+    if (c.ok()) {
+      device_ = std::string(trim(c.out));
+      return;
+    }
+    for (auto line : lines(run({"losetup", "-j", file_.string()}, 120).out)) {
+      auto dev = std::string(trim(line.substr(0, line.find(':'))));
+      if (!dev.empty()) run({"losetup", "-d", dev}, 120);
+    }
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::fprintf(stderr, "[lab] losetup -f --show %s failed (attempt %d: %s), retrying\n", file_.c_str(), attempt,
+                 c.err.c_str());
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  ADD_FAILURE() << "losetup -f --show " << file_ << " failed for 10 min: " << c.err;
 }
 
 LoopDevice::~LoopDevice() {
@@ -180,26 +198,39 @@ ZfsFuse::ZfsFuse() {
   }
   const auto start = std::chrono::steady_clock::now();
   const auto limit = std::chrono::seconds(kZfsFuseLockWaitSeconds);
-  bool said = false;
-  while (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) {
-      error_ = std::string("cannot take ") + kZfsFuseLock + ": " + std::strerror(errno);
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    // Queue like every other user (a LOCK_NB poller loses each release to the blocked waiters): a
+    // child blocks in flock() on our open file description, which then holds the lock for us; at
+    // the bound the child is killed, which ends its wait.
+    std::fprintf(stderr, "[lab] waiting for zfs-fuse, held by %s\n", lock_holders(lock_fd_).c_str());
+    pid_t waiter = ::fork();
+    if (waiter == 0) _exit(::flock(lock_fd_, LOCK_EX) == 0 ? 0 : 1);
+    if (waiter < 0) {
+      error_ = std::string("fork: ") + std::strerror(errno);
       return;
     }
-    if (!said) {
-      std::fprintf(stderr, "[lab] waiting for zfs-fuse, held by %s\n", lock_holders(lock_fd_).c_str());
-      said = true;
+    int status = 0;
+    bool got = false, done = false;
+    while (!done) {
+      if (::waitpid(waiter, &status, WNOHANG) == waiter) {
+        done = true;
+        got = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      } else if (std::chrono::steady_clock::now() - start > limit) {
+        ::kill(waiter, SIGKILL);
+        ::waitpid(waiter, &status, 0);
+        done = true;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
     }
-    if (std::chrono::steady_clock::now() - start > limit) {
+    if (!got) {
       error_ = std::string("zfs-fuse stayed in use by another lab user for ") + std::to_string(limit.count()) +
                " s (" + kZfsFuseLock + " held by " + lock_holders(lock_fd_) + ")";
       return;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  if (said)
     std::fprintf(stderr, "[lab] zfs-fuse lock taken after %.0f s\n",
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   if (zpool_answers()) {
     ok_ = true;  // already running (someone else's): use it, leave it running
     // Its dataset mounts land in its own mount namespace: say so when that is not ours.
