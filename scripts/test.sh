@@ -3,7 +3,13 @@
 # Lab tests need root (loop devices, mounts, zfs-fuse); elsewhere they skip with their reason, unless
 # FSAUDIT_REQUIRE_LAB=1 (as in CI), which makes a skip a failure.
 # FSAUDIT_SANITIZE=1 builds and runs the suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# FSAUDIT_CORPUS_DIR=DIR also builds and runs the conformance suite against that corpus.
+# FSAUDIT_CTEST_ARGS adds ctest arguments (e.g. "-L lab", "-R Scrub").
 set -eu
+if [ -n "${FSAUDIT_CORPUS_DIR:-}" ]; then
+  FSAUDIT_CORPUS_DIR=$(cd "$FSAUDIT_CORPUS_DIR" && pwd)
+  export FSAUDIT_CORPUS_DIR
+fi
 cd "$(dirname "$0")/.."
 sh scripts/install-deps.sh
 if [ "${FSAUDIT_SANITIZE:-0}" = 1 ]; then
@@ -14,4 +20,17 @@ else
   dir=build
   sh scripts/build.sh "$dir"
 fi
-ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" ${FSAUDIT_CTEST_ARGS:-}
+log="$dir/ctest.log"
+rm -f "$dir/ctest.rc"
+# shellcheck disable=SC2086
+{ ctest --test-dir "$dir" --output-on-failure -j"$(nproc)" ${FSAUDIT_CTEST_ARGS:-}; echo $? >"$dir/ctest.rc"; } 2>&1 | tee "$log"
+rc=$(cat "$dir/ctest.rc" 2>/dev/null || echo 1)
+# The summary again, last, where a reader of a long CI log looks.
+echo "== ctest ($dir): $(grep -E '^[0-9]+% tests passed' "$log" || echo "no summary line (ctest exit $rc)")"
+skipped=$(grep -c '(Skipped)$' "$log" || true)
+echo "== skipped: $skipped (full list above under 'The following tests did not run')"
+if [ "${FSAUDIT_REQUIRE_LAB:-0}" = 1 ] && [ "$skipped" != 0 ]; then
+  echo "== FSAUDIT_REQUIRE_LAB=1: no test may skip" >&2
+  [ "$rc" = 0 ] && rc=1
+fi
+exit "$rc"

@@ -104,6 +104,12 @@ class ZfsDriver final : public Driver {
 class BtrfsDriver final : public Driver {
  public:
   Result<Observation> observe(const ScrubTarget& t, TargetState& st, DriverEnv& env) override {
+    // Our job is read before the status: `scrub start -B` writes every device's record before it
+    // exits, so a status read after seeing the job alive or finished is never older than the job.
+    // (Read the other way round, the job could exit in between and a pending-record status would
+    // pass for the final one.)
+    JobStatus job;
+    if (!st.job_dir.empty()) job = read_job(env.ctx.host, st.job_dir, st.job_pid);
     auto r = run(env, {env.ctx.tool("btrfs"), "scrub", "status", "-R", t.mountpoint});
     if (!r.ok()) {
       // btrfs-progs missing or failing: the status file btrfs-progs keeps still tells the last scrub.
@@ -119,10 +125,14 @@ class BtrfsDriver final : public Driver {
     // Only when btrfs has nothing newer than the job to say: a canceled ("aborted") scrub of this
     // job is reported as such even if the -B process has not exited yet.
     bool status_predates_job = s.state == btrfs::ScrubState::never || s.state == btrfs::ScrubState::unknown;
+    // btrfs-progs records each device's result as that device finishes. On a multi-device
+    // filesystem, once the kernel is done but before our `scrub start -B` has written the last
+    // device's record, status says "interrupted" with only the first devices' counts (seen here:
+    // raid1, the clean device's record alone, 0 errors). While our job lives that is not an end.
+    bool records_pending = s.state == btrfs::ScrubState::interrupted;
     if (!st.job_dir.empty() && o.phase != Phase::running) {
-      auto job = read_job(env.ctx.host, st.job_dir, st.job_pid);
       if (!status_predates_job && o.started && job.start > 0 && *o.started < job.start - 2) status_predates_job = true;
-      if (job.alive && status_predates_job) {
+      if (job.alive && (status_predates_job || records_pending)) {
         o.phase = Phase::running;
         o.last_outcome = Outcome::none;
         if (!o.started && job.start > 0) o.started = job.start;
@@ -131,7 +141,6 @@ class BtrfsDriver final : public Driver {
     }
     // Our own `scrub start -B`: exit 3 means uncorrectable errors even where counters stay 0.
     if (!st.job_dir.empty() && o.phase == Phase::idle) {
-      auto job = read_job(env.ctx.host, st.job_dir, st.job_pid);
       if (job.finished) {
         if (job.exit_code == 3 && o.errors.uncorrectable.value_or(0) == 0) o.errors.uncorrectable = 1;
         if (job.exit_code != 0 && job.exit_code != 3 && o.last_outcome == Outcome::finished) {

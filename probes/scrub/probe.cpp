@@ -15,10 +15,6 @@
 #include "probes/scrub/planner.hpp"
 #include "probes/scrub/timers.hpp"
 
-#ifndef FSAUDIT_SCRUB_DETACH_BUILD_PATH
-#define FSAUDIT_SCRUB_DETACH_BUILD_PATH ""
-#endif
-
 namespace fsaudit::scrub {
 namespace fs = std::filesystem;
 
@@ -54,8 +50,6 @@ std::string ScrubProbe::detach_helper(ProbeContext& ctx) const {
     auto sib = self.parent_path() / "fsaudit-scrub-detach";
     if (::access(sib.c_str(), X_OK) == 0) return sib.string();
   }
-  std::string built = FSAUDIT_SCRUB_DETACH_BUILD_PATH;
-  if (!built.empty() && ::access(built.c_str(), X_OK) == 0) return built;
   return find_tool("fsaudit-scrub-detach");
 }
 

@@ -13,6 +13,7 @@
 #include "daemon/core/strings.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/runner/runner.hpp"
+#include "tests/support/fake_runner.hpp"
 
 namespace fsaudit::testing {
 
@@ -32,31 +33,6 @@ inline std::string fshealth_data(const std::string& rel) {
   }
   return out;
 }
-
-// Answers commands from a table keyed by the argv joined with spaces; records every call.
-class FakeRunner final : public CommandRunner {
- public:
-  std::map<std::string, CommandResult> answers;
-  std::vector<std::string> calls;
-  void answer(const std::string& argv, std::string out, int exit_code = 0, std::string err = "") {
-    CommandResult r;
-    r.exited = true;
-    r.exit_code = exit_code;
-    r.out = std::move(out);
-    r.err = std::move(err);
-    answers[argv] = r;
-  }
-  CommandResult run(const CommandSpec& spec, std::stop_token) override {
-    std::string key;
-    for (const auto& a : spec.argv) key += (key.empty() ? "" : " ") + a;
-    calls.push_back(key);
-    auto it = answers.find(key);
-    if (it != answers.end()) return it->second;
-    CommandResult r;
-    r.spawn_error = spec.argv.empty() ? "empty argv" : spec.argv[0] + ": not found in PATH";
-    return r;
-  }
-};
 
 // A ProbeContext with its own storage.
 struct ContextHolder {

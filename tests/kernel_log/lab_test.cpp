@@ -250,7 +250,7 @@ TEST(KernelLogLab, RealExt4ErrorAttributedToTarget) {
   ASSERT_TRUE(m.ok()) << m.error();
   const std::string dev = fs::path(loop.device()).filename();
   auto trigger = fs::path("/sys/fs/ext4") / dev / "trigger_fs_error";
-  if (!fs::exists(trigger)) GTEST_SKIP() << "kernel lacks " << trigger;
+  FSAUDIT_LAB_NEEDS(testing::lab_path_missing(trigger, "ext4's trigger_fs_error (Linux >= 5.18)"));
   Harness h(dir / "state");
   KernelLogProbe p(kmsg_config());
   ASSERT_EQ(h.run(p).outcome, Outcome::ok);
@@ -316,7 +316,7 @@ class PrivateJournald {
 
 TEST(KernelLogLab, PrivateJournaldThroughSdJournal) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
-  if (!fs::exists("/lib/systemd/systemd-journald")) GTEST_SKIP() << "systemd-journald not installed";
+  FSAUDIT_LAB_NEEDS(testing::lab_path_missing("/lib/systemd/systemd-journald", "systemd-journald (apt-get install systemd)"));
   PrivateJournald jd;
   ASSERT_TRUE(jd.ok()) << "private journald did not create " << jd.journal_dir();
   TempDir dir("fsaudit-kl-journal");

@@ -214,10 +214,6 @@ bool poll(int timeout_s, Pred pred) {
   return pred();
 }
 
-bool tool(const std::string& name) {
-  return run({"sh", "-c", "command -v " + name + " >/dev/null"}).ok();
-}
-
 std::string prometheus_binary() {
   if (const char* e = std::getenv("FSAUDIT_PROMETHEUS")) return e;
   return FSAUDIT_PROMETHEUS_BINARY;
@@ -249,10 +245,7 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
   for (const auto& [t, pkg] : std::vector<std::pair<std::string, std::string>>{
            {prometheus_binary(), "prometheus"}, {"mkfs.xfs", "xfsprogs"}, {"mkfs.btrfs", "btrfs-progs"},
            {"mkfs.ext4", "e2fsprogs"}}) {
-    if (!tool(t)) {
-      if (lab_required()) FAIL() << t << " not found (FSAUDIT_REQUIRE_LAB=1): apt-get install " << pkg;
-      GTEST_SKIP() << t << " not found: apt-get install " << pkg;
-    }
+    FSAUDIT_LAB_NEEDS(testing::lab_tool_missing(t, pkg));
   }
   const bool with_zfs = !zfs_fuse_unavailable().has_value();
   if (!with_zfs && lab_required()) FAIL() << "zfs-fuse lab unavailable (FSAUDIT_REQUIRE_LAB=1): " << *zfs_fuse_unavailable();

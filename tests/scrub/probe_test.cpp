@@ -6,11 +6,12 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "probes/scrub/probe.hpp"
-#include "tests/scrub/fake_runner.hpp"
+#include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
 
 namespace fsaudit::scrub {
@@ -55,10 +56,10 @@ config::Config cfg_from(const std::string& yaml) { return config::parse_config(y
 TEST(ScrubProbe, StartsTimesAndReadsBackAZfsScrubAndSurvivesARestart) {
   Host h;
   auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n");
-  h.runner.set("zpool list -H -o name", "tank\n");
-  h.runner.set("zpool status tank", status("tank", "  scan: none requested\n"));
-  h.runner.set("zpool scrub tank", "");
-  h.runner.set("zpool list -H -o allocated tank", "1.50G\n");
+  h.runner.answer("zpool list -H -o name", "tank\n");
+  h.runner.answer("zpool status tank", status("tank", "  scan: none requested\n"));
+  h.runner.answer("zpool scrub tank", "");
+  h.runner.answer("zpool list -H -o allocated tank", "1.50G\n");
   {
     ScrubProbe p(cfg.scrub, cfg.targets);
     p.set_tz_offset(0);
@@ -71,7 +72,7 @@ TEST(ScrubProbe, StartsTimesAndReadsBackAZfsScrubAndSurvivesARestart) {
   }
   // 30 s later, after a daemon restart (new probe object, same state dir): the scrub is running.
   h.clock.advance(std::chrono::seconds(30));
-  h.runner.set("zpool status tank",
+  h.runner.answer("zpool status tank",
                status("tank",
                       "  scan: scrub in progress since Sat Nov 18 01:00:05 2023\n"
                       "\t1.00G scanned at 34.1M/s, 512M issued at 17.0M/s, 1.50G total\n"
@@ -90,7 +91,7 @@ TEST(ScrubProbe, StartsTimesAndReadsBackAZfsScrubAndSurvivesARestart) {
   }
   // Finished: timed and read back; not due again for 30 days.
   h.clock.advance(std::chrono::seconds(300));
-  h.runner.set("zpool status tank",
+  h.runner.answer("zpool status tank",
                status("tank", "  scan: scrub repaired 0B in 00:02:00 with 0 errors on Sat Nov 18 01:02:05 2023\n"));
   ScrubProbe p(cfg.scrub, cfg.targets);
   p.set_tz_offset(0);
@@ -116,8 +117,8 @@ TEST(ScrubProbe, EnabledDistroTimerMeansObserveAndSayWhy) {
   auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n");
   std::filesystem::create_directories(h.dir / "etc/systemd/system/timers.target.wants");
   write_text(h.dir / "etc/systemd/system/timers.target.wants/zfs-scrub-monthly@tank.timer", "");
-  h.runner.set("zpool list -H -o name", "tank\n");
-  h.runner.set("zpool status tank", status("tank", "  scan: none requested\n"));
+  h.runner.answer("zpool list -H -o name", "tank\n");
+  h.runner.answer("zpool status tank", status("tank", "  scan: none requested\n"));
   ScrubProbe p(cfg.scrub, cfg.targets);
   auto r = h.run(p);
   ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
@@ -130,13 +131,13 @@ TEST(ScrubProbe, EnabledDistroTimerMeansObserveAndSayWhy) {
 TEST(ScrubProbe, ConcurrencyLimitAcrossPoolsAndOthersScrubsCount) {
   Host h;
   auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  max_concurrent: 1\n");
-  h.runner.set("zpool list -H -o name", "a\nb\nc\n");
+  h.runner.answer("zpool list -H -o name", "a\nb\nc\n");
   for (std::string p : {"a", "b", "c"}) {
-    h.runner.set("zpool status " + p, status(p, "  scan: none requested\n"));
-    h.runner.set("zpool scrub " + p, "");
+    h.runner.answer("zpool status " + p, status(p, "  scan: none requested\n"));
+    h.runner.answer("zpool scrub " + p, "");
   }
   // Pool c is already being scrubbed by someone else: nothing may start.
-  h.runner.set("zpool status c", status("c",
+  h.runner.answer("zpool status c", status("c",
                                         "  scan: scrub in progress since Fri Nov 17 23:00:00 2023\n"
                                         "\t1.00G scanned at 1M/s, 1.00G issued at 1M/s, 9.00G total\n"
                                         "\t0B repaired, 11.11% done, 02:00:00 to go\n"));
@@ -148,8 +149,8 @@ TEST(ScrubProbe, ConcurrencyLimitAcrossPoolsAndOthersScrubsCount) {
   EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "c"}, {"code", "busy"}}));
   // c finishes: exactly one of a/b starts.
   h.clock.advance(std::chrono::seconds(60));
-  h.runner.set("zpool status c", status("c", "  scan: scrub repaired 0B in 01:00:30 with 0 errors on Sat Nov 18 00:00:30 2023\n"));
-  h.runner.set("zpool list -H -o allocated c", "9G\n");
+  h.runner.answer("zpool status c", status("c", "  scan: scrub repaired 0B in 01:00:30 with 0 errors on Sat Nov 18 00:00:30 2023\n"));
+  h.runner.answer("zpool list -H -o allocated c", "9G\n");
   r = h.run(p);
   EXPECT_EQ(h.runner.count("zpool scrub a") + h.runner.count("zpool scrub b"), 1);
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "c"}, {"result", "ok"}}), 1);
@@ -161,9 +162,9 @@ TEST(ScrubProbe, LoadAboveThresholdFromPressureWaits) {
   auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 30\n");
   std::filesystem::create_directories(h.dir / "proc/pressure");
   write_text(h.dir / "proc/pressure/io", "some avg10=55.00 avg60=40.00 avg300=20.00 total=1\nfull avg10=1.00 avg60=1.00 avg300=1.00 total=1\n");
-  h.runner.set("zpool list -H -o name", "tank\n");
-  h.runner.set("zpool status tank", status("tank", "  scan: none requested\n"));
-  h.runner.set("zpool scrub tank", "");
+  h.runner.answer("zpool list -H -o name", "tank\n");
+  h.runner.answer("zpool status tank", status("tank", "  scan: none requested\n"));
+  h.runner.answer("zpool scrub tank", "");
   ScrubProbe p(cfg.scrub, cfg.targets);
   auto r = h.run(p);
   EXPECT_EQ(h.runner.count("zpool scrub tank"), 0);
@@ -211,18 +212,18 @@ TEST(ScrubProbe, WindowEndOnAZpoolWithoutPauseFallsBackToCancel) {
   Host h;
   // wall starts at Sat 01:00 UTC (FakeClock starts 1 h after kT0); window Sat 01:00-02:00.
   auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  window: \"Sat 01:00-02:00\"\n");
-  h.runner.set("zpool list -H -o name", "tank\n");
-  h.runner.set("zpool status tank", status("tank", "  scan: none requested\n"));
-  h.runner.set("zpool scrub tank", "");
+  h.runner.answer("zpool list -H -o name", "tank\n");
+  h.runner.answer("zpool status tank", status("tank", "  scan: none requested\n"));
+  h.runner.answer("zpool scrub tank", "");
   ScrubProbe p(cfg.scrub, cfg.targets);
   p.set_tz_offset(0);
   auto r = h.run(p);
   ASSERT_EQ(h.runner.count("zpool scrub tank"), 1);
-  h.runner.set("zpool status tank", status("tank",
+  h.runner.answer("zpool status tank", status("tank",
                                            "  scrub: scrub in progress for 0h59m, 80.00% done, 0h15m to go\n"));
   // zfs-fuse's zpool: "invalid option 'p'" and the usage text, exit 2.
-  h.runner.set("zpool scrub -p tank", "", 2, "invalid option 'p'\nusage:\n\tscrub [-s] <pool> ...\n");
-  h.runner.set("zpool scrub -s tank", "");
+  h.runner.answer("zpool scrub -p tank", "", 2, "invalid option 'p'\nusage:\n\tscrub [-s] <pool> ...\n");
+  h.runner.answer("zpool scrub -s tank", "");
   h.clock.advance(std::chrono::minutes(61));
   r = h.run(p);
   EXPECT_EQ(h.runner.count("zpool scrub -p tank"), 1);
@@ -231,6 +232,76 @@ TEST(ScrubProbe, WindowEndOnAZpoolWithoutPauseFallsBackToCancel) {
   auto saved = read_file(h.state / "scrub/zfs_tank.state");
   ASSERT_TRUE(saved.ok());
   EXPECT_NE(saved->find("pause_unsupported=1"), std::string::npos);
+}
+
+// `btrfs scrub status -R` as btrfs-progs 6.2 printed it (kernel 6.18) for a two-device raid1 with one
+// corrupted copy: before the first scrub; after the kernel finished but while our `scrub start -B`
+// had written only the clean device's record (seen on 4 consecutive polls); and at the end.
+std::string btrfs_status(const std::string& state_lines, long long data, long long tree, int csum, int corrected) {
+  return "UUID:             f3637bff-14f2-4d81-a479-1f706b6797fc\n" + state_lines +
+         "\tdata_extents_scrubbed: " + std::to_string(data / 63488) + "\n\ttree_extents_scrubbed: " +
+         std::to_string(tree / 16384) + "\n\tdata_bytes_scrubbed: " + std::to_string(data) +
+         "\n\ttree_bytes_scrubbed: " + std::to_string(tree) + "\n\tread_errors: 0\n\tcsum_errors: " +
+         std::to_string(csum) +
+         "\n\tverify_errors: 0\n\tno_csum: 0\n\tcsum_discards: 0\n\tsuper_errors: 0\n\tmalloc_errors: 0\n"
+         "\tuncorrectable_errors: 0\n\tunverified_errors: 0\n\tcorrected_errors: " +
+         std::to_string(corrected) + "\n\tlast_physical: 67305472\n";
+}
+
+TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
+  Host h;
+  write_text(h.dir / "proc/self/mountinfo",
+             "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+             "40 22 0:45 / /mnt/r1 rw,relatime shared:20 - btrfs /dev/loop7 rw,space_cache=v2,subvolid=5,subvol=/\n");
+  auto cfg = cfg_from("scrub:\n  filesystems: [btrfs]\n  spread: 0\n  io_load_threshold: 0\n");
+  // The detach helper is asked through the runner too: it answers with the watcher's pid.
+  h.tools["fsaudit-scrub-detach"] = "/bin/true";
+  h.runner.handler = [](const std::vector<std::string>& argv) {
+    if (!argv.empty() && argv[0] == "/bin/true") return FakeRunner::exited(0, "pid=4242\n");
+    return FakeRunner::not_found(argv.empty() ? "" : argv[0]);
+  };
+  const std::string status_cmd = "btrfs scrub status -R /mnt/r1";
+  h.runner.answer(status_cmd, btrfs_status("\tno stats available\n", 0, 0, 0, 0));
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  metrics::Labels l{{"target", "/mnt/r1"}, {"fs", "btrfs"}};
+  auto r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  ASSERT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "/mnt/r1"}, {"code", "start"}}));
+  ASSERT_EQ(h.runner.count("/bin/true " + (h.state / "scrub/jobs/btrfs__mnt_r1").string() +
+                           " -- btrfs scrub start -B -R /mnt/r1"), 1)
+      << h.runner.calls.back();
+
+  // The watcher (pid 4242) still waits for `btrfs scrub start -B`; btrfs-progs has one device's record.
+  std::filesystem::create_directories(h.dir / "proc/4242");
+  write_text(h.dir / "proc/4242/cmdline", std::string("fsaudit-scrub-detach\0", 21));
+  char started[64];
+  std::time_t t0 = static_cast<std::time_t>(h.clock.wall_seconds());
+  std::strftime(started, sizeof started, "%a %b %e %H:%M:%S %Y", std::gmtime(&t0));
+  auto state_lines = [&](const std::string& st) {
+    return "Scrub started:    " + std::string(started) + "\nStatus:           " + st + "\nDuration:         0:00:00\n";
+  };
+  h.runner.answer(status_cmd, btrfs_status(state_lines("interrupted"), 126976, 147456, 0, 0));
+  h.clock.advance(std::chrono::seconds(1));
+  r = h.run(p);
+  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l))
+      << "half of the devices' records is not a finished scrub";
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "canceled"}}), 0);
+
+  // `scrub start -B` wrote the last record and exited 0; the watcher is gone.
+  std::filesystem::remove_all(h.dir / "proc/4242");
+  std::filesystem::create_directories(h.state / "scrub/jobs/btrfs__mnt_r1");
+  write_text(h.state / "scrub/jobs/btrfs__mnt_r1/status",
+             "exit=0\nstart=" + std::to_string(t0) + "\nend=" + std::to_string(t0 + 1) + "\n");
+  h.runner.answer(status_cmd, btrfs_status(state_lines("finished"), 253952, 294912, 1, 1));
+  h.clock.advance(std::chrono::seconds(1));
+  r = h.run(p);
+  ASSERT_TRUE(r.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l));
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_last_errors", {{"target", "/mnt/r1"}, {"kind", "found"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_last_errors", {{"target", "/mnt/r1"}, {"kind", "repaired"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "errors"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "canceled"}}), 0);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 0);
 }
 
 TEST(ScrubProbe, NothingToScrubIsNotApplicable) {

@@ -14,27 +14,37 @@
 namespace fsaudit::testing {
 
 bool lab_required();
+// True when this process's mounts are invisible to the rest of the machine (root: always, from
+// before main()), so that no other process can hold or write into a lab filesystem.
+bool lab_mounts_private();
 // Why lab tests cannot run here (not root, no losetup, ...), or nullopt when they can.
 std::optional<std::string> lab_unavailable();
 // Why zfs-fuse lab tests cannot run (not installed, no /dev/fuse), or nullopt.
 std::optional<std::string> zfs_fuse_unavailable();
 
-// Use at the top of a lab test body (or SetUp).
-#define FSAUDIT_REQUIRE_LAB_OR_SKIP()                                                              \
+// Why a lab test cannot run without `tool` (looked up in PATH, /usr/sbin and /sbin), or nullopt.
+std::optional<std::string> lab_tool_missing(const std::string& tool, const std::string& package);
+// Why a lab test cannot run without `path` (a kernel interface, a binary), or nullopt.
+std::optional<std::string> lab_path_missing(const std::filesystem::path& path, const std::string& what);
+
+// The one way a test skips: with a reason when `why_expr` (an optional<string>) holds one, and as a
+// failure instead under FSAUDIT_REQUIRE_LAB=1, so a CI run where something is missing cannot pass
+// by skipping. Use in the test body (or SetUp), before anything is created.
+#define FSAUDIT_LAB_NEEDS(why_expr)                                                                \
   do {                                                                                           \
-    if (auto why_ = ::fsaudit::testing::lab_unavailable()) {                                     \
+    if (auto why_ = (why_expr)) {                                                                \
       if (::fsaudit::testing::lab_required()) FAIL() << "lab test cannot run (FSAUDIT_REQUIRE_LAB=1): " << *why_; \
       GTEST_SKIP() << "lab test skipped: " << *why_;                                              \
     }                                                                                            \
   } while (0)
 
+// Use at the top of a lab test body (or SetUp).
+#define FSAUDIT_REQUIRE_LAB_OR_SKIP() FSAUDIT_LAB_NEEDS(::fsaudit::testing::lab_unavailable())
+
 #define FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP()                                                         \
   do {                                                                                           \
     FSAUDIT_REQUIRE_LAB_OR_SKIP();                                                               \
-    if (auto why_ = ::fsaudit::testing::zfs_fuse_unavailable()) {                                \
-      if (::fsaudit::testing::lab_required()) FAIL() << "zfs-fuse lab test cannot run (FSAUDIT_REQUIRE_LAB=1): " << *why_; \
-      GTEST_SKIP() << "zfs-fuse lab test skipped: " << *why_;                                     \
-    }                                                                                            \
+    FSAUDIT_LAB_NEEDS(::fsaudit::testing::zfs_fuse_unavailable());                               \
   } while (0)
 
 // A sparse backing file attached with `losetup -f --show`; detached (exactly this device) on scope exit.
@@ -74,9 +84,13 @@ class Mount {
   std::string error_;
 };
 
+// How long ZfsFuse waits for another lab user to release zfs-fuse (inside the lab tests' ctest timeout).
+inline constexpr int kZfsFuseLockWaitSeconds = 1200;
+
 // Holds the machine-wide zfs-fuse lab lock (only one zfs-fuse may run), starts zfs-fuse when it is not
 // running and stops it again on scope exit if this guard started it. Pools created under it must be
-// destroyed by the test (use ZfsPool).
+// destroyed by the test (use ZfsPool). Waits for another holder up to kZfsFuseLockWaitSeconds, then
+// reports !ok() naming the holder.
 class ZfsFuse {
  public:
   ZfsFuse();

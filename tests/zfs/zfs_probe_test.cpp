@@ -10,6 +10,7 @@
 
 #include "daemon/core/clock.hpp"
 #include "probes/zfs/probe.hpp"
+#include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
 
 namespace fsaudit::zfs {
@@ -26,14 +27,7 @@ std::string local_data(const std::string& name) {
   return out;
 }
 
-struct ScriptedRunner : CommandRunner {
-  std::function<CommandResult(const std::vector<std::string>&)> answer;
-  std::vector<std::vector<std::string>> calls;
-  CommandResult run(const CommandSpec& spec, std::stop_token) override {
-    calls.push_back(spec.argv);
-    return answer(spec.argv);
-  }
-};
+using ScriptedRunner = testing::FakeRunner;
 
 CommandResult exited(int code, std::string out, std::string err = "") {
   CommandResult r;
@@ -75,7 +69,7 @@ CommandResult zfs_fuse_like(const std::vector<std::string>& argv) {
 
 TEST(ZfsProbe, DetectsPlainTextOnZfsFuseAndCachesIt) {
   ScriptedRunner r;
-  r.answer = zfs_fuse_like;
+  r.handler = zfs_fuse_like;
   Ctx c;
   auto ctx = c.make(r);
   ZfsProbe probe;
@@ -84,13 +78,13 @@ TEST(ZfsProbe, DetectsPlainTextOnZfsFuseAndCachesIt) {
   ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
   EXPECT_EQ(probe.detected_format(), StatusFormat::text);
   // status -jp, status -p, status, then list -Hp, list -H (all columns), list -H (legacy columns).
-  ASSERT_EQ(r.calls.size(), 6u);
-  EXPECT_EQ(r.calls[0][2], "-jp");
-  EXPECT_EQ(r.calls[1][2], "-p");
-  EXPECT_EQ(r.calls[2].size(), 2u);
-  EXPECT_EQ(r.calls[3][2], "-Hp");
-  EXPECT_EQ(r.calls[4][2], "-H");
-  EXPECT_EQ(r.calls[5].back(), "name,size,allocated,free,capacity,health");
+  ASSERT_EQ(r.argvs.size(), 6u);
+  EXPECT_EQ(r.argvs[0][2], "-jp");
+  EXPECT_EQ(r.argvs[1][2], "-p");
+  EXPECT_EQ(r.argvs[2].size(), 2u);
+  EXPECT_EQ(r.argvs[3][2], "-Hp");
+  EXPECT_EQ(r.argvs[4][2], "-H");
+  EXPECT_EQ(r.argvs[5].back(), "name,size,allocated,free,capacity,health");
   const auto& b = res.metrics;
   EXPECT_EQ(b.value("fsaudit_zfs_vdev_errors", {{"pool", "fsauditcap"}, {"kind", "checksum"}, {"vdev_type", "leaf"}}), 0);
   double max_ck = 0;
@@ -103,17 +97,17 @@ TEST(ZfsProbe, DetectsPlainTextOnZfsFuseAndCachesIt) {
   EXPECT_EQ(b.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap2"}, {"state", "online"}}), 1);
   EXPECT_DOUBLE_EQ(b.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 481.0 * 1024 * 1024);
 
-  r.calls.clear();
+  r.argvs.clear();
   res = probe.run(Target::host(), ctx);
   ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
-  ASSERT_EQ(r.calls.size(), 2u);  // cached: plain status + legacy list only
-  EXPECT_EQ(r.calls[0].size(), 2u);
-  EXPECT_EQ(r.calls[1].back(), "name,size,allocated,free,capacity,health");
+  ASSERT_EQ(r.argvs.size(), 2u);  // cached: plain status + legacy list only
+  EXPECT_EQ(r.argvs[0].size(), 2u);
+  EXPECT_EQ(r.argvs[1].back(), "name,size,allocated,free,capacity,health");
 }
 
 TEST(ZfsProbe, PrefersJsonWhenAccepted) {
   ScriptedRunner r;
-  r.answer = [](const std::vector<std::string>& argv) {
+  r.handler = [](const std::vector<std::string>& argv) {
     if (argv[1] == "status") {
       std::string j = testing::fixture("written/zfs/zpool-status-jp-openzfs-2.4-mirror-raidz-special-log-cache-spare.json");
       return exited(0, j);
@@ -126,8 +120,8 @@ TEST(ZfsProbe, PrefersJsonWhenAccepted) {
   auto res = probe.run(Target::host(), ctx);
   ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
   EXPECT_EQ(probe.detected_format(), StatusFormat::json);
-  ASSERT_EQ(r.calls.size(), 2u);
-  EXPECT_EQ(r.calls[1][2], "-Hp");
+  ASSERT_EQ(r.argvs.size(), 2u);
+  EXPECT_EQ(r.argvs[1][2], "-Hp");
   EXPECT_EQ(res.metrics.value("fsaudit_zfs_pool_size_bytes", {{"pool", "labpool"}}), 872415232);
   EXPECT_EQ(res.metrics.value("fsaudit_zfs_vdev_state", {{"vdev", "/tmp/zlab/d8.img"}, {"state", "avail"}}), 1);
   EXPECT_EQ(res.metrics.value("fsaudit_zfs_probe_info", {{"format", "json"}}), 1);
@@ -146,7 +140,7 @@ TEST(ZfsProbe, MissingToolIsNotApplicable) {
 
 TEST(ZfsProbe, NoPoolsIsNotApplicable) {
   ScriptedRunner r;
-  r.answer = [](const std::vector<std::string>& argv) {
+  r.handler = [](const std::vector<std::string>& argv) {
     if (argv.size() > 2) return exited(2, "", "invalid option 'j'\n");
     return exited(0, "no pools available\n");
   };
@@ -160,7 +154,7 @@ TEST(ZfsProbe, NoPoolsIsNotApplicable) {
 
 TEST(ZfsProbe, ZfsFuseNotRunningIsNotApplicable) {
   ScriptedRunner r;
-  r.answer = [](const std::vector<std::string>&) { return exited(1, "", local_data("zfs-fuse-not-running.stderr.txt")); };
+  r.handler = [](const std::vector<std::string>&) { return exited(1, "", local_data("zfs-fuse-not-running.stderr.txt")); };
   Ctx c;
   auto ctx = c.make(r);
   ZfsProbe probe;
@@ -171,7 +165,7 @@ TEST(ZfsProbe, ZfsFuseNotRunningIsNotApplicable) {
 
 TEST(ZfsProbe, FailingZpoolReportsItsMessage) {
   ScriptedRunner r;
-  r.answer = [](const std::vector<std::string>&) {
+  r.handler = [](const std::vector<std::string>&) {
     return exited(1, "", "Permission denied the ZFS utilities must be run as root.\n");
   };
   Ctx c;
@@ -185,7 +179,7 @@ TEST(ZfsProbe, FailingZpoolReportsItsMessage) {
 
 TEST(ZfsProbe, ListFailureKeepsStatusMetricsButFails) {
   ScriptedRunner r;
-  r.answer = [](const std::vector<std::string>& argv) {
+  r.handler = [](const std::vector<std::string>& argv) {
     if (argv[1] == "status") return zfs_fuse_like(argv);
     return exited(1, "", "list broke\n");
   };
@@ -200,14 +194,14 @@ TEST(ZfsProbe, ListFailureKeepsStatusMetricsButFails) {
 
 TEST(ZfsProbe, StopRequestedBeforeRun) {
   ScriptedRunner r;
-  r.answer = zfs_fuse_like;
+  r.handler = zfs_fuse_like;
   Ctx c;
   auto ctx = c.make(r);
   c.stop.request_stop();
   ZfsProbe probe;
   auto res = probe.run(Target::host(), ctx);
   EXPECT_EQ(res.outcome, Outcome::failed);
-  EXPECT_TRUE(r.calls.empty());
+  EXPECT_TRUE(r.argvs.empty());
 }
 
 // A fake zpool that never answers: the probe times out within its budget, with the runner's reason.
