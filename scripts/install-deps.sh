@@ -6,7 +6,8 @@ PKGS="build-essential cmake pkg-config g++ git
   prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev libsystemd-dev liburing-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   util-linux e2fsprogs xfsprogs btrfs-progs zfs-fuse fio
-  prometheus systemd dbus curl jq procps psmisc kmod python3"
+  prometheus systemd dbus curl jq procps psmisc kmod python3
+  clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

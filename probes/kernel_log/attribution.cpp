@@ -3,6 +3,7 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/core/block_device.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/probe/targets.hpp"
 
@@ -56,10 +57,7 @@ TargetResolver::TargetResolver(const HostPaths& host) : host_(host) {
 
 std::string TargetResolver::kernel_name(const std::string& device) const {
   if (device.rfind("/dev/", 0) != 0) return device;
-  std::error_code ec;
-  auto p = fs::canonical(host_.dev(device.substr(5)), ec);
-  if (!ec) return p.filename();
-  return fs::path(device).filename();
+  return block::kernel_name_or_last(host_, device);
 }
 
 void TargetResolver::collect(const std::string& name, int depth, std::map<std::string, int>* out) const {
