@@ -36,10 +36,8 @@ TargetResolver::TargetResolver(const HostPaths& host) : host_(host) {
   for (const auto& m : *mounts) {
     if (is_pseudo_fstype(m.fstype)) continue;
     std::set<std::string> names;
-    if (m.major != 0) {
-      auto link = fs::read_symlink(host_.sys("dev/block/" + std::to_string(m.major) + ":" + std::to_string(m.minor)), ec);
-      if (!ec) names.insert(link.filename());
-    }
+    if (m.major != 0)
+      if (auto n = block::name_of_devnum(host_, m.major, m.minor)) names.insert(*n);
     if (m.source.rfind("/dev/", 0) == 0) {
       put(by_name_, m.source, m.mountpoint);
       names.insert(kernel_name(m.source));
