@@ -127,6 +127,7 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
   std::size_t state_col = 0;  // column of the header's STATE: a name ends before it (names may hold blanks)
   std::string problem;        // first reason the output cannot be trusted
   std::vector<bool> complete; // per pool: its "errors:" line (the last one zpool prints) was seen
+  std::vector<bool> tree_done;  // per pool: the config tree ended with its blank line
   int nslow = 0;              // extra numeric columns after CKSUM (-s: SLOW)
   std::string section_role = "data";
   std::vector<std::string> parents;  // by depth
@@ -147,7 +148,10 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
     auto t = trim(line);
     if (in_config) {
       if (t.empty()) {
-        if (have_root) in_config = false;
+        if (have_root) {
+          in_config = false;
+          if (!tree_done.empty()) tree_done.back() = true;
+        }
         continue;
       }
       auto toks = split_ws(t);
@@ -255,6 +259,7 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
         close_pool();
         rep.pools.emplace_back();
         complete.push_back(false);
+        tree_done.push_back(false);
         pool = &rep.pools.back();
         pool->name = value;
         have_header = have_root = false;
@@ -305,7 +310,13 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
     auto first = lines(t);
     return err("not zpool status output (first line: '" + excerpt(first.empty() ? "" : first[0]) + "')");
   }
-  for (std::size_t i = 0; i < rep.pools.size(); ++i) rep.pools[i].complete = complete[i];
+  // zpool prints "errors:" only when the pool's error count is known: an UNAVAIL or FAULTED pool
+  // (devices gone) ends with its config tree instead.
+  for (std::size_t i = 0; i < rep.pools.size(); ++i) {
+    const auto& st = rep.pools[i].state;
+    bool unknown_errors = st != "ONLINE" && st != "DEGRADED" && !st.empty();
+    rep.pools[i].complete = complete[i] || (tree_done[i] && unknown_errors);
+  }
   return rep;
 }
 

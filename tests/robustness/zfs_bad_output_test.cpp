@@ -127,6 +127,36 @@ TEST(ZfsBadOutput, ParserMarksPoolsWithoutTheirErrorsLine) {
   EXPECT_FALSE(cut->pools[0].complete);
 }
 
+// Seen on zfs-fuse: a pool whose vdev files are gone prints its tree but no "errors:" line (its
+// error count is unknown). That is complete; the same cut inside the tree is not.
+TEST(ZfsBadOutput, UnavailPoolEndsWithItsTree) {
+  const std::string unavail =
+      "  pool: gone\n"
+      " state: UNAVAIL\n"
+      "status: One or more devices could not be opened.  There are insufficient\n"
+      "\treplicas for the pool to continue functioning.\n"
+      "action: Attach the missing device and online it using 'zpool online'.\n"
+      "   see: http://www.sun.com/msg/ZFS-8000-3C\n"
+      " scrub: none requested\n"
+      "config:\n"
+      "\n"
+      "\tNAME                    STATE     READ WRITE CKSUM\n"
+      "\tgone                    UNAVAIL      0     0     0  insufficient replicas\n"
+      "\t  mirror-0              UNAVAIL      0     0     0  insufficient replicas\n"
+      "\t    /tmp/x/vdev-a.img   UNAVAIL      0     0     0  cannot open\n"
+      "\t    /tmp/x/vdev-b.img   UNAVAIL      0     0     0  cannot open\n"
+      "\n";
+  auto whole = parse_zpool_status(unavail + kSpacedStatus);
+  ASSERT_TRUE(whole.ok()) << whole.error();
+  ASSERT_EQ(whole->pools.size(), 2u);
+  EXPECT_TRUE(whole->pools[0].complete);
+  EXPECT_TRUE(whole->pools[1].complete);
+  EXPECT_EQ(whole->pools[0].vdevs.size(), 3u);
+  auto cut = parse_zpool_status(unavail.substr(0, unavail.find("\t    /tmp/x/vdev-b.img")));
+  ASSERT_TRUE(cut.ok()) << cut.error();
+  EXPECT_FALSE(cut->pools[0].complete);
+}
+
 TEST(ZfsBadOutput, TruncatedFlagIsAFailure) {
   auto st = exited(0, kSpacedStatus);
   st.truncated = true;
