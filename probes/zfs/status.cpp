@@ -310,13 +310,10 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
     auto first = lines(t);
     return err("not zpool status output (first line: '" + excerpt(first.empty() ? "" : first[0]) + "')");
   }
-  // zpool prints "errors:" only when the pool's error count is known: an UNAVAIL or FAULTED pool
-  // (devices gone) ends with its config tree instead.
-  for (std::size_t i = 0; i < rep.pools.size(); ++i) {
-    const auto& st = rep.pools[i].state;
-    bool unknown_errors = st != "ONLINE" && st != "DEGRADED" && !st.empty();
-    rep.pools[i].complete = complete[i] || (tree_done[i] && unknown_errors);
-  }
+  // zpool prints "errors:" only when the pool's error count is known (zfs-fuse omits it for pools
+  // whose devices are gone, and for pools changing state under it): a config tree closed by its
+  // blank line is whole too. A cut inside the tree or before it is not.
+  for (std::size_t i = 0; i < rep.pools.size(); ++i) rep.pools[i].complete = complete[i] || tree_done[i];
   return rep;
 }
 
