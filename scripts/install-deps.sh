@@ -7,7 +7,8 @@ PKGS="build-essential cmake pkg-config g++ git
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   util-linux e2fsprogs xfsprogs btrfs-progs zfs-fuse fio
   prometheus systemd dbus curl jq procps psmisc kmod python3 ccache
-  libssl-dev libcrypt-dev openssl chromium lintian"
+  libssl-dev libcrypt-dev openssl chromium lintian
+  clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -3,19 +3,23 @@
 #include <cmath>
 #include <limits>
 
+#include "daemon/metrics/label_value.hpp"
+
 namespace fsaudit::metrics {
 namespace {
 std::vector<prometheus::ClientMetric::Label> to_labels(const Labels& labels) {
   std::vector<prometheus::ClientMetric::Label> out;
   out.reserve(labels.size());
-  for (const auto& [k, v] : labels) out.push_back({k, v});
+  // Every value may come from outside (tool output, device names, failure reasons): cleaned here,
+  // where all labels enter a family, so no probe can make the exposition invalid.
+  for (const auto& [k, v] : labels) out.push_back({k, clean_label_value(v)});
   return out;
 }
 bool matches(const prometheus::ClientMetric& m, const Labels& want) {
   for (const auto& [k, v] : want) {
     bool found = false;
     for (const auto& l : m.label)
-      if (l.name == k && l.value == v) found = true;
+      if (l.name == k && (l.value == v || l.value == clean_label_value(v))) found = true;
     if (!found) return false;
   }
   return true;

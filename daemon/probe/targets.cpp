@@ -51,7 +51,12 @@ Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text) {
     e.super_options = sep + 3 < f.end() ? std::string(sep[3]) : "";
     out.push_back(std::move(e));
   }
-  if (out.empty() && !first_bad.empty()) return err("mountinfo: no line parsed; first bad line: " + first_bad);
+  if (out.empty() && !first_bad.empty())
+    return err("mountinfo: no line parsed; first bad line: " + first_bad.substr(0, 120));
+  // The kernel writes every line whole: one that does not parse means the format is not what this
+  // parser knows, and the mounts it describes would silently go unwatched.
+  if (!first_bad.empty()) return err("mountinfo: line not understood: " + first_bad.substr(0, 120));
+  if (!text.empty() && text.back() != '\n') return err("mountinfo: last line has no newline: cut short");
   return out;
 }
 

@@ -25,8 +25,8 @@ struct MountEntry {
   bool read_only() const;  // ro in either option set, or ext4's emergency_ro after an error
 };
 
-// Parses proc(5) mountinfo. Lines that do not parse are reported in the error of the whole call only
-// when no line parsed; otherwise they are skipped.
+// Parses proc(5) mountinfo. Any line that does not parse, or a last line without its newline (cut
+// short), makes the whole call an error: a partial table would leave mounts silently unwatched.
 Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text);
 
 // proc, sysfs, cgroup, tmpfs, overlay, ... anything with no storage device behind it to audit.

@@ -77,10 +77,13 @@ std::string CommandResult::describe() const {
     return std::string("timed out after ") + secs + "s (killed)";
   }
   if (term_signal) return std::string("killed by signal ") + strsignal(term_signal);
-  if (exited && exit_code == 0) return "ok";
+  if (exited && exit_code == 0 && !truncated) return "ok";
+  if (truncated && exited && exit_code == 0)
+    return "output cut short: more than the runner keeps (" + std::to_string(out.size()) + " bytes kept)";
   std::string msg = "exit " + std::to_string(exit_code);
   std::string line = first_line(err.empty() ? out : err);
   if (!line.empty()) msg += ": " + line;
+  if (truncated) msg += " (output cut short)";
   return msg;
 }
 

@@ -30,13 +30,15 @@ struct CommandResult {
   bool exited = false;
   bool timed_out = false;
   bool busy = false;         // refused: the same key was already running
-  bool truncated = false;
+  bool truncated = false;    // more output than max_output: what is kept is cut short
   std::string spawn_error;   // e.g. "zpool: not found in PATH"
   std::string out;
   std::string err;
   double duration_seconds = 0;
 
-  bool ok() const { return exited && exit_code == 0; }
+  // A truncated output is not a success: a parser given the kept part would read a cut table as
+  // the whole truth. Callers that can use partial output look at `out` themselves.
+  bool ok() const { return exited && exit_code == 0 && !truncated; }
   // One line for logs and metric labels: "timed out after 5s", "exit 1: cannot open 'tank': no such pool".
   std::string describe() const;
 };

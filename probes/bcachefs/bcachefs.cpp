@@ -5,6 +5,7 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/core/block_device.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "daemon/core/units.hpp"
@@ -121,9 +122,7 @@ Result<std::string> find_uuid(const HostPaths& host, const std::string& source) 
     std::string p(part);
     wanted.insert(fs::path(p).filename().string());
     if (p.starts_with("/dev/")) {
-      std::error_code ec;
-      auto canon = fs::canonical(host.devfs / p.substr(5), ec);
-      if (!ec) wanted.insert(canon.filename().string());
+      if (auto n = block::kernel_name(host, p)) wanted.insert(*n);
     }
   }
   std::vector<std::string> uuids;
@@ -219,12 +218,21 @@ metrics::Batch bcachefs_metrics(const Target& t, const Filesystem& f) {
     b.gauge("fsaudit_filesystem_data_redundancy",
             "1 if a bad data copy can be repaired from another copy or parity (btrfs dup/raid1*/raid10/raid5/6 "
             "data, bcachefs replicas>1); 0 if it cannot.",
-            {{"target", t.name}, {"fs", "bcachefs"}}, *f.data_replicas > 1 ? 1 : 0);
+            {{"target", t.name}, {"fs", "bcachefs"}}, *f.data_replicas > static_cast<std::uint64_t>(1 + lost_devices(f)) ? 1 : 0);
   }
   if (f.metadata_replicas)
     b.gauge("fsaudit_bcachefs_metadata_replicas", "bcachefs metadata_replicas option.", {{"target", t.name}},
             static_cast<double>(*f.metadata_replicas));
   return b;
+}
+
+int lost_devices(const Filesystem& f) {
+  // A failed member (or one whose block device is gone) holds no readable copy: each takes one
+  // replica away, so replicas=2 with a failed member can no longer repair anything.
+  int n = 0;
+  for (const auto& d : f.devices)
+    if (d.state == "failed" || d.name == d.dir) ++n;
+  return n;
 }
 
 }  // namespace fsaudit::bcachefs

@@ -60,6 +60,9 @@ struct Filesystem {
   std::optional<std::uint64_t> data_replicas, metadata_replicas;
 };
 
+// Members that hold no readable copy: state "failed", or no block device behind them.
+int lost_devices(const Filesystem& f);
+
 // Counters worth exporting for health: names containing error, fail, retry, poison, corrupt, fsck.
 bool error_counter(std::string_view name);
 

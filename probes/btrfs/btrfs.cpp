@@ -12,6 +12,7 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/core/block_device.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 
@@ -106,6 +107,14 @@ Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text) 
   return out;
 }
 
+int profile_spare_copies(std::string_view p) {
+  auto s = to_lower(p);
+  if (s == "dup" || s == "raid1" || s == "raid10" || s == "raid5") return 1;
+  if (s == "raid1c3" || s == "raid6") return 2;
+  if (s == "raid1c4") return 3;
+  return 0;
+}
+
 bool profile_is_redundant(std::string_view p) {
   auto s = to_lower(p);
   return s == "dup" || s == "raid1" || s == "raid1c3" || s == "raid1c4" || s == "raid10" || s == "raid5" ||
@@ -126,13 +135,10 @@ SourceDevice resolve_source(const HostPaths& host, const std::string& source) {
   fs::path src(source);
   s.names.insert(src.filename().string());
   if (source.starts_with("/dev/")) {
-    auto p = host.devfs / source.substr(5);
-    std::error_code ec;
-    auto canon = fs::canonical(p, ec);
-    if (!ec) {
-      s.names.insert(canon.filename().string());
+    if (auto n = block::kernel_name(host, source)) {
+      s.names.insert(*n);
       struct stat st {};
-      if (::stat(canon.c_str(), &st) == 0 && S_ISBLK(st.st_mode))
+      if (::stat(host.dev(*n).c_str(), &st) == 0 && S_ISBLK(st.st_mode))
         s.majmin = std::make_pair(major(st.st_rdev), minor(st.st_rdev));
     }
   }
@@ -319,7 +325,12 @@ metrics::Batch btrfs_metrics(const Target& t, const Observation& obs) {
       nonredundant[p.type] += red ? 0 : p.used_bytes;
       if (p.type == "data" && (p.total_bytes > 0 || p.used_bytes > 0)) {
         data_seen = true;
-        if (!red) data_redundant = false;
+        // Each missing member takes one spare copy (or parity) away: a raid1 with one member gone
+        // has a single copy left and can no longer repair anything. dup keeps both copies on one
+        // device, so a missing device takes both.
+        int spare = profile_spare_copies(p.profile);
+        if (missing > 0 && to_lower(p.profile) == "dup") spare = 0;
+        if (spare - missing <= 0) data_redundant = false;
       }
     }
     for (const auto& type : {"data", "metadata", "system"}) {
@@ -345,7 +356,11 @@ metrics::Batch btrfs_metrics(const Target& t, const Observation& obs) {
     for (const auto& e : *obs.device_stats) {
       std::string name = strip_dev(e.device);
       if (have.count(name)) continue;
-      device_error_series(b, target, name, e.devid ? std::to_string(*e.devid) : "", e.errors);
+      // The same devid as the device's other series: printed (-T), else the sysfs pairing by name.
+      std::optional<std::uint64_t> devid = e.devid;
+      for (const auto& [id, n] : devid_names)
+        if (!devid && n == name) devid = id;
+      device_error_series(b, target, name, devid ? std::to_string(*devid) : "", e.errors);
     }
   }
 
@@ -482,24 +497,28 @@ class BtrfsProbe final : public Probe {
         }
     if (!counters_complete) {
       auto r = run_tool(ctx, {"device", "stats", t.mountpoint});
-      // Exit 64/65 only come with -c; anything printed is still parsed.
-      auto parsed = parse_device_stats(r.out);
+      // Exit 64/65 only come with -c; anything printed is still parsed, unless it was cut short
+      // (devices after the cut would silently have no counters).
+      auto parsed = r.truncated ? Result<std::vector<DeviceStatsEntry>>(err(r.describe())) : parse_device_stats(r.out);
       if (parsed) {
         // Name devices as the kernel does ("/dev/mapper/root" -> "dm-0"), like the sysfs path and the
         // kernel log watcher; keep the printed path when it cannot be resolved.
         for (auto& e : *parsed) {
           if (!e.device.starts_with("/dev/")) continue;
-          std::error_code ec;
-          auto canon = fs::canonical(ctx.host.devfs / e.device.substr(5), ec);
-          if (!ec) e.device = canon.filename().string();
+          auto n = block::kernel_name(ctx.host, e.device);
+          if (!n) continue;
+          e.device = *n;
+          // Without sysfs pairing, the member's own superblock says which devid it is.
+          if (!e.devid && !fsid.empty())
+            if (auto d = read_superblock_devid(ctx.host.dev(*n), fsid)) e.devid = *d;
         }
         obs.device_stats = std::move(*parsed);
       }
-      else problems.push_back("btrfs device stats " + t.mountpoint + ": " + (r.ok() ? parsed.error() : r.describe()));
+      else problems.push_back("btrfs device stats " + t.mountpoint + ": " + (r.ok() || r.truncated ? parsed.error() : r.describe()));
     }
 
     auto r = run_tool(ctx, {"scrub", "status", "-d", "-R", t.mountpoint});
-    if (r.ok() || !r.out.empty()) {
+    if (!r.truncated && (r.ok() || !r.out.empty())) {
       auto parsed = parse_scrub_status(r.out);
       if (parsed) {
         obs.scrub = std::move(*parsed);

@@ -48,6 +48,9 @@ Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text);
 // Block-group profile names as sysfs spells them: single, dup, raid0, raid1, raid1c3, raid1c4,
 // raid10, raid5, raid6. True where a bad copy can be rebuilt from another copy or from parity.
 bool profile_is_redundant(std::string_view profile);
+// How many member devices (or bad copies) the profile survives: raid1/raid10/raid5/dup 1,
+// raid1c3/raid6 2, raid1c4 3, single/raid0 0.
+int profile_spare_copies(std::string_view profile);
 
 struct SysfsDevice {
   std::uint64_t devid = 0;

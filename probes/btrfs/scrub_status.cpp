@@ -502,7 +502,7 @@ Result<ScrubStatus> parse_scrub_status(std::string_view text) {
 
   if (!recognised) {
     auto ls = lines(text);
-    std::string first = ls.empty() ? std::string("(empty output)") : std::string(trim(ls.front()));
+    std::string first = ls.empty() ? std::string("(empty output)") : std::string(trim(ls.front()).substr(0, 80));
     return err("btrfs scrub status output not recognised; first line: '" + first + "'");
   }
 

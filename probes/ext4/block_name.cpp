@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "daemon/core/block_device.hpp"
+
 namespace fsaudit::fshealth {
 
 namespace fs = std::filesystem;
@@ -13,16 +15,10 @@ std::vector<std::string> block_name_candidates(const HostPaths& host, const Targ
   auto add = [&](const std::string& n) {
     if (!n.empty() && n != "." && n != ".." && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
   };
-  std::error_code ec;
-  if (t.dev_major != 0) {
-    auto link = host.sys("dev/block") / (std::to_string(t.dev_major) + ":" + std::to_string(t.dev_minor));
-    auto target = fs::read_symlink(link, ec);
-    if (!ec) add(target.filename().string());
-  }
-  if (t.source.starts_with("/dev/")) {
-    auto canon = fs::canonical(host.devfs / t.source.substr(5), ec);
-    if (!ec) add(canon.filename().string());
-  }
+  if (t.dev_major != 0)
+    if (auto n = block::name_of_devnum(host, t.dev_major, t.dev_minor)) add(*n);
+  if (t.source.starts_with("/dev/"))
+    if (auto n = block::kernel_name(host, t.source)) add(*n);
   add(fs::path(t.source).filename().string());
   return out;
 }

@@ -3,6 +3,7 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/core/block_device.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/probe/targets.hpp"
 
@@ -35,10 +36,8 @@ TargetResolver::TargetResolver(const HostPaths& host) : host_(host) {
   for (const auto& m : *mounts) {
     if (is_pseudo_fstype(m.fstype)) continue;
     std::set<std::string> names;
-    if (m.major != 0) {
-      auto link = fs::read_symlink(host_.sys("dev/block/" + std::to_string(m.major) + ":" + std::to_string(m.minor)), ec);
-      if (!ec) names.insert(link.filename());
-    }
+    if (m.major != 0)
+      if (auto n = block::name_of_devnum(host_, m.major, m.minor)) names.insert(*n);
     if (m.source.rfind("/dev/", 0) == 0) {
       put(by_name_, m.source, m.mountpoint);
       names.insert(kernel_name(m.source));
@@ -56,10 +55,7 @@ TargetResolver::TargetResolver(const HostPaths& host) : host_(host) {
 
 std::string TargetResolver::kernel_name(const std::string& device) const {
   if (device.rfind("/dev/", 0) != 0) return device;
-  std::error_code ec;
-  auto p = fs::canonical(host_.dev(device.substr(5)), ec);
-  if (!ec) return p.filename();
-  return fs::path(device).filename();
+  return block::kernel_name_or_last(host_, device);
 }
 
 void TargetResolver::collect(const std::string& name, int depth, std::map<std::string, int>* out) const {

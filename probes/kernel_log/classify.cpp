@@ -1,6 +1,7 @@
 #include "probes/kernel_log/classify.hpp"
 
 #include "daemon/core/strings.hpp"
+#include "daemon/metrics/label_value.hpp"
 
 namespace fsaudit::kernel_log {
 namespace {
@@ -39,8 +40,10 @@ Event make(sv k, sv fs, sv device, sv fs_device, sv extra) {
   Event e;
   e.kind = k;
   e.fs = std::string(fs);
-  e.device = device_label(device.empty() ? fs_device : device);
-  e.fs_device = device_label(fs_device.empty() ? device : fs_device);
+  // Device tokens become label values and state-file keys: cleaned here (valid UTF-8, bounded), so
+  // a line with junk bytes counts under the same key across restarts.
+  e.device = metrics::clean_label_value(device_label(device.empty() ? fs_device : device));
+  e.fs_device = metrics::clean_label_value(device_label(fs_device.empty() ? device : fs_device));
   e.extra = std::string(trim(extra));
   return e;
 }
@@ -49,6 +52,9 @@ std::optional<Event> btrfs(sv msg) {
   // "BTRFS warning (device sda3): ...", "BTRFS: error (device sdb) in ...", "BTRFS critical (device x): ..."
   sv dev, body;
   if (!split_paren(msg, "(device ", &dev, &body)) return std::nullopt;
+  // While a transaction is aborted or a replace runs, btrfs adds its state letters after the name:
+  // "(device sdb1 state EA)". The device is the first word.
+  if (auto sp = dev.find(' '); sp != sv::npos) dev = dev.substr(0, sp);
   if (starts(body, "scrub: ")) body.remove_prefix(7);
   if (starts(body, "bdev ") && has(body, " errs: ")) {
     Event e = make(kind::device_stats, "btrfs", token_after(body, "bdev "), dev, body.substr(body.find(" errs: ") + 7));
@@ -115,8 +121,14 @@ std::optional<Event> md(sv msg) {
     if (starts(body, "Disk failure on "))
       return make(kind::md_failure, "md", token_after(body, "Disk failure on "), array, body);
     if (has(body, "read error corrected")) return make(kind::repaired, "md", token_after(body, " on "), array, body);
-    if (has(body, "unrecoverable I/O read error") || has(body, "read error not correctable"))
-      return make(kind::unrepairable, "md", token_after(body, "on "), array, body);
+    if (has(body, "unrecoverable I/O read error") || has(body, "read error not correctable")) {
+      // raid1/raid10: "sdg1: unrecoverable I/O read error for block 2048" names the member first;
+      // raid5: "read error not correctable (sector 2056 on sdb1)."
+      sv member = token_after(body, " on ");
+      auto colon = body.find(": ");
+      if (colon != sv::npos && colon > 0 && body.substr(0, colon).find(' ') == sv::npos) member = body.substr(0, colon);
+      return make(kind::unrepairable, "md", member, array, body);
+    }
     if (has(body, "mismatch")) return make(kind::md_mismatch, "md", {}, array, body);
     return std::nullopt;
   }

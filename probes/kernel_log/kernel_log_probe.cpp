@@ -32,7 +32,8 @@ std::string WatcherState::to_json() const {
   json ds = json::array();
   for (const auto& [k, v] : btrfs_dev_stats) ds.push_back({{"device", k.first}, {"target", k.second}, {"stats", v}});
   j["btrfs_dev_stats"] = ds;
-  return j.dump(1) + "\n";
+  // Keys come from kernel lines: never let one invalid byte make the state unsavable.
+  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 Result<WatcherState> WatcherState::from_json(std::string_view text) {

@@ -127,6 +127,7 @@ std::optional<std::string> read_trimmed(const fs::path& p) {
 Result<Mdstat> parse_mdstat(std::string_view text) {
   Mdstat s;
   bool seen_header = false;
+  bool seen_end = false;  // md_seq_show ends every read with "unused devices: ..."
   Array* cur = nullptr;
   for (auto raw : lines(text)) {
     auto line = trim(raw);
@@ -143,6 +144,7 @@ Result<Mdstat> parse_mdstat(std::string_view text) {
     }
     if (line.starts_with("unused devices:")) {
       seen_header = true;
+      seen_end = true;
       cur = nullptr;
       continue;
     }
@@ -171,8 +173,11 @@ Result<Mdstat> parse_mdstat(std::string_view text) {
   }
   if (!seen_header) {
     auto ls = lines(text);
-    return err("not /proc/mdstat content" + (ls.empty() ? std::string(" (empty)") : ": '" + std::string(trim(ls.front())) + "'"));
+    return err("not /proc/mdstat content" +
+               (ls.empty() ? std::string(" (empty)") : ": '" + std::string(trim(ls.front()).substr(0, 80)) + "'"));
   }
+  if (!seen_end)
+    return err("no 'unused devices:' line at the end: the content is cut short, arrays after the cut would be missed");
   return s;
 }
 

@@ -217,7 +217,7 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
     }
     if (!got) return ProbeResult::failed("zpool status: no supported output format (" + st.describe() + ")");
     if (!st.ok()) {
-      if (says_no_pools(st)) return ProbeResult::not_applicable("no ZFS pools imported");
+      if (!st.truncated && says_no_pools(st)) return ProbeResult::not_applicable("no ZFS pools imported");
       return ProbeResult::failed("zpool status: " + st.describe());
     }
     {
@@ -227,7 +227,21 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
     }
     auto parsed = fmt == StatusFormat::json ? parse_zpool_status_json(st.out) : parse_zpool_status(st.out);
     if (!parsed) return ProbeResult::failed("zpool status: " + parsed.error());
-    if (parsed->pools.empty()) return ProbeResult::not_applicable("no ZFS pools imported");
+    if (parsed->pools.empty()) {
+      // Only zpool's own words mean "no pools": empty or unrecognised output is a tool misbehaving,
+      // and reading it as "no pools" would silence every pool alert exactly then.
+      if (parsed->no_pools || says_no_pools(st)) return ProbeResult::not_applicable("no ZFS pools imported");
+      return ProbeResult::failed("zpool status " + std::string(to_string(fmt)) +
+                                 ": exit 0 but no pool and no 'no pools available' in the output (" +
+                                 std::to_string(st.out.size()) + " bytes)");
+    }
+
+    // A pool without its closing "errors:" line was cut short: the vdevs after the cut and the
+    // data error count would read as "nothing wrong".
+    for (const auto& p : parsed->pools)
+      if (!p.complete)
+        return ProbeResult::failed("zpool status: output ends before pool '" + p.name.substr(0, 80) +
+                                   "' is complete (no 'errors:' line): cut short?");
 
     std::string list_problem;
     std::vector<ZfsPoolList> lists;
@@ -262,6 +276,12 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
       }
       lists = std::move(*pl);
       list_problem.clear();
+      // A list cut at a row boundary parses fine: every pool zpool status showed needs its row.
+      for (const auto& p : parsed->pools)
+        if (std::none_of(lists.begin(), lists.end(), [&](const ZfsPoolList& r) { return r.name == p.name; })) {
+          list_problem = "zpool list: no row for pool '" + p.name.substr(0, 80) + "' (output cut short?)";
+          break;
+        }
       std::lock_guard lk(mu_);
       list_format_ = i;
       list_format_tool_ = zpool;

@@ -26,6 +26,29 @@ std::size_t indent_of(std::string_view line) {
   return col;
 }
 
+// The line with tabs expanded to the next multiple of 8, as column positions are counted.
+std::string expand_tabs(std::string_view line) {
+  std::string out;
+  out.reserve(line.size() + 8);
+  for (char c : line) {
+    if (c == '\t') out.append(8 - out.size() % 8, ' ');
+    else out.push_back(c);
+  }
+  return out;
+}
+
+// At most `n` bytes of `s` for an error message (the rest of a junk line is noise).
+std::string excerpt(std::string_view s, std::size_t n = 80) {
+  if (s.size() <= n) return std::string(s);
+  return std::string(s.substr(0, n)) + "...";
+}
+
+bool known_vdev_state(std::string_view s) {
+  static const std::set<std::string_view> states = {"ONLINE", "DEGRADED", "FAULTED", "OFFLINE", "UNAVAIL",
+                                                    "REMOVED", "AVAIL", "INUSE", "SUSPENDED", "-"};
+  return states.count(s) > 0;
+}
+
 // "0", "7", "1.05K", "3.45K" (abbreviated without -p).
 std::optional<std::uint64_t> count(std::string_view s) {
   if (auto v = parse_u64(s)) return v;
@@ -101,6 +124,10 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
   std::vector<std::string> error_lines;
   bool in_config = false, have_header = false, have_root = false;
   std::size_t base = 0;
+  std::size_t state_col = 0;  // column of the header's STATE: a name ends before it (names may hold blanks)
+  std::string problem;        // first reason the output cannot be trusted
+  std::vector<bool> complete; // per pool: its "errors:" line (the last one zpool prints) was seen
+  std::vector<bool> tree_done;  // per pool: the config tree ended with its blank line
   int nslow = 0;              // extra numeric columns after CKSUM (-s: SLOW)
   std::string section_role = "data";
   std::vector<std::string> parents;  // by depth
@@ -121,7 +148,10 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
     auto t = trim(line);
     if (in_config) {
       if (t.empty()) {
-        if (have_root) in_config = false;
+        if (have_root) {
+          in_config = false;
+          if (!tree_done.empty()) tree_done.back() = true;
+        }
         continue;
       }
       auto toks = split_ws(t);
@@ -129,6 +159,9 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
         if (toks.size() >= 2 && toks[0] == "NAME" && toks[1] == "STATE") {
           have_header = true;
           base = indent_of(line);
+          auto ex = expand_tabs(line);
+          state_col = ex.find(" STATE");
+          state_col = state_col == std::string::npos ? 0 : state_col + 1;
           nslow = 0;
           for (std::size_t i = 5; i < toks.size(); ++i) ++nslow;
           continue;
@@ -139,7 +172,32 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
         in_config = false;  // less indented than NAME: the tree is over
       } else {
         std::size_t depth = (indent_of(line) - base) / 2;
-        std::string name(toks[0]);
+        // zpool pads every name to one width, so the STATE column of the header is where each name
+        // ends: names with blanks ("my pool", "/srv/zfs images/disk 1.img") are read whole.
+        auto ex = expand_tabs(line);
+        std::string name;
+        std::vector<std::string_view> rest_toks;
+        if (state_col > 0 && ex.size() <= state_col) {
+          name = std::string(trim(ex));  // a section header ("logs", "spares") has no columns
+        } else if (state_col > 1 && ex[state_col - 1] == ' ' && ex[state_col] != ' ') {
+          name = std::string(trim(std::string_view(ex).substr(0, state_col)));
+          rest_toks = split_ws(std::string_view(ex).substr(state_col));
+        } else if (toks.size() >= 2 && known_vdev_state(toks[1])) {
+          // Not aligned with the header (hand-edited or reflowed text): one-word name, as printed.
+          name = std::string(toks[0]);
+          rest_toks.assign(toks.begin() + 1, toks.end());
+        } else {
+          if (problem.empty())
+            problem = "config row '" + excerpt(t) +
+                      "' does not line up with the NAME/STATE header and its second word is not a vdev "
+                      "state: cannot tell where the name ends (ambiguous with blanks in names)";
+          continue;
+        }
+        if (name.empty()) continue;
+        // Keep the token layout of the rest: [name, state, read, write, cksum, slow..., note...].
+        toks.clear();
+        toks.push_back(name);
+        toks.insert(toks.end(), rest_toks.begin(), rest_toks.end());
         std::string state = toks.size() > 1 ? std::string(toks[1]) : "";
         std::optional<std::uint64_t> r, w, c;
         std::size_t next = 2;
@@ -200,6 +258,8 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
       if (key == "pool") {
         close_pool();
         rep.pools.emplace_back();
+        complete.push_back(false);
+        tree_done.push_back(false);
         pool = &rep.pools.back();
         pool->name = value;
         have_header = have_root = false;
@@ -220,8 +280,11 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
       } else if (key == "config") {
         in_config = true;
         have_header = have_root = false;
+        // A pool whose configuration is unknown gets no tree and no "errors:" line.
+        if (value.starts_with("The configuration cannot be determined")) complete.back() = true;
       } else if (key == "errors") {
         pool->errors_text = value;
+        complete.back() = true;
       }
       continue;
     }
@@ -240,12 +303,17 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
     else if (key == "errors") error_lines.emplace_back(t);
   }
   close_pool();
+  if (!problem.empty()) return err(problem);
   if (rep.pools.empty() && !rep.no_pools) {
     auto t = trim(text);
     if (t.starts_with("all pools are healthy") || t.empty()) return rep;
     auto first = lines(t);
-    return err("not zpool status output (first line: '" + std::string(first.empty() ? "" : first[0]) + "')");
+    return err("not zpool status output (first line: '" + excerpt(first.empty() ? "" : first[0]) + "')");
   }
+  // zpool prints "errors:" only when the pool's error count is known (zfs-fuse omits it for pools
+  // whose devices are gone, and for pools changing state under it): a config tree closed by its
+  // blank line is whole too. A cut inside the tree or before it is not.
+  for (std::size_t i = 0; i < rep.pools.size(); ++i) rep.pools[i].complete = complete[i] || tree_done[i];
   return rep;
 }
 

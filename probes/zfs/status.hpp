@@ -46,6 +46,9 @@ struct ZfsPoolStatus {
   // been detected ..." -> number of entries listed (with -v); unknown/unavailable -> nullopt.
   std::optional<std::uint64_t> data_errors;
   std::string errors_text;  // the "errors:" line as printed
+  // zpool prints "errors:" last for every pool whose configuration it knows: without it the
+  // output was cut short (or is an excerpt) and vdevs after the cut are missing. JSON: true.
+  bool complete = false;
 };
 
 struct ZfsStatusReport {

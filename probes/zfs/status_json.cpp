@@ -74,9 +74,9 @@ ZfsScan scan_from_json(const json& ss, ScanTimeZone tz) {
   s.start_time = when(ss, "start_time", tz);
   if (s.state == ScanState::finished || s.state == ScanState::canceled) s.end_time = when(ss, "end_time", tz);
   if (s.state == ScanState::finished && s.start_time && s.end_time && *s.end_time >= *s.start_time) {
+    // scrub_spent_paused is in seconds (pss_pass_scrub_spent_paused, kept in whole seconds).
     double paused = num(ss, "scrub_spent_paused").value_or(0);
-    // scrub_spent_paused is in milliseconds in the kernel's stats.
-    s.duration_seconds = static_cast<double>(*s.end_time - *s.start_time) - paused / 1000.0;
+    s.duration_seconds = static_cast<double>(*s.end_time - *s.start_time) - paused;
     if (*s.duration_seconds < 0) s.duration_seconds = static_cast<double>(*s.end_time - *s.start_time);
   }
   s.total_bytes = num(ss, "to_examine");
@@ -133,13 +133,22 @@ Result<ZfsStatusReport> parse_zpool_status_json(std::string_view text, ScanTimeZ
   if (!doc.is_object()) return err("zpool status -j: top level is not an object");
   ZfsStatusReport rep;
   auto pools = doc.find("pools");
-  if (pools == doc.end() || pools->is_null()) {
+  // zpool -j always prints its output_version; an object without it is not zpool's, and an empty
+  // one ("{}") would otherwise read as "no pools".
+  if (!doc.contains("output_version") && (pools == doc.end() || pools->is_null() || pools->empty()))
+    return err("zpool status -j: neither pools nor output_version in the JSON: not zpool status output");
+  if (pools == doc.end() || pools->is_null() || (pools->is_object() && pools->empty())) {
     rep.no_pools = true;
     return rep;
   }
   if (!pools->is_object()) return err("zpool status -j: 'pools' is not an object");
   for (auto& [pname, pj] : pools->items()) {
-    if (!pj.is_object()) continue;
+    if (!pj.is_object()) return err("zpool status -j: pool '" + pname.substr(0, 80) + "' is not an object");
+    // An imported ONLINE/DEGRADED pool always has its vdev tree; only a pool whose configuration
+    // cannot be read (FAULTED, UNAVAIL) may come without one.
+    auto pstate = str(pj, "state");
+    auto vdevs_it = pj.find("vdevs");
+    bool has_tree = vdevs_it != pj.end() && vdevs_it->is_object() && !vdevs_it->empty();
     ZfsPoolStatus p;
     p.name = pj.contains("name") ? str(pj, "name") : pname;
     p.state = str(pj, "state");
@@ -171,6 +180,8 @@ Result<ZfsStatusReport> parse_zpool_status_json(std::string_view text, ScanTimeZ
       if (it == pj.end() || !it->is_object()) continue;
       for (auto& [k, v] : it->items()) add_vdev(v, k, "", role, 0, p);
     }
+    // A document that parses is whole, but a pool object may still lack its tree.
+    p.complete = has_tree || !(pstate == "ONLINE" || pstate == "DEGRADED" || pstate.empty());
     rep.pools.push_back(std::move(p));
   }
   return rep;

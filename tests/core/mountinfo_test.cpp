@@ -80,9 +80,11 @@ TEST(Mountinfo, GarbageIsAnErrorNotACrash) {
   auto r = parse_mountinfo("this is not mountinfo\n");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(), "mountinfo: no line parsed; first bad line: this is not mountinfo");
+  // A line that does not parse is not skipped: the mounts it describes would go unwatched.
   auto partial = parse_mountinfo("garbage\n27 1 254:0 / / rw - ext4 /dev/vda rw\n");
-  ASSERT_TRUE(partial.ok());
-  EXPECT_EQ(partial->size(), 1u);
+  ASSERT_FALSE(partial.ok());
+  EXPECT_NE(partial.error().find("garbage"), std::string::npos) << partial.error();
+  EXPECT_FALSE(parse_mountinfo("27 1 254:0 / / rw - ext4 /dev/vda rw\n28 27 254:1 / /srv rw - ext").ok());
 }
 
 TEST(Targets, DiscoversStorageSkipsPseudoAndFoldsBindMounts) {

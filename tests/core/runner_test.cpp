@@ -73,9 +73,12 @@ TEST(Runner, BoundsOutput) {
   spec.argv = {"sh", "-c", "yes | head -c 1000000"};
   spec.max_output = 1000;
   auto res = r.run(spec);
-  EXPECT_TRUE(res.ok());
+  // Cut output is not a success: a parser would read the kept part as the whole truth.
+  EXPECT_FALSE(res.ok());
+  EXPECT_TRUE(res.exited && res.exit_code == 0);
   EXPECT_TRUE(res.truncated);
   EXPECT_EQ(res.out.size(), 1000u);
+  EXPECT_NE(res.describe().find("cut short"), std::string::npos) << res.describe();
 }
 
 TEST(Runner, StopTokenCancels) {

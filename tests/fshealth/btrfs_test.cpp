@@ -360,9 +360,11 @@ TEST(BtrfsProbeAdapter, UnreadableErrorStatsFallsBackToDeviceStatsForThatDevice)
   auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_EQ(runner.calls.front(), "btrfs device stats /mnt/r1");
-  // loop3 from sysfs (devid 1), loop4 from the command (printed /dev/loop4, no devid).
+  // loop3 from sysfs (devid 1), loop4 from the command (printed /dev/loop4, no devid): the same
+  // devid as loop4's other series, from the sysfs pairing.
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"devid", "1"}, {"kind", "corruption"}}), 1);
-  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"devid", ""}, {"kind", "corruption"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"devid", "2"}, {"kind", "corruption"}}), 1);
+  EXPECT_FALSE(r.metrics.has("fsaudit_btrfs_device_errors", {{"devid", ""}}));
 }
 
 TEST(BtrfsProbeAdapter, MissingDeviceIsReported) {

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/) with clang + ASan/UBSan and runs each one, seeded from the
+# fixtures in the repository. Prints one line per target: executions, coverage, corpus, crashes.
+# A crash leaves its input under <build>/artifacts/<target>/ and makes the script exit 1.
+#
+# usage: bench/fuzz.sh [--runs N] [--ci] [--seconds S] [--only "target ..."] [--build DIR] [--jobs J]
+#   --runs N     executions per target (default 10000000)
+#   --ci         30 seconds per target instead of a run count (what CI runs)
+#   --seconds S  at most S seconds per target (with or without --runs)
+#   --only LIST  run only these targets (names as in fuzz/CMakeLists.txt)
+# env: CC/CXX default to clang/clang++; FUZZ_BUILD (default build-fuzz).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+RUNS=10000000
+SECONDS_EACH=0
+ONLY=""
+BUILD=${FUZZ_BUILD:-$HERE/build-fuzz}
+JOBS=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) RUNS=$2; shift 2;;
+    --ci) RUNS=0; SECONDS_EACH=30; shift;;
+    --seconds) SECONDS_EACH=$2; shift 2;;
+    --only) ONLY=$2; shift 2;;
+    --build) BUILD=$2; shift 2;;
+    --jobs) JOBS=$2; shift 2;;
+    -h|--help) sed -n 2,12p "$0"; exit 0;;
+    *) echo "unknown argument: $1" >&2; exit 2;;
+  esac
+done
+command -v clang++ >/dev/null || { echo "clang++ not installed (scripts/install-deps.sh installs clang)" >&2; exit 2; }
+
+TARGETS="fuzz_zpool_status_text fuzz_zpool_status_json fuzz_zpool_list fuzz_btrfs_scrub_status
+  fuzz_btrfs_device_stats fuzz_btrfs_sysfs fuzz_bcachefs fuzz_md fuzz_xfs_spaceman fuzz_ext4_sysfs
+  fuzz_mountinfo fuzz_kernel_log fuzz_config"
+[ -n "$ONLY" ] && TARGETS=$ONLY
+
+CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S "$HERE" -B "$BUILD" -DFSAUDIT_FUZZ=ON -DFSAUDIT_TESTS=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null
+# shellcheck disable=SC2086
+cmake --build "$BUILD" -j"$JOBS" --target $TARGETS >/dev/null
+
+# Seeds: every fixture file that fits the parser, from tests/fixtures and/or tests/data (whichever
+# exist), plus fuzz/seeds/<target>/ and the regression inputs in fuzz/regressions/<target>/.
+FIXDIRS=""
+for d in "$HERE/tests/fixtures" "$HERE/tests/data"; do [ -d "$d" ] && FIXDIRS="$FIXDIRS $d"; done
+seed_files() {
+  local t=$1
+  # shellcheck disable=SC2086
+  case "$t" in
+    fuzz_zpool_status_text) find $FIXDIRS -type f \( -ipath '*zfs*status*' -o -ipath '*zpool*status*' \) ! -name '*.json' ;;
+    fuzz_zpool_status_json) find $FIXDIRS -type f \( -ipath '*zfs*.json' -o -ipath '*zpool*.json' \) ;;
+    fuzz_zpool_list) find $FIXDIRS -type f \( -ipath '*zfs*list*' -o -ipath '*zpool*list*' -o -ipath '*zpool*get*' \) ;;
+    fuzz_btrfs_scrub_status) find $FIXDIRS -type f -ipath '*btrfs*scrub*' ;;
+    fuzz_btrfs_device_stats) find $FIXDIRS -type f -ipath '*device-stats*' ;;
+    fuzz_btrfs_sysfs) find $FIXDIRS -type f -path '*btrfs*' -name error_stats ;;
+    fuzz_bcachefs) find $FIXDIRS -type f -path '*bcachefs*' ! -name '*.md' ;;
+    fuzz_md) find $FIXDIRS -type f -ipath '*mdstat*' ;;
+    fuzz_xfs_spaceman) find $FIXDIRS -type f -ipath '*spaceman*' ;;
+    fuzz_ext4_sysfs) ;;  # built below from the ext4 sysfs trees
+    fuzz_mountinfo) find $FIXDIRS -type f -ipath '*mountinfo*' ! -name '*.md' ;;
+    fuzz_kernel_log) find $FIXDIRS -type f \( -ipath '*kernel_log*' -o -ipath '*kernel-*' \) ! -name '*.md' ! -name '*.sh' ;;
+    fuzz_config) find "$HERE/config" $FIXDIRS -type f \( -name '*.yaml' -o -name '*.yml' \) ;;
+  esac 2>/dev/null || true
+}
+
+RESULTS=$BUILD/fuzz-results.txt
+: >"$RESULTS"
+failed=0
+printf '%-26s %12s %10s %8s %8s %8s %s\n' target executions exec/s cov ft corpus result | tee -a "$RESULTS"
+for t in $TARGETS; do
+  corpus=$BUILD/corpus/$t
+  art=$BUILD/artifacts/$t
+  mkdir -p "$corpus" "$art"
+  seed_files "$t" | while read -r f; do cp -f "$f" "$corpus/seed-$(basename "$f")"; done
+  if [ "$t" = fuzz_ext4_sysfs ]; then
+    # shellcheck disable=SC2086
+    for dir in $(find $FIXDIRS -type f -path '*ext4*' -name errors_count -printf '%h\n' 2>/dev/null); do
+      out=$corpus/seed-$(echo "$dir" | md5sum | cut -c1-8)
+      : >"$out"
+      for f in "$dir"/*; do [ -f "$f" ] && printf '%s=%s\0' "$(basename "$f")" "$(cat "$f")" >>"$out"; done
+    done
+  fi
+  extra=()
+  for d in "$HERE/fuzz/seeds/$t" "$HERE/fuzz/regressions/$t"; do [ -d "$d" ] && extra+=("$d"); done
+  args=(-print_final_stats=1 -max_len=65536 -timeout=10 -rss_limit_mb=2048 "-artifact_prefix=$art/")
+  [ "$RUNS" -gt 0 ] && args+=("-runs=$RUNS")
+  [ "$SECONDS_EACH" -gt 0 ] && args+=("-max_total_time=$SECONDS_EACH")
+  log=$BUILD/$t.log
+  rc=0
+  "$BUILD/fuzz/$t" "${args[@]}" "$corpus" "${extra[@]}" >"$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+  cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
+  ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
+  corp=$(echo "$last" | sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p')
+  result=ok
+  if [ "$rc" -ne 0 ]; then
+    result="CRASH (rc $rc, see $log, inputs in $art)"
+    failed=1
+  fi
+  printf '%-26s %12s %10s %8s %8s %8s %s\n' "$t" "${execs:-?}" "${speed:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$result" \
+    | tee -a "$RESULTS"
+done
+echo "results: $RESULTS"
+exit $failed

@@ -1,0 +1,12 @@
+// zpool status text (any generation) -> report -> metrics.
+#include "fuzz/fuzz_util.hpp"
+#include "probes/zfs/probe.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace fsaudit;
+  auto r = zfs::parse_zpool_status(fuzz::as_text(data, size), zfs::ScanTimeZone::utc);
+  if (!r) return 0;
+  std::map<std::string, zfs::ScrubMemory> memory;
+  fuzz::check_labels(zfs::build_zfs_metrics(*r, {}, zfs::StatusFormat::text, memory));
+  return 0;
+}
