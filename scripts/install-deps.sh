@@ -6,6 +6,7 @@ PKGS="build-essential cmake pkg-config g++ git
   prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev libsystemd-dev liburing-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   util-linux e2fsprogs xfsprogs btrfs-progs zfs-fuse fio
+  libcivetweb-dev prometheus-node-exporter
   prometheus systemd dbus curl jq procps psmisc kmod python3"
 missing=""
 for p in $PKGS; do

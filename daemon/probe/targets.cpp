@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 
 namespace fsaudit {
@@ -53,6 +54,19 @@ Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text) {
   }
   if (out.empty() && !first_bad.empty()) return err("mountinfo: no line parsed; first bad line: " + first_bad);
   return out;
+}
+
+Result<MountSnapshot> read_mount_table(const HostPaths& host) {
+  auto text = read_file(host.proc("self/mountinfo"));
+  if (!text) return err("cannot read the mount table: " + text.error());
+  auto parsed = parse_mountinfo(*text);
+  if (!parsed) return err(parsed.error());
+  return MountSnapshot(std::make_shared<const std::vector<MountEntry>>(std::move(*parsed)));
+}
+
+Result<MountSnapshot> mount_table(const ProbeContext& ctx) {
+  if (ctx.mounts) return ctx.mounts;
+  return read_mount_table(ctx.host);
 }
 
 bool is_pseudo_fstype(std::string_view t) {
