@@ -77,6 +77,8 @@ void Scheduler::set_jobs(std::vector<JobSpec> specs) {
     if (j->stop) j->stop->request_stop();
   }
   jobs_ = std::move(next);
+  stuck_count_ = 0;
+  for (auto& [k, j] : jobs_) stuck_count_ += j->stuck ? 1 : 0;
   update_stuck_locked();
 }
 
@@ -95,6 +97,7 @@ SteadyTime Scheduler::tick() {
           // The run is over as far as accounting goes: one run, one failure, one timeout. When it
           // returns later it only clears `stuck`.
           j->stuck = true;
+          ++stuck_count_;
           ++j->timeouts;
           ++j->runs;
           ++j->failures;
@@ -196,6 +199,7 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
     std::lock_guard l(mu_);
     bool was_stuck = j->stuck;
     removed = j->removed;
+    if (was_stuck && !removed) --stuck_count_;
     double took = std::chrono::duration<double>(end - j->started_at).count();
     j->running = false;
     j->started = false;
@@ -234,10 +238,12 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
   sink_(o);
 }
 
+// Called on every state change; it must not walk every job (that made each finished run cost
+// O(jobs), so a cycle O(jobs^2)): only set_jobs() recounts.
 void Scheduler::update_stuck_locked() {
-  int n = 0;
-  for (auto& [k, j] : jobs_) n += j->stuck ? 1 : 0;
-  executor_.set_stuck(n);
+  if (stuck_count_ == reported_stuck_) return;
+  reported_stuck_ = stuck_count_;
+  executor_.set_stuck(stuck_count_);
 }
 
 void Scheduler::cancel_all() {

@@ -126,6 +126,7 @@ class Scheduler {
   std::map<std::string, ProbeTotals> totals_;      // by probe name; kept when jobs go away
   std::map<std::string, SteadyTime> grid_anchor_;  // by probe name, for batched probes
   std::uint64_t seq_ = 0;
+  int stuck_count_ = 0, reported_stuck_ = -1;  // stuck jobs in jobs_; the count last given to the executor
   std::mt19937_64 rng_;
 };
 
