@@ -22,6 +22,10 @@ class CountingProbe : public Probe {
     starts.push_back({t.name, ctx.clock.now()});
     return ProbeResult::ok({});
   }
+  size_t count() {
+    std::lock_guard l(mu);
+    return starts.size();
+  }
   std::mutex mu;
   std::vector<std::pair<std::string, SteadyTime>> starts;
 
@@ -415,12 +419,12 @@ TEST(Scheduler, SlowProbeDoesNotDelayOthers) {
   s.set_jobs({job(std::make_shared<Blocking>(released), "/dead", 10s, 0ms, 1s), job(fast, "/ok", 1s, 0ms, 1s)});
   s.tick();
   // The only worker is blocked; once the deadline passes the pool may grow by the stuck count.
-  for (int i = 0; i < 50 && fast->starts.size() < 3; ++i) {
+  for (int i = 0; i < 50 && fast->count() < 3; ++i) {
     h.clock.advance(1s);
     s.tick();
     std::this_thread::sleep_for(20ms);
   }
-  EXPECT_GE(fast->starts.size(), 3u) << "the fast probe was held up by the stuck one";
+  EXPECT_GE(fast->count(), 3u) << "the fast probe was held up by the stuck one";
   EXPECT_EQ(pool.threads(), 2);
   release.set_value();
   s.cancel_all();
