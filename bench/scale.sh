@@ -29,14 +29,21 @@ POOL=fsscale$ID
 mkdir -p "$IMG" "$ROOT"
 LOOPS=(); MOUNTS=(); PIDS=(); ZFS_PID=""; POOL_MADE=0
 
+# Stops a process without ever blocking on one stuck in the kernel (statfs on a hung FUSE mount).
+stop_pid() {
+  kill "$1" 2>/dev/null || return 0
+  for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.2; done
+  kill -9 "$1" 2>/dev/null
+}
 cleanup() {
   set +e
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  [ "$POOL_MADE" = 1 ] && zpool destroy -f "$POOL" 2>/dev/null
+  for p in "${PIDS[@]}"; do stop_pid "$p"; done
+  if [ "$POOL_MADE" = 1 ]; then
+    for _ in 1 2 3; do zpool destroy -f "$POOL" 2>/dev/null && break; sleep 2; done
+  fi
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}"; done
   for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
-  if [ -n "$ZFS_PID" ]; then kill "$ZFS_PID" 2>/dev/null; wait "$ZFS_PID" 2>/dev/null; fi
+  [ -n "$ZFS_PID" ] && stop_pid "$ZFS_PID"
   rm -rf "$IMG" "$ROOT"
 }
 trap cleanup EXIT
@@ -88,7 +95,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-scrape_times() { for _ in $(seq "$SCRAPES"); do curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$1/metrics"; done | median; }
+scrape_times() { for _ in $(seq "$SCRAPES"); do curl -s -m 30 -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$1/metrics"; done | median; }
 HZ=$(getconf CLK_TCK)
 
 printf '%-6s %-8s %9s %9s %10s %9s %9s %10s %9s\n' size targets "cpu_%" "cpu_ratio" "rss_KiB" rss_ratio \
@@ -108,7 +115,7 @@ CFG
   "$FSAUDITD" --config "$IMG/fsaudit-$size.yaml" >"$IMG/fsauditd-$size.log" 2>&1 & fpid=$!; PIDS+=("$fpid")
   prometheus-node-exporter --web.listen-address=127.0.0.1:"$np" >"$IMG/ne-$size.log" 2>&1 & npid=$!; PIDS+=("$npid")
   # Scraped every 15 s like a Prometheus would: node_exporter does its work at scrape time.
-  (while sleep 15; do curl -s -o /dev/null "http://127.0.0.1:$fp/metrics"; curl -s -o /dev/null "http://127.0.0.1:$np/metrics"; done) &
+  (while sleep 15; do curl -s -m 10 -o /dev/null "http://127.0.0.1:$fp/metrics"; curl -s -m 10 -o /dev/null "http://127.0.0.1:$np/metrics"; done) &
   spid=$!; PIDS+=("$spid")
   sleep "$SETTLE"
   f0=$(cpu_ticks $fpid); n0=$(cpu_ticks $npid)
@@ -116,11 +123,11 @@ CFG
   f1=$(cpu_ticks $fpid); n1=$(cpu_ticks $npid)
   frss=$(rss $fpid); nrss=$(rss $npid)
   fsec=$(scrape_times "$fp"); nsec=$(scrape_times "$np")
-  ftext=$(curl -s "http://127.0.0.1:$fp/metrics"); ntext=$(curl -s "http://127.0.0.1:$np/metrics")
+  ftext=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics"); ntext=$(curl -s -m 30 "http://127.0.0.1:$np/metrics")
   fsamples=$(grep -vc '^#' <<<"$ftext"); nsamples=$(grep -vc '^#' <<<"$ntext")
   targets=$(awk '/^fsaudit_targets / {print $2}' <<<"$ftext")
   stuck=$(grep -c '^fsaudit_probe_stuck' <<<"$ftext" || true)
-  kill "$spid" "$fpid" "$npid"; wait "$spid" "$fpid" "$npid" 2>/dev/null || true
+  for p in "$spid" "$fpid" "$npid"; do stop_pid "$p"; done
   PIDS=()
   awk -v s="$size" -v t="$targets" -v f="$((f1 - f0))" -v n="$((n1 - n0))" -v hz="$HZ" -v w="$WINDOW" \
     -v fr="$frss" -v nr="$nrss" -v fs="$fsec" -v ns="$nsec" -v fc="$fsamples" -v nc="$nsamples" 'BEGIN {
