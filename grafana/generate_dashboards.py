@@ -398,21 +398,27 @@ def pool_detail():
             w=12, unit="short", description="Classified kernel log lines (csum failed, I/O error, EXT4-fs error, ...).",
             options=TS, custom=ts_custom(draw="bars", fill=80))
     d.panel("table", "Probe status",
-            [q(f'fsaudit_probe_success{{{I}}}', instant=True, fmt="table"),
-             q(f'fsaudit_probe_duration_seconds{{{I}}}', instant=True, fmt="table"),
-             q(f'time() - fsaudit_probe_last_run_timestamp_seconds{{{I}}}', instant=True, fmt="table")],
-            w=12, description="Every probe on every target: success, last duration, seconds since last run. "
-                              "Failure reasons are in fsaudit_probe_failure_info.",
+            [q(f'fsaudit_probe_success{{{I}}}', instant=True, fmt="table")],
+            w=12, description="Every probe on every target: did its last run succeed. "
+                              "Failure reasons are in fsaudit_probe_failure_info; hung runs in fsaudit_probe_stuck.",
             options=TABLE,
-            overrides=[{"matcher": {"id": "byName", "options": "Value #A"},
+            overrides=[{"matcher": {"id": "byName", "options": "Value"},
                         "properties": [{"id": "displayName", "value": "success"},
                                        {"id": "mappings", "value": [{"type": "value", "options": {
                                            "0": {"text": "FAILED", "color": RED, "index": 0},
                                            "1": {"text": "ok", "color": GREEN, "index": 1}}}]},
-                                       {"id": "custom.cellOptions", "value": {"type": "color-background"}}]},
+                                       {"id": "custom.cellOptions", "value": {"type": "color-background"}}]}],
+            transformations=[hide_fields("Time", "__name__", "job", "instance")])
+    d.panel("table", "Probe work",
+            [q(f'rate(fsaudit_probe_duration_seconds_total{{{I}}}[$__rate_interval]) / '
+               f'rate(fsaudit_probe_runs_total{{{I}}}[$__rate_interval])', instant=True, fmt="table"),
+             q(f'time() - fsaudit_probe_last_run_timestamp_seconds{{{I}}}', instant=True, fmt="table")],
+            w=12, description="Per probe type, over all its targets: average duration of a run (its own work, "
+                              "not time waiting for a worker) and seconds since its last run ended.",
+            options=TABLE,
+            overrides=[{"matcher": {"id": "byName", "options": "Value #A"},
+                        "properties": [{"id": "displayName", "value": "avg run"}, {"id": "unit", "value": "s"}]},
                        {"matcher": {"id": "byName", "options": "Value #B"},
-                        "properties": [{"id": "displayName", "value": "duration"}, {"id": "unit", "value": "s"}]},
-                       {"matcher": {"id": "byName", "options": "Value #C"},
                         "properties": [{"id": "displayName", "value": "last run ago"}, {"id": "unit", "value": "s"}]}],
             transformations=[{"id": "merge", "options": {}}, hide_fields("Time", "__name__", "job", "instance")])
     d.panel("table", "Probe failure reasons",

@@ -82,8 +82,10 @@ void start_signal_thread(std::shared_ptr<SignalState> st) {
   }).detach();
 }
 
+// The last outcome of one job (probe on a target) that reached the store: outcomes are delivered
+// outside the scheduler's lock and may arrive out of order, so the highest `seq` wins.
 struct JobSelf {
-  std::uint64_t runs = 0, failures = 0, timeouts = 0;
+  std::uint64_t seq = 0;
   std::string last_reason;
   bool last_ok = true;
 };
@@ -101,12 +103,19 @@ class Daemon {
   void run_control();
   void refresh_targets(bool force);
   void publish_build_info();
+  void publish_run_config();
+  ProbeContext make_context(std::stop_token stop, SteadyTime deadline);
   void on_outcome(const JobOutcome& o);
   void reload();
   std::string status_line();
 
   std::string config_path_;
-  config::Config cfg_;
+  config::Config cfg_;  // the main thread's working copy; probe runs never see it (see run_cfg_)
+  // What probe runs use: an immutable snapshot of the config and of the cycle's mount table. A
+  // reload or refresh swaps the pointers; runs in flight keep the ones they started with.
+  std::mutex run_mu_;
+  std::shared_ptr<const config::Config> run_cfg_;
+  MountSnapshot mounts_;
   bool once_ = false;
   bool last_reload_ok_ = true;
   std::shared_ptr<metrics::Store> store_ = std::make_shared<metrics::Store>();
@@ -120,9 +129,10 @@ class Daemon {
   std::string targets_fingerprint_;
   SteadyTime last_target_refresh_{};
 
-  std::mutex mu_;  // guards self_
+  std::mutex mu_;  // guards self_ and probe_seq_, and orders their publishing
   std::shared_ptr<SignalState> sig_ = std::make_shared<SignalState>();
   std::map<std::string, JobSelf> self_;
+  std::map<std::string, std::uint64_t> probe_seq_;
   std::unique_ptr<canary::Lab> lab_;  // lab mode: loop-device canaries this process created
 
   std::mutex ctl_mu_;  // guards the two below: the D-Bus thread reads/writes them
@@ -166,6 +176,26 @@ bool Daemon::start_exposer() {
   return true;
 }
 
+void Daemon::publish_run_config() {
+  auto snap = std::make_shared<const config::Config>(cfg_);
+  std::lock_guard l(run_mu_);
+  run_cfg_ = std::move(snap);
+}
+
+ProbeContext Daemon::make_context(std::stop_token stop, SteadyTime deadline) {
+  std::shared_ptr<const config::Config> cfg;
+  MountSnapshot mounts;
+  {
+    std::lock_guard l(run_mu_);
+    cfg = run_cfg_;
+    mounts = mounts_;
+  }
+  ProbeContext ctx{cfg->host, runner_, SystemClock::instance(), cfg->tools, cfg->state_dir, stop, deadline};
+  ctx.mounts = std::move(mounts);
+  ctx.owner = std::move(cfg);
+  return ctx;
+}
+
 void Daemon::apply_config() {
   std::vector<std::shared_ptr<Probe>> probes;
   for (auto& p : make_probes(cfg_)) {
@@ -180,15 +210,18 @@ void Daemon::refresh_targets(bool force) {
   auto now = std::chrono::steady_clock::now();
   if (!force && now - last_target_refresh_ < 10s) return;
   last_target_refresh_ = now;
-  auto text = read_file(cfg_.host.proc("self/mountinfo"));
-  std::vector<MountEntry> mounts;
-  if (text) {
-    auto parsed = parse_mountinfo(*text);
-    if (parsed) mounts = std::move(*parsed);
-    else logging::log(spdlog::level::err, parsed.error());
-  } else {
-    logging::log(spdlog::level::err, "cannot read the mount table: " + text.error());
+  // The one read of the mount table per cycle: targets come from it, and probe runs get it through
+  // their context instead of reading mountinfo themselves.
+  auto table = read_mount_table(cfg_.host);
+  MountSnapshot snapshot;
+  if (table) snapshot = std::move(*table);
+  else logging::log(spdlog::level::err, table.error());
+  {
+    std::lock_guard l(run_mu_);
+    mounts_ = snapshot;
   }
+  static const std::vector<MountEntry> kNone;
+  const std::vector<MountEntry>& mounts = snapshot ? *snapshot : kNone;
   std::vector<std::string> warnings;
   // Canary filesystems are corrupted on purpose: the canary probe reports them; the health,
   // latency and scrub probes must not treat them as production.
@@ -250,6 +283,7 @@ void Daemon::refresh_targets(bool force) {
     probe_snapshot_.clear();
     for (auto& [n, pi] : snap) probe_snapshot_.push_back(std::move(pi));
   }
+  for (const auto& p : probes_) keep.push_back("self-probe\x1f" + p->name());
   scheduler_->set_jobs(std::move(jobs));
   store_->retain(keep);
   publish_build_info();
@@ -261,19 +295,33 @@ void Daemon::on_outcome(const JobOutcome& o) {
   const std::string probe = o.spec.probe->name();
   const std::string& target = o.spec.target.name;
   bool failed = o.result.outcome == Outcome::failed;
-  JobSelf self;
   bool log_it = false;
-  {
-    std::lock_guard l(mu_);
-    auto& s = self_[key];
-    if (!o.timed_out) ++s.runs;
-    if (failed) ++s.failures;
-    if (o.timed_out) ++s.timeouts;
-    log_it = failed ? (s.last_ok || s.last_reason != o.result.reason) : !s.last_ok;
-    s.last_ok = !failed;
-    s.last_reason = failed ? o.result.reason : "";
-    self = s;
+  // Under mu_ from the check to the publish, so a stale outcome can never overwrite a newer one.
+  std::lock_guard lock(mu_);
+  auto& ps = probe_seq_[probe];
+  if (o.seq > ps) {
+    ps = o.seq;
+    // Counters per probe type, summed over its targets: which target fails is in the per-job series.
+    const auto& t = o.probe_totals;
+    metrics::Labels pl{{"probe", probe}};
+    metrics::Batch b;
+    b.counter("fsaudit_probe_runs_total", "Runs of the probe, over all its targets.", pl, static_cast<double>(t.runs));
+    b.counter("fsaudit_probe_failures_total", "Failed runs of the probe (a timed-out run counts once), over all its targets.",
+              pl, static_cast<double>(t.failures));
+    b.counter("fsaudit_probe_timeouts_total", "Runs of the probe that exceeded their timeout, over all its targets.", pl,
+              static_cast<double>(t.timeouts));
+    b.counter("fsaudit_probe_duration_seconds_total",
+              "Time spent in the probe's own runs (not waiting for a worker), over all its targets.", pl, t.seconds);
+    b.gauge("fsaudit_probe_last_run_timestamp_seconds", "When the probe's last run on any target ended (Unix time).", pl,
+            std::chrono::duration<double>(t.last_end.time_since_epoch()).count());
+    store_->publish("self-probe\x1f" + probe, b);
   }
+  auto& s = self_[key];
+  if (o.seq <= s.seq) return;  // a newer state of this job is already published
+  s.seq = o.seq;
+  log_it = !o.late_finish && (failed ? (s.last_ok || s.last_reason != o.result.reason) : !s.last_ok);
+  s.last_ok = !failed;
+  s.last_reason = failed ? o.result.reason : "";
   if (log_it) {
     logging::Fields f{{"probe", probe}, {"target", target}};
     if (failed) logging::log(spdlog::level::warn, "probe " + probe + " on " + target + " failed: " + o.result.reason, f);
@@ -284,25 +332,24 @@ void Daemon::on_outcome(const JobOutcome& o) {
   b.gauge("fsaudit_probe_success",
           "1 if the last run of the probe on the target succeeded (or had nothing to do), 0 if it failed.", l,
           failed ? 0 : 1);
-  b.gauge("fsaudit_probe_applicable", "0 if the probe found nothing to do on this target (e.g. no ZFS pools).", l,
-          o.result.outcome == Outcome::not_applicable ? 0 : 1);
-  b.gauge("fsaudit_probe_duration_seconds", "Duration of the probe's last run.", l, o.duration_seconds);
-  b.gauge("fsaudit_probe_last_run_timestamp_seconds", "When the probe's last run ended (Unix time).", l,
-          std::chrono::duration<double>(o.finished_at.time_since_epoch()).count());
-  b.gauge("fsaudit_probe_stuck", "1 while a run is past its timeout and has not returned (e.g. a hung statfs).", l,
-          o.timed_out ? 1 : 0);
-  b.counter("fsaudit_probe_runs_total", "Runs of the probe on the target.", l, static_cast<double>(self.runs));
-  b.counter("fsaudit_probe_failures_total", "Failed runs (including timeouts).", l, static_cast<double>(self.failures));
-  b.counter("fsaudit_probe_timeouts_total", "Runs that exceeded their timeout.", l, static_cast<double>(self.timeouts));
+  // Per-target probes only run where they apply; "nothing to do" is worth a series only for host-wide
+  // probes (no ZFS on this host) or when a per-target run says so.
+  if (o.spec.target.is_host() || o.result.outcome == Outcome::not_applicable)
+    b.gauge("fsaudit_probe_applicable", "0 if the probe found nothing to do on this target (e.g. no ZFS pools).", l,
+            o.result.outcome == Outcome::not_applicable ? 0 : 1);
+  if (o.stuck)
+    b.gauge("fsaudit_probe_stuck",
+            "1 while a run is past its timeout and has not returned (e.g. a hung statfs); absent otherwise.", l, 1);
   if (failed) {
     auto li = l;
     li["reason"] = o.result.reason.substr(0, 400);
     b.info("fsaudit_probe_failure_info", "Why the probe's last run failed (value 1; present only while failing).", li);
   }
-  // A failed run publishes what it still could; a timed-out one drops its stale samples.
-  if (o.timed_out) store_->remove(key);
+  // A failed run publishes what it still could; a timed-out one drops its stale samples, and its late
+  // return publishes nothing of its own.
+  if (o.timed_out || o.late_finish) store_->remove(key);
   else store_->publish(key, o.result.metrics);
-  store_->publish("self\x1f" + key, std::move(b));
+  store_->publish("self\x1f" + key, b);
 }
 
 std::string Daemon::status_line() {
@@ -341,6 +388,7 @@ void Daemon::reload() {
     if (lab_) lab_->add_to(cfg_);  // a reloaded file does not list the lab's canaries
     logging::set_level(cfg_.log_level);
     last_reload_ok_ = true;
+    publish_run_config();
     apply_config();
     refresh_targets(true);
     spdlog::info("configuration reloaded from {}", path.empty() ? "(defaults)" : path);
@@ -460,12 +508,10 @@ int Daemon::run(bool once) {
   publish_build_info();
 
   pool_ = std::make_unique<ThreadPool>(cfg_.workers);
-  const Clock& clock = SystemClock::instance();
+  publish_run_config();
   scheduler_ = std::make_unique<Scheduler>(
-      clock, *pool_,
-      [this, &clock](std::stop_token stop, SteadyTime deadline) {
-        return ProbeContext{cfg_.host, runner_, clock, cfg_.tools, cfg_.state_dir, stop, deadline};
-      },
+      SystemClock::instance(), *pool_,
+      [this](std::stop_token stop, SteadyTime deadline) { return make_context(stop, deadline); },
       [this](const JobOutcome& o) {
         on_outcome(o);
         sig_->cv.notify_all();

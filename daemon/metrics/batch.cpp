@@ -7,6 +7,8 @@
 
 namespace fsaudit::metrics {
 namespace {
+// The one place where label names and values enter a batch (stateset's `state` included; a
+// histogram's `le` is written by the serialiser): cleaning label values belongs here.
 std::vector<prometheus::ClientMetric::Label> to_labels(const Labels& labels) {
   std::vector<prometheus::ClientMetric::Label> out;
   out.reserve(labels.size());

@@ -1,65 +1,209 @@
 #include "daemon/metrics/store.hpp"
 
-#include <prometheus/text_serializer.h>
-
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
 
 namespace fsaudit::metrics {
+namespace {
 
-void Store::publish(const std::string& key, Batch batch) {
+const char* type_name(prometheus::MetricType t) {
+  switch (t) {
+    case prometheus::MetricType::Counter: return "counter";
+    case prometheus::MetricType::Gauge: return "gauge";
+    case prometheus::MetricType::Histogram: return "histogram";
+    case prometheus::MetricType::Summary: return "summary";
+    default: return "untyped";
+  }
+}
+
+void put_number(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "NaN";
+  } else if (std::isinf(v)) {
+    out += v > 0 ? "+Inf" : "-Inf";
+  } else {
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest text that reads back as v
+    out.append(buf, r.ptr);
+  }
+}
+
+void put_number(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void put_escaped(std::string& out, const std::string& s, bool quote) {
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (quote && c == '"') out += "\\\"";
+    else out += c;
+  }
+}
+
+// name{a="x",b="y"[,le="..."]} value
+void put_sample(std::string& out, const std::string& name, const char* suffix,
+                const std::vector<prometheus::ClientMetric::Label>& labels, const char* extra_name,
+                double extra_value, double value, bool count_value = false, std::uint64_t count = 0) {
+  out += name;
+  out += suffix;
+  if (!labels.empty() || extra_name) {
+    out += '{';
+    bool first = true;
+    for (const auto& l : labels) {
+      if (!first) out += ',';
+      first = false;
+      out += l.name;
+      out += "=\"";
+      put_escaped(out, l.value, true);
+      out += '"';
+    }
+    if (extra_name) {
+      if (!first) out += ',';
+      out += extra_name;
+      out += "=\"";
+      put_number(out, extra_value);
+      out += '"';
+    }
+    out += '}';
+  }
+  out += ' ';
+  if (count_value) put_number(out, count);
+  else put_number(out, value);
+  out += '\n';
+}
+
+void put_lines(std::string& out, const prometheus::MetricFamily& f) {
+  for (const auto& m : f.metric) {
+    switch (f.type) {
+      case prometheus::MetricType::Counter:
+        put_sample(out, f.name, "", m.label, nullptr, 0, m.counter.value);
+        break;
+      case prometheus::MetricType::Gauge:
+        put_sample(out, f.name, "", m.label, nullptr, 0, m.gauge.value);
+        break;
+      case prometheus::MetricType::Histogram:
+        for (const auto& b : m.histogram.bucket)
+          put_sample(out, f.name, "_bucket", m.label, "le", b.upper_bound, 0, true, b.cumulative_count);
+        put_sample(out, f.name, "_sum", m.label, nullptr, 0, m.histogram.sample_sum);
+        put_sample(out, f.name, "_count", m.label, nullptr, 0, 0, true, m.histogram.sample_count);
+        break;
+      default:
+        put_sample(out, f.name, "", m.label, nullptr, 0, m.untyped.value);
+        break;
+    }
+  }
+}
+
+std::string head_of(const prometheus::MetricFamily& f) {
+  std::string h = "# HELP " + f.name + " ";
+  put_escaped(h, f.help, false);
+  h += "\n# TYPE " + f.name + " " + type_name(f.type) + "\n";
+  return h;
+}
+
+}  // namespace
+
+std::string serialize(const Batch& batch) {
+  std::string out;
+  auto fams = batch.families();
+  std::sort(fams.begin(), fams.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (const auto& f : fams) {
+    out += head_of(f);
+    put_lines(out, f);
+  }
+  return out;
+}
+
+void Store::drop_key_locked(const std::string& key) {
+  auto it = key_families_.find(key);
+  if (it == key_families_.end()) return;
+  for (const auto& name : it->second) {
+    auto f = families_.find(name);
+    if (f == families_.end()) continue;
+    f->second.by_key.erase(key);
+    if (f->second.by_key.empty()) families_.erase(f);
+  }
+  key_families_.erase(it);
+}
+
+void Store::publish(const std::string& key, const Batch& batch) {
+  // Serialise outside the lock: the only work that grows with the batch, and none with the store.
+  struct Piece {
+    std::string name, head, type, lines;
+  };
+  std::vector<Piece> pieces;
+  pieces.reserve(batch.families().size());
+  for (const auto& f : batch.families()) {
+    Piece p{f.name, head_of(f), type_name(f.type), {}};
+    put_lines(p.lines, f);
+    pieces.push_back(std::move(p));
+  }
   std::lock_guard l(mu_);
-  by_key_[key] = std::move(batch);
-  rebuild_locked();
+  drop_key_locked(key);
+  std::vector<std::string> names;
+  names.reserve(pieces.size());
+  for (auto& p : pieces) {
+    auto [it, inserted] = families_.try_emplace(p.name);
+    auto& fam = it->second;
+    if (inserted) {
+      fam.head = std::move(p.head);
+      fam.type = p.type;
+    } else if (fam.type != p.type) {
+      continue;  // a type clash is a bug; the first type published wins, the rest is dropped
+    }
+    // One family published twice in one batch (append of two batches): keep both sets of lines.
+    auto& lines = fam.by_key[key];
+    lines += p.lines;
+    if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+  }
+  if (!names.empty()) key_families_[key] = std::move(names);
+  cache_.reset();
 }
 
 void Store::remove(const std::string& key) {
   std::lock_guard l(mu_);
-  if (by_key_.erase(key)) rebuild_locked();
+  if (!key_families_.count(key)) return;
+  drop_key_locked(key);
+  cache_.reset();
 }
 
 void Store::retain(const std::vector<std::string>& keep) {
+  std::set<std::string> k(keep.begin(), keep.end());
   std::lock_guard l(mu_);
-  bool changed = false;
-  for (auto it = by_key_.begin(); it != by_key_.end();) {
-    if (std::find(keep.begin(), keep.end(), it->first) == keep.end()) {
-      it = by_key_.erase(it);
-      changed = true;
-    } else {
-      ++it;
-    }
-  }
-  if (changed) rebuild_locked();
+  std::vector<std::string> gone;
+  for (const auto& [key, names] : key_families_)
+    if (!k.count(key)) gone.push_back(key);
+  for (const auto& key : gone) drop_key_locked(key);
+  if (!gone.empty()) cache_.reset();
 }
 
-// Families of one name from several probes/targets are merged into one, as the exposition format
-// allows only one HELP/TYPE per name.
-void Store::rebuild_locked() {
-  std::map<std::string, prometheus::MetricFamily> merged;
-  for (const auto& [key, batch] : by_key_) {
-    for (const auto& f : batch.families()) {
-      auto [it, inserted] = merged.try_emplace(f.name, prometheus::MetricFamily{f.name, f.help, f.type, {}});
-      if (it->second.type != f.type) continue;  // a type clash is a bug; keep the first, drop the rest
-      it->second.metric.insert(it->second.metric.end(), f.metric.begin(), f.metric.end());
-    }
+std::shared_ptr<const std::string> Store::snapshot() const {
+  std::lock_guard l(mu_);
+  if (cache_) return cache_;
+  std::size_t size = 0;
+  for (const auto& [name, f] : families_) {
+    size += f.head.size();
+    for (const auto& [key, lines] : f.by_key) size += lines.size();
   }
-  auto out = std::make_shared<std::vector<prometheus::MetricFamily>>();
-  out->reserve(merged.size());
-  for (auto& [name, f] : merged) out->push_back(std::move(f));
-  snapshot_ = std::move(out);
+  auto text = std::make_shared<std::string>();
+  text->reserve(size);
+  for (const auto& [name, f] : families_) {
+    *text += f.head;
+    for (const auto& [key, lines] : f.by_key) *text += lines;
+  }
+  cache_ = std::move(text);
+  ++builds_;
+  return cache_;
 }
 
-std::vector<prometheus::MetricFamily> Store::Collect() const {
-  std::shared_ptr<const std::vector<prometheus::MetricFamily>> snap;
-  {
-    std::lock_guard l(mu_);
-    snap = snapshot_;
-  }
-  return *snap;
-}
-
-std::string Store::text() const {
-  prometheus::TextSerializer s;
-  return s.Serialize(Collect());
+std::uint64_t Store::builds() const {
+  std::lock_guard l(mu_);
+  return builds_;
 }
 
 }  // namespace fsaudit::metrics

@@ -1,9 +1,10 @@
 #pragma once
-// The scrape path only copies an immutable snapshot: no I/O, no locks held by probes (design note 4).
-// prometheus-cpp's Exposer calls Collect() serially on its HTTP thread, so Collect must be cheap and
-// never throw.
-#include <prometheus/collectable.h>
-
+// What /metrics serves. Probes publish one batch per key (a probe on a target); the batch is
+// serialised once, at publish time, into text per metric family, so publishing costs what that batch
+// costs and nothing that depends on what the store already holds. A scrape concatenates those
+// pieces, once per change: between changes every scrape gets the same immutable text, with no I/O
+// and no serialisation on the scrape path (design note 4).
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,23 +15,36 @@
 
 namespace fsaudit::metrics {
 
-class Store final : public prometheus::Collectable {
+class Store {
  public:
-  // Replaces everything previously published under `key` (e.g. "zfs/host", "capacity//srv").
-  void publish(const std::string& key, Batch batch);
+  // Replaces everything previously published under `key` (e.g. "zfs\x1fhost", "capacity\x1f/srv").
+  void publish(const std::string& key, const Batch& batch);
   void remove(const std::string& key);
   // Drops every key not in `keep` (targets that disappeared).
   void retain(const std::vector<std::string>& keep);
-  std::vector<prometheus::MetricFamily> Collect() const override;
-  // Prometheus text exposition of the current snapshot (for tests and --once).
-  std::string text() const;
+  // Prometheus text exposition of the current state. Built at most once per change; the pointer
+  // stays valid (and unchanged) however the store changes afterwards.
+  std::shared_ptr<const std::string> snapshot() const;
+  std::string text() const { return *snapshot(); }
+  // How many times the exposition was (re)built: a test hook for "once per change".
+  std::uint64_t builds() const;
 
  private:
-  void rebuild_locked();
+  struct Family {
+    std::string head;                        // "# HELP ...\n# TYPE ...\n"
+    std::string type;                        // for type clashes between keys
+    std::map<std::string, std::string> by_key;  // key -> sample lines of this family
+  };
+  void drop_key_locked(const std::string& key);
+
   mutable std::mutex mu_;
-  std::map<std::string, Batch> by_key_;
-  std::shared_ptr<const std::vector<prometheus::MetricFamily>> snapshot_ =
-      std::make_shared<const std::vector<prometheus::MetricFamily>>();
+  std::map<std::string, Family> families_;                      // by family name: the exposition order
+  std::map<std::string, std::vector<std::string>> key_families_;  // key -> family names it published
+  mutable std::shared_ptr<const std::string> cache_;            // null after a change
+  mutable std::uint64_t builds_ = 0;
 };
+
+// The text exposition (format 0.0.4) of one batch on its own: HELP/TYPE and samples per family.
+std::string serialize(const Batch& batch);
 
 }  // namespace fsaudit::metrics

@@ -35,6 +35,10 @@ struct Target {
 // Which external tool path to use for a name ("zpool" -> "/usr/sbin/zpool", or a test's fake).
 using ToolPaths = std::map<std::string, std::string>;
 
+struct MountEntry;
+// The mount table as read once per scheduler cycle, shared read-only by every run of that cycle.
+using MountSnapshot = std::shared_ptr<const std::vector<MountEntry>>;
+
 struct ProbeContext {
   const HostPaths& host;
   CommandRunner& runner;
@@ -43,6 +47,11 @@ struct ProbeContext {
   std::filesystem::path state_dir;  // persistent state (cursors, canary records)
   std::stop_token stop;             // set when the daemon stops or the run is past its deadline
   SteadyTime deadline;
+  // The mount table of the current cycle; null when the caller has none (unit tests, one-shot
+  // tools): read the host's then. See mount_table() in daemon/probe/targets.hpp.
+  MountSnapshot mounts = nullptr;
+  // Keeps alive what host/tools refer to (the daemon's config snapshot) for as long as the run.
+  std::shared_ptr<const void> owner = nullptr;
 
   std::string tool(const std::string& name) const {
     auto it = tools.find(name);
@@ -92,6 +101,10 @@ class Probe {
   virtual bool applies_to(const Target&) const { return true; }
   // nullopt: use config `probes.<name()>`. Deep tests return their own interval/window/timeout.
   virtual std::optional<ProbeSchedule> own_schedule() const { return std::nullopt; }
+  // True for probes whose run is a few cheap reads (statfs, sysfs, the mount snapshot): the scheduler
+  // runs all due targets of such a probe one after the other in one task, on one cycle grid, instead
+  // of a thread wake-up per target. Each target keeps its own deadline, stuck state and result.
+  virtual bool batched() const { return false; }
   // Called on a worker thread. Must not throw (the scheduler catches anyway and reports the text).
   // Different targets of the same probe may run concurrently; one target never overlaps itself.
   virtual ProbeResult run(const Target& target, ProbeContext& ctx) = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 
 namespace fsaudit {
@@ -58,6 +59,19 @@ Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text) {
   if (!first_bad.empty()) return err("mountinfo: line not understood: " + first_bad.substr(0, 120));
   if (!text.empty() && text.back() != '\n') return err("mountinfo: last line has no newline: cut short");
   return out;
+}
+
+Result<MountSnapshot> read_mount_table(const HostPaths& host) {
+  auto text = read_file(host.proc("self/mountinfo"));
+  if (!text) return err("cannot read the mount table: " + text.error());
+  auto parsed = parse_mountinfo(*text);
+  if (!parsed) return err(parsed.error());
+  return MountSnapshot(std::make_shared<const std::vector<MountEntry>>(std::move(*parsed)));
+}
+
+Result<MountSnapshot> mount_table(const ProbeContext& ctx) {
+  if (ctx.mounts) return ctx.mounts;
+  return read_mount_table(ctx.host);
 }
 
 bool is_pseudo_fstype(std::string_view t) {

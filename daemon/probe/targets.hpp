@@ -29,6 +29,12 @@ struct MountEntry {
 // short), makes the whole call an error: a partial table would leave mounts silently unwatched.
 Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text);
 
+// The mount table a probe run should use: the cycle's snapshot from the context, else the host's
+// <procfs>/self/mountinfo read now.
+Result<MountSnapshot> mount_table(const ProbeContext& ctx);
+// Reads and parses <procfs>/self/mountinfo.
+Result<MountSnapshot> read_mount_table(const HostPaths& host);
+
 // proc, sysfs, cgroup, tmpfs, overlay, ... anything with no storage device behind it to audit.
 bool is_pseudo_fstype(std::string_view fstype);
 // Filesystems fsaudit knows something special about.

@@ -16,10 +16,14 @@ Scheduler::Scheduler(const Clock& clock, Executor& executor, ContextFactory make
 
 Scheduler::~Scheduler() { cancel_all(); }
 
-milliseconds Scheduler::jitter_for(const Job& j) {
-  if (j.spec.jitter.count() <= 0) return milliseconds(0);
-  std::uniform_int_distribution<long long> d(0, j.spec.jitter.count());
+milliseconds Scheduler::jitter_for(const JobSpec& spec) {
+  if (spec.jitter.count() <= 0) return milliseconds(0);
+  std::uniform_int_distribution<long long> d(0, spec.jitter.count());
   return milliseconds(d(rng_));
+}
+
+bool Scheduler::batched(const Job& j) const {
+  return j.spec.probe->batched() && (!j.spec.window || j.spec.window->always);
 }
 
 SteadyTime Scheduler::window_due(const Job& j, SteadyTime candidate) const {
@@ -30,6 +34,18 @@ SteadyTime Scheduler::window_due(const Job& j, SteadyTime candidate) const {
   auto cand_w = now_w + std::chrono::duration_cast<std::chrono::system_clock::duration>(candidate - now_s);
   auto start_w = j.spec.window->next_start(cand_w);
   return now_s + std::chrono::duration_cast<std::chrono::steady_clock::duration>(start_w - now_w);
+}
+
+// Batched probes run every target on one grid per probe (anchor + k * interval), so their due runs
+// coincide and go out as one task. The anchor carries the probe's jitter, drawn once.
+SteadyTime Scheduler::grid_due(const Job& j, SteadyTime not_before) {
+  auto [it, fresh] = grid_anchor_.try_emplace(j.spec.probe->name(), SteadyTime{});
+  if (fresh) it->second = clock_.now() + jitter_for(j.spec);
+  auto anchor = it->second;
+  if (not_before <= anchor) return anchor;
+  auto step = std::max<std::chrono::steady_clock::duration>(j.spec.interval, milliseconds(1));
+  auto k = (not_before - anchor + step - std::chrono::steady_clock::duration(1)) / step;
+  return anchor + k * step;
 }
 
 void Scheduler::set_jobs(std::vector<JobSpec> specs) {
@@ -43,14 +59,15 @@ void Scheduler::set_jobs(std::vector<JobSpec> specs) {
       auto j = it->second;
       bool timing_changed = j->spec.interval != s.interval;
       j->spec = std::move(s);
-      if (timing_changed && !j->running) j->next_due = window_due(*j, now + jitter_for(*j));
+      if (timing_changed && !j->running)
+        j->next_due = batched(*j) ? grid_due(*j, now) : window_due(*j, now + jitter_for(j->spec));
       next[key] = j;
       jobs_.erase(it);
     } else {
       auto j = std::make_shared<Job>();
       j->spec = std::move(s);
       // Staggered first start: spread within the jitter so a fleet (and a host) doesn't probe in lockstep.
-      j->next_due = window_due(*j, now + jitter_for(*j));
+      j->next_due = batched(*j) ? grid_due(*j, now) : window_due(*j, now + jitter_for(j->spec));
       next[key] = j;
     }
   }
@@ -60,107 +77,173 @@ void Scheduler::set_jobs(std::vector<JobSpec> specs) {
     if (j->stop) j->stop->request_stop();
   }
   jobs_ = std::move(next);
+  stuck_count_ = 0;
+  for (auto& [k, j] : jobs_) stuck_count_ += j->stuck ? 1 : 0;
   update_stuck_locked();
 }
 
 SteadyTime Scheduler::tick() {
   auto now = clock_.now();
-  std::vector<std::pair<std::shared_ptr<Job>, JobSpec>> due;
-  struct Stuck {
-    JobSpec spec;
-    SteadyTime started;
-  };
-  std::vector<Stuck> newly_stuck;
+  std::vector<std::pair<std::shared_ptr<Job>, JobSpec>> single;
+  std::map<const Probe*, std::shared_ptr<BatchQueue>> batches;
+  std::vector<std::shared_ptr<BatchQueue>> resume;  // batches whose draining task is stuck
+  std::vector<JobOutcome> timeouts;
   SteadyTime next = now + std::chrono::seconds(60);
   {
     std::lock_guard l(mu_);
     for (auto& [key, j] : jobs_) {
       if (j->running) {
-        if (!j->stuck && now >= j->deadline) {
+        if (j->started && !j->stuck && now >= j->deadline) {
+          // The run is over as far as accounting goes: one run, one failure, one timeout. When it
+          // returns later it only clears `stuck`.
           j->stuck = true;
+          ++stuck_count_;
           ++j->timeouts;
+          ++j->runs;
+          ++j->failures;
           if (j->stop) j->stop->request_stop();
-          newly_stuck.push_back({j->spec, j->started});
+          auto& t = totals_[j->spec.probe->name()];
+          ++t.runs;
+          ++t.failures;
+          ++t.timeouts;
+          double took = std::chrono::duration<double>(now - j->started_at).count();
+          t.seconds += took;
+          t.last_end = clock_.wall();
+          JobOutcome o{j->spec,
+                       ProbeResult::failed("timed out after " + format_duration(j->spec.timeout) +
+                                           " (still running; not started again until it returns)"),
+                       took, true, false, t.last_end, ++seq_, true, t};
+          timeouts.push_back(std::move(o));
+          if (j->batch) {
+            std::lock_guard bl(j->batch->mu);
+            if (!j->batch->items.empty()) resume.push_back(j->batch);
+          }
         }
-        if (!j->stuck) next = std::min(next, j->deadline);
+        if (j->started && !j->stuck) next = std::min(next, j->deadline);
         continue;
       }
       if (now >= j->next_due) {
         j->running = true;
-        j->started = now;
-        j->deadline = now + j->spec.timeout;
+        j->started = false;
         j->stop = std::make_shared<std::stop_source>();
-        ++j->runs;
-        due.emplace_back(j, j->spec);
-        next = std::min(next, j->deadline);
+        if (batched(*j)) {
+          auto& q = batches[j->spec.probe.get()];
+          if (!q) q = std::make_shared<BatchQueue>();
+          j->batch = q;
+          q->items.emplace_back(j, j->spec);
+        } else {
+          j->batch.reset();
+          single.emplace_back(j, j->spec);
+        }
+        next = std::min(next, now + j->spec.timeout);
       } else {
         next = std::min(next, j->next_due);
       }
     }
-    if (!newly_stuck.empty()) update_stuck_locked();
+    if (!timeouts.empty()) update_stuck_locked();
   }
-  for (auto& st : newly_stuck) {
-    JobOutcome o{st.spec,
-                 ProbeResult::failed("timed out after " + format_duration(st.spec.timeout) +
-                                     " (still running; not started again until it returns)"),
-                 std::chrono::duration<double>(now - st.started).count(), true, false, clock_.wall()};
-    sink_(o);
-  }
-  for (auto& [j, spec] : due) dispatch(j, std::move(spec), now);
+  for (auto& o : timeouts) sink_(o);
+  for (auto& q : resume) executor_.submit([this, q] { drain(q); });
+  for (auto& [j, spec] : single)
+    executor_.submit([this, j, spec = std::move(spec)] { run_one(j, spec); });
+  for (auto& [probe, q] : batches) executor_.submit([this, q] { drain(q); });
   return next;
 }
 
-void Scheduler::dispatch(const std::shared_ptr<Job>& j, JobSpec spec, SteadyTime now) {
+void Scheduler::drain(const std::shared_ptr<BatchQueue>& q) {
+  while (true) {
+    std::pair<std::shared_ptr<Job>, JobSpec> item;
+    {
+      std::lock_guard l(q->mu);
+      if (q->items.empty()) return;
+      item = std::move(q->items.front());
+      q->items.pop_front();
+    }
+    run_one(item.first, item.second);
+  }
+}
+
+// The run owns a copy of its spec (and so a reference on its probe): a reload may replace both.
+void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
   std::shared_ptr<std::stop_source> stop;
+  SteadyTime deadline;
   {
     std::lock_guard l(mu_);
-    stop = j->stop;
-  }
-  auto deadline = now + spec.timeout;
-  // The run owns a copy of its spec (and so a reference on its probe): a reload may replace both.
-  executor_.submit([this, j, stop, deadline, spec = std::move(spec)] {
-    ProbeResult r;
-    try {
-      ProbeContext ctx = make_context_(stop->get_token(), deadline);
-      r = spec.probe->run(spec.target, ctx);
-    } catch (const std::exception& e) {
-      r = ProbeResult::failed(std::string("internal error: ") + e.what());
-    } catch (...) {
-      r = ProbeResult::failed("internal error: unknown exception");
+    if (j->removed) {  // dropped by a reload while it waited in the queue
+      j->running = false;
+      return;
     }
-    finished(j, spec, std::move(r), clock_.now(), clock_.wall());
-  });
+    j->started = true;
+    j->started_at = clock_.now();
+    j->deadline = j->started_at + spec.timeout;
+    stop = j->stop;
+    deadline = j->deadline;
+  }
+  ProbeResult r;
+  try {
+    ProbeContext ctx = make_context_(stop->get_token(), deadline);
+    r = spec.probe->run(spec.target, ctx);
+  } catch (const std::exception& e) {
+    r = ProbeResult::failed(std::string("internal error: ") + e.what());
+  } catch (...) {
+    r = ProbeResult::failed("internal error: unknown exception");
+  }
+  finished(j, spec, std::move(r), clock_.now(), clock_.wall());
 }
 
 void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, ProbeResult r, SteadyTime end,
                          WallTime wall_end) {
-  bool was_stuck, removed;
-  SteadyTime started;
+  JobOutcome o;
+  bool removed;
   {
     std::lock_guard l(mu_);
-    was_stuck = j->stuck;
+    bool was_stuck = j->stuck;
     removed = j->removed;
-    started = j->started;
+    if (was_stuck && !removed) --stuck_count_;
+    double took = std::chrono::duration<double>(end - j->started_at).count();
     j->running = false;
+    j->started = false;
     j->stuck = false;
     j->ever_finished = true;
     j->stop.reset();
-    if (r.outcome == Outcome::failed) ++j->failures;
+    j->batch.reset();
+    auto& t = totals_[spec.probe->name()];
+    if (!was_stuck) {
+      ++j->runs;
+      ++t.runs;
+      if (r.outcome == Outcome::failed) {
+        ++j->failures;
+        ++t.failures;
+      }
+      t.seconds += took;
+      t.last_end = wall_end;
+    }
     // Next run: one interval after this one was due (no drift), but never before it finished.
-    auto base = std::max(j->next_due + j->spec.interval, end);
-    if (was_stuck) base = end + j->spec.interval;
-    j->next_due = window_due(*j, base + jitter_for(*j));
+    if (batched(*j)) {
+      j->next_due = grid_due(*j, std::max(j->next_due + milliseconds(1), end));
+    } else {
+      auto base = std::max(j->next_due + j->spec.interval, end);
+      if (was_stuck) base = end + j->spec.interval;
+      j->next_due = window_due(*j, base + jitter_for(j->spec));
+    }
     update_stuck_locked();
+    if (was_stuck) {
+      // Late return of a timed-out run: its result is stale; the timeout stays the job's last result.
+      r = ProbeResult::failed("timed out after " + format_duration(spec.timeout) + " (returned after " +
+                              format_duration(std::chrono::duration_cast<milliseconds>(end - j->started_at)) + ")");
+    }
+    o = JobOutcome{spec, std::move(r), took, false, was_stuck, wall_end, ++seq_, false, t};
   }
   if (removed) return;
-  JobOutcome o{spec, std::move(r), std::chrono::duration<double>(end - started).count(), false, was_stuck, wall_end};
   sink_(o);
 }
 
+// Called on every state change; it must not walk every job (that made each finished run cost
+// O(jobs), so a cycle O(jobs^2)): only set_jobs() recounts.
 void Scheduler::update_stuck_locked() {
-  int n = 0;
-  for (auto& [k, j] : jobs_) n += j->stuck ? 1 : 0;
-  executor_.set_stuck(n);
+  if (stuck_count_ == reported_stuck_) return;
+  reported_stuck_ = stuck_count_;
+  executor_.set_stuck(stuck_count_);
 }
 
 void Scheduler::cancel_all() {

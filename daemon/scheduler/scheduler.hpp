@@ -5,6 +5,7 @@
 // FakeClock and an InlineExecutor.
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,19 +33,33 @@ struct JobSpec {
   std::string key() const { return probe->name() + "\x1f" + target.name; }
 };
 
+// Accounting of one probe type over all its targets. Exact: every run counts once in `runs`, and
+// once in `failures` if it failed or timed out; a run that returns after its timeout counts nothing more.
+struct ProbeTotals {
+  std::uint64_t runs = 0, failures = 0, timeouts = 0;
+  double seconds = 0;  // time spent in the probe's own runs (not queued), timed-out runs up to the deadline
+  WallTime last_end{};
+};
+
 struct JobOutcome {
   JobSpec spec;  // a copy: the live job may be replaced by a reload meanwhile
   ProbeResult result;
-  double duration_seconds = 0;
+  double duration_seconds = 0;  // the run's own work: from its start on a worker, not from when it was due
   bool timed_out = false;   // reported at the deadline; the run itself may still be going
-  bool late_finish = false; // a run that timed out has now returned (its result is not published)
+  bool late_finish = false; // a run that timed out has now returned: result is the timeout's, metrics empty
   WallTime finished_at;
+  // Outcomes are delivered outside the scheduler's lock, so two of one job can arrive out of order
+  // (a timeout and the late return in the same millisecond). `seq` grows with every state change
+  // of every job; a consumer keeps the highest it has seen per job and per probe and drops older ones.
+  std::uint64_t seq = 0;
+  bool stuck = false;        // the job's stuck state after this event
+  ProbeTotals probe_totals;  // the probe type's totals after this event
 };
 
 struct JobStatus {
   std::string key;
-  bool running = false;
-  bool stuck = false;  // past its deadline and still running
+  bool running = false;  // dispatched (queued or running) and not returned
+  bool stuck = false;    // past its deadline and still running
   bool ever_finished = false;
   SteadyTime next_due;
   std::uint64_t runs = 0, timeouts = 0, failures = 0;
@@ -72,21 +87,33 @@ class Scheduler {
   std::vector<JobStatus> status() const;
 
  private:
+  struct BatchQueue;
   struct Job {
     JobSpec spec;
     SteadyTime next_due;
-    bool running = false;
+    bool running = false;  // dispatched, not returned
+    bool started = false;  // its run has begun on a worker (the deadline counts from then)
     bool stuck = false;
     bool ever_finished = false;
     bool removed = false;
-    SteadyTime started, deadline;
+    SteadyTime started_at, deadline;
     std::shared_ptr<std::stop_source> stop;
+    std::shared_ptr<BatchQueue> batch;  // the queue this run waits in, for batched probes
     std::uint64_t runs = 0, timeouts = 0, failures = 0;
   };
+  // Due runs of one batched probe, drained in order by one task (a second task takes over the rest
+  // when a run in it gets stuck).
+  struct BatchQueue {
+    std::mutex mu;
+    std::deque<std::pair<std::shared_ptr<Job>, JobSpec>> items;
+  };
 
-  std::chrono::milliseconds jitter_for(const Job& j);
+  std::chrono::milliseconds jitter_for(const JobSpec& spec);
   SteadyTime window_due(const Job& j, SteadyTime candidate) const;
-  void dispatch(const std::shared_ptr<Job>& j, JobSpec spec, SteadyTime now);
+  SteadyTime grid_due(const Job& j, SteadyTime not_before);
+  bool batched(const Job& j) const;
+  void run_one(const std::shared_ptr<Job>& j, const JobSpec& spec);
+  void drain(const std::shared_ptr<BatchQueue>& q);
   void finished(const std::shared_ptr<Job>& j, const JobSpec& spec, ProbeResult r, SteadyTime end, WallTime wall_end);
   void update_stuck_locked();
 
@@ -96,6 +123,10 @@ class Scheduler {
   Sink sink_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;
+  std::map<std::string, ProbeTotals> totals_;      // by probe name; kept when jobs go away
+  std::map<std::string, SteadyTime> grid_anchor_;  // by probe name, for batched probes
+  std::uint64_t seq_ = 0;
+  int stuck_count_ = 0, reported_stuck_ = -1;  // stuck jobs in jobs_; the count last given to the executor
   std::mt19937_64 rng_;
 };
 

@@ -244,6 +244,7 @@ namespace {
 class BcachefsProbe final : public Probe {
  public:
   std::string name() const override { return "bcachefs"; }
+  bool batched() const override { return true; }  // sysfs reads only
   bool applies_to(const Target& t) const override { return t.fstype == "bcachefs"; }
   ProbeResult run(const Target& t, ProbeContext& ctx) override {
     try {

@@ -32,6 +32,7 @@ namespace {
 class CapacityProbe final : public Probe {
  public:
   std::string name() const override { return "capacity"; }
+  bool batched() const override { return true; }
   ProbeResult run(const Target& t, ProbeContext& ctx) override {
     std::filesystem::path p = ctx.host.rootfs / std::filesystem::path(t.mountpoint).relative_path();
     struct statvfs s {};

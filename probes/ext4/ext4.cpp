@@ -109,6 +109,7 @@ namespace {
 class Ext4Probe final : public Probe {
  public:
   std::string name() const override { return "ext4"; }
+  bool batched() const override { return true; }  // sysfs reads only
   bool applies_to(const Target& t) const override { return t.fstype == "ext4" || t.fstype == "ext3" || t.fstype == "ext2"; }
   ProbeResult run(const Target& t, ProbeContext& ctx) override {
     try {

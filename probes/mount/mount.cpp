@@ -1,6 +1,5 @@
 #include "probes/mount/mount.hpp"
 
-#include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 
 namespace fsaudit::probes {
@@ -22,7 +21,6 @@ bool has_data_checksums(const std::string& fstype, const std::string& mount_opti
 metrics::Batch mount_metrics(const Target& t, const MountEntry* e) {
   metrics::Batch b;
   metrics::Labels l{{"target", t.name}, {"fs", t.fstype}};
-  b.gauge("fsaudit_filesystem_mounted", "1 if the target is currently mounted.", l, e ? 1 : 0);
   if (!e) return b;
   b.gauge("fsaudit_filesystem_readonly",
           "1 if the filesystem is read-only (mount or superblock option ro, e.g. after the kernel remounted it "
@@ -45,14 +43,14 @@ namespace {
 class MountProbe final : public Probe {
  public:
   std::string name() const override { return "mount"; }
+  bool batched() const override { return true; }
   ProbeResult run(const Target& t, ProbeContext& ctx) override {
-    auto text = read_file(ctx.host.proc("self/mountinfo"));
-    if (!text) return ProbeResult::failed(text.error());
-    auto mounts = parse_mountinfo(*text);
+    auto mounts = mount_table(ctx);  // the cycle's snapshot: no read of mountinfo per target
     if (!mounts) return ProbeResult::failed(mounts.error());
     const MountEntry* found = nullptr;
-    for (const auto& m : *mounts)
+    for (const auto& m : **mounts)
       if (m.mountpoint == t.mountpoint) found = &m;  // the last one is the visible one
+    if (!found) return ProbeResult::failed("not mounted: " + t.mountpoint + " is not in the mount table");
     return ProbeResult::ok(mount_metrics(t, found));
   }
 };

@@ -14,7 +14,8 @@ namespace fsaudit::probes {
 bool has_data_checksums(const std::string& fstype, const std::string& mount_options,
                         const std::string& super_options);
 
-// Pure: the metrics for target `t` given the current mount table (nullptr entry: not mounted).
+// Pure: the metrics for target `t` given its entry in the mount table (nullptr: not mounted, no samples;
+// the probe reports that as a failure with its reason).
 metrics::Batch mount_metrics(const Target& t, const MountEntry* entry);
 
 std::unique_ptr<Probe> make_mount_probe(const config::Config& cfg);

@@ -55,18 +55,13 @@ std::string ScrubProbe::detach_helper(ProbeContext& ctx) const {
 
 std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std::string>& notes) {
   std::vector<ScrubTarget> out;
-  auto mi = read_file(ctx.host.proc("self/mountinfo"));
-  if (mi) {
-    if (auto mounts = parse_mountinfo(*mi)) {
-      for (const auto& t : select_targets(*mounts, selection_)) {
-        if ((t.fstype == "btrfs" || t.fstype == "xfs" || t.fstype == "bcachefs") && cfg_.covers(t.fstype))
-          out.push_back(ScrubTarget{t.name, t.fstype, t.mountpoint, "", "", t.source});
-      }
-    } else {
-      notes.push_back("mountinfo: " + mounts.error());
+  if (auto mounts = mount_table(ctx)) {  // the cycle's snapshot when the daemon runs this
+    for (const auto& t : select_targets(**mounts, selection_)) {
+      if ((t.fstype == "btrfs" || t.fstype == "xfs" || t.fstype == "bcachefs") && cfg_.covers(t.fstype))
+        out.push_back(ScrubTarget{t.name, t.fstype, t.mountpoint, "", "", t.source});
     }
   } else {
-    notes.push_back(mi.error());
+    notes.push_back("mountinfo: " + mounts.error());
   }
   if (cfg_.covers("zfs")) {
     CommandSpec spec;

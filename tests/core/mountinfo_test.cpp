@@ -138,8 +138,7 @@ TEST(MountProbe, ReportsReadOnlyAndChecksums) {
   EXPECT_EQ(bb.value("fsaudit_filesystem_readonly"), 0);
   EXPECT_EQ(bb.value("fsaudit_filesystem_data_checksums"), 1);
   auto gone = probes::mount_metrics(t, nullptr);
-  EXPECT_EQ(gone.value("fsaudit_filesystem_mounted"), 0);
-  EXPECT_FALSE(gone.has("fsaudit_filesystem_readonly"));
+  EXPECT_TRUE(gone.empty());
 }
 
 TEST(MountProbe, DataChecksumsByStack) {

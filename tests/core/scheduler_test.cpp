@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <set>
 #include <deque>
 #include <future>
 
@@ -19,6 +21,10 @@ class CountingProbe : public Probe {
     std::lock_guard l(mu);
     starts.push_back({t.name, ctx.clock.now()});
     return ProbeResult::ok({});
+  }
+  size_t count() {
+    std::lock_guard l(mu);
+    return starts.size();
   }
   std::mutex mu;
   std::vector<std::pair<std::string, SteadyTime>> starts;
@@ -130,65 +136,268 @@ TEST(Scheduler, JitterStaysWithinBounds) {
   EXPECT_GT(first_offsets.size(), 5u) << "starts are not spread";
 }
 
+namespace {
+// A run that blocks until released, on a real worker thread, while the test moves a fake clock.
+struct Hanging : Probe {
+  std::string name() const override { return "hung"; }
+  ProbeResult run(const Target&, ProbeContext& ctx) override {
+    std::unique_lock l(mu);
+    ++entered;
+    cv.notify_all();
+    cv.wait(l, [&] { return released > 0; });
+    --released;
+    // What a runner reports for a command it killed at the run's deadline.
+    return ctx.stop.stop_requested() ? ProbeResult::failed("killed at its timeout") : ProbeResult::ok({});
+  }
+  void wait_entered(int n) {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return entered >= n; });
+  }
+  void release() {
+    std::lock_guard l(mu);
+    ++released;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int entered = 0, released = 0;
+};
+}  // namespace
+
 TEST(Scheduler, TimeoutIsReportedAndTheRunNeverOverlapsItself) {
   Harness h;
-  ManualExecutor ex;
-  auto s = h.make(ex);
-  auto p = std::make_shared<CountingProbe>("hung");
+  ThreadPool pool(1);
+  auto s = h.make(pool);
+  auto p = std::make_shared<Hanging>();
   s.set_jobs({job(p, "/a", 10s, 0ms, 5s)});
   s.tick();
-  ASSERT_EQ(ex.queue.size(), 1u);
+  p->wait_entered(1);
   h.clock.advance(6s);
   s.tick();
-  ASSERT_EQ(h.outcomes.size(), 1u);
-  EXPECT_TRUE(h.outcomes[0].timed_out);
-  EXPECT_EQ(h.outcomes[0].result.reason, "timed out after 5s (still running; not started again until it returns)");
+  {
+    std::lock_guard l(h.mu);
+    ASSERT_EQ(h.outcomes.size(), 1u);
+    EXPECT_TRUE(h.outcomes[0].timed_out);
+    EXPECT_TRUE(h.outcomes[0].stuck);
+    EXPECT_EQ(h.outcomes[0].result.reason, "timed out after 5s (still running; not started again until it returns)");
+  }
   EXPECT_TRUE(s.first_cycle_done());  // a stuck probe must not hold back READY
   // Long past the interval, still no second run while the first has not returned.
   for (int i = 0; i < 10; ++i) {
     h.clock.advance(10s);
     s.tick();
   }
-  EXPECT_EQ(ex.queue.size(), 1u);
-  EXPECT_EQ(h.outcomes.size(), 1u);
+  EXPECT_EQ(s.in_flight(), 1u);
   auto st = s.status();
   ASSERT_EQ(st.size(), 1u);
   EXPECT_TRUE(st[0].stuck);
-  // The run returns: its late result is reported, and the job runs again one interval later.
-  ex.run_all();
-  ASSERT_EQ(h.outcomes.size(), 2u);
-  EXPECT_TRUE(h.outcomes[1].late_finish);
+  // The run returns: its late return clears `stuck`, and the job runs again one interval later.
+  p->release();
+  while (s.in_flight() > 0) std::this_thread::sleep_for(1ms);
+  {
+    std::lock_guard l(h.mu);
+    ASSERT_EQ(h.outcomes.size(), 2u);
+    EXPECT_TRUE(h.outcomes[1].late_finish);
+    EXPECT_FALSE(h.outcomes[1].stuck);
+    EXPECT_GT(h.outcomes[1].seq, h.outcomes[0].seq);
+    EXPECT_EQ(h.outcomes[1].probe_totals.runs, 1u) << "a late return is not a second run";
+    EXPECT_EQ(h.outcomes[1].probe_totals.failures, 1u) << "a late return is not a second failure";
+  }
   s.tick();
-  EXPECT_EQ(ex.queue.size(), 0u);
+  EXPECT_EQ(s.in_flight(), 0u);
   h.clock.advance(10s);
   s.tick();
-  EXPECT_EQ(ex.queue.size(), 1u);
+  EXPECT_EQ(s.in_flight(), 1u);
+  p->release();
+  while (s.in_flight() > 0) std::this_thread::sleep_for(1ms);
+}
+
+// The deadline and the runner's kill in the same millisecond: the run returns while the scheduler is
+// reporting its timeout, and the two outcomes reach the consumer in the wrong order. The accounting
+// stays exact (one run, one failure, one timeout per hung run) and the consumer, keeping the highest
+// seq as the daemon does, ends with stuck cleared.
+TEST(Scheduler, TimeoutAndLateReturnInTheSameMillisecondCountOnceAndEndUnstuck) {
+  FakeClock clock;
+  HostPaths host;
+  ToolPaths tools;
+  ProcessRunner runner;
+  ThreadPool pool(1);
+  auto p = std::make_shared<Hanging>();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<JobOutcome> delivered;  // in delivery order
+  bool late_seen = false;
+  Scheduler s(
+      clock, pool, [&](std::stop_token st, SteadyTime d) { return ProbeContext{host, runner, clock, tools, "/tmp", st, d}; },
+      [&](const JobOutcome& o) {
+        std::unique_lock l(mu);
+        if (o.timed_out) {
+          // The runner kills the command now: the run returns before this outcome is delivered.
+          l.unlock();
+          p->release();
+          l.lock();
+          cv.wait(l, [&] { return late_seen; });
+        }
+        if (o.late_finish) late_seen = true;
+        delivered.push_back(o);
+        cv.notify_all();
+      },
+      42);
+  s.set_jobs({job(p, "/a", 10s, 0ms, 5s)});
+  std::uint64_t consumer_seq = 0;
+  bool consumer_stuck = false;
+  for (int run = 1; run <= 4; ++run) {
+    {
+      std::lock_guard l(mu);
+      late_seen = false;
+    }
+    s.tick();
+    p->wait_entered(run);
+    clock.advance(5s);  // exactly the deadline
+    s.tick();
+    while (s.in_flight() > 0) std::this_thread::sleep_for(1ms);
+    std::lock_guard l(mu);
+    ASSERT_EQ(delivered.size(), static_cast<size_t>(2 * run));
+    EXPECT_TRUE(delivered[2 * run - 2].late_finish) << "the race was not reproduced";
+    EXPECT_TRUE(delivered[2 * run - 1].timed_out);
+    for (size_t i = 2 * run - 2; i < delivered.size(); ++i) {
+      if (delivered[i].seq <= consumer_seq) continue;  // the daemon's rule
+      consumer_seq = delivered[i].seq;
+      consumer_stuck = delivered[i].stuck;
+    }
+    EXPECT_FALSE(consumer_stuck) << "run " << run << ": stuck stayed 1 after the run returned";
+    clock.advance(10s);
+  }
+  std::lock_guard l(mu);
+  ProbeTotals last;
+  for (const auto& o : delivered)
+    if (o.seq == consumer_seq) last = o.probe_totals;
+  EXPECT_EQ(last.runs, 4u);
+  EXPECT_EQ(last.failures, 4u) << "4 hung runs, 4 failures";
+  EXPECT_EQ(last.timeouts, 4u);
+  auto st = s.status();
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].failures, 4u);
+  EXPECT_FALSE(st[0].stuck);
+}
+
+TEST(Scheduler, QueueTimeIsNotTheProbesDurationNorItsTimeout) {
+  Harness h;
+  ManualExecutor ex;
+  auto s = h.make(ex);
+  auto p = std::make_shared<CountingProbe>();
+  s.set_jobs({job(p, "/a", 10s, 0ms, 5s)});
+  s.tick();
+  h.clock.advance(8s);  // queued behind busy workers, past its timeout: not a timeout, it has not started
+  s.tick();
+  EXPECT_TRUE(h.outcomes.empty());
+  ex.run_all();
+  ASSERT_EQ(h.outcomes.size(), 1u);
+  EXPECT_FALSE(h.outcomes[0].timed_out);
+  EXPECT_EQ(h.outcomes[0].duration_seconds, 0.0) << "the 8 s in the queue were counted as the probe's work";
 }
 
 TEST(Scheduler, StopTokenFiresAtTheDeadline) {
   Harness h;
-  ManualExecutor ex;
-  auto s = h.make(ex);
-  std::stop_token seen;
+  ThreadPool pool(1);
+  auto s = h.make(pool);
   struct Grab : Probe {
-    std::stop_token* out;
-    explicit Grab(std::stop_token* o) : out(o) {}
     std::string name() const override { return "grab"; }
     ProbeResult run(const Target&, ProbeContext& ctx) override {
-      *out = ctx.stop;
+      std::unique_lock l(mu);
+      entered = true;
+      cv.notify_all();
+      cv.wait(l, [&] { return ctx.stop.stop_requested(); });
+      stopped = true;
       return ProbeResult::ok({});
     }
+    std::mutex mu;
+    std::condition_variable_any cv;
+    bool entered = false, stopped = false;
   };
-  s.set_jobs({job(std::make_shared<Grab>(&seen), "/a", 10s, 0ms, 5s)});
+  auto g = std::make_shared<Grab>();
+  s.set_jobs({job(g, "/a", 10s, 0ms, 5s)});
   s.tick();
-  ex.run_all();
-  EXPECT_FALSE(seen.stop_requested());
-  h.clock.advance(10s);
+  {
+    std::unique_lock l(g->mu);
+    g->cv.wait(l, [&] { return g->entered; });
+  }
+  h.clock.advance(4s);
   s.tick();
-  h.clock.advance(6s);
-  s.tick();  // times out before the run starts: the token it gets is already stopped
-  ex.run_all();
-  EXPECT_TRUE(seen.stop_requested());
+  EXPECT_FALSE(g->stopped);
+  h.clock.advance(2s);
+  s.tick();  // past the deadline: the token fires
+  for (int i = 0; i < 100 && s.in_flight() > 0; ++i) {
+    g->cv.notify_all();
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(g->stopped);
+}
+
+// capacity, mount and other sysfs/statfs probes: one task per cycle for all targets, one grid.
+TEST(Scheduler, BatchedProbeRunsAllTargetsInOneTaskPerCycle) {
+  Harness h;
+  ManualExecutor ex;
+  auto s = h.make(ex, 3);
+  struct Light : CountingProbe {
+    Light() : CountingProbe("light") {}
+    bool batched() const override { return true; }
+  };
+  auto p = std::make_shared<Light>();
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 100; ++i) jobs.push_back(job(p, "/t" + std::to_string(i), 10s, 2s));
+  s.set_jobs(std::move(jobs));
+  int tasks = 0;
+  for (int step = 0; step < 350; ++step) {  // 35 s in 100 ms steps
+    s.tick();
+    tasks += static_cast<int>(ex.queue.size());
+    ex.run_all();
+    h.clock.advance(100ms);
+  }
+  EXPECT_EQ(p->starts.size(), 400u) << "every target once per 10 s cycle (4 cycles in 35 s from a jitter <= 2 s)";
+  EXPECT_EQ(tasks, 4) << "one wake-up per cycle, not one per target";
+  std::set<std::string> first_cycle;
+  for (size_t i = 0; i < 100; ++i) first_cycle.insert(p->starts[i].first);
+  EXPECT_EQ(first_cycle.size(), 100u);
+  std::lock_guard l(h.mu);
+  EXPECT_EQ(h.outcomes.size(), 400u);  // and a result per target
+}
+
+TEST(Scheduler, ABatchedRunThatHangsHoldsUpOnlyItsOwnTarget) {
+  Harness h;
+  ThreadPool pool(1);
+  auto s = h.make(pool);
+  struct LightHang : Hanging {
+    bool batched() const override { return true; }
+    std::string name() const override { return "light"; }
+    ProbeResult run(const Target& t, ProbeContext& ctx) override {
+      if (t.name == "/dead") return Hanging::run(t, ctx);
+      std::lock_guard l(done_mu);
+      done.push_back(t.name);
+      return ProbeResult::ok({});
+    }
+    std::mutex done_mu;
+    std::vector<std::string> done;
+  };
+  auto p = std::make_shared<LightHang>();
+  s.set_jobs({job(p, "/dead", 10s, 0ms, 1s), job(p, "/ok1", 10s, 0ms, 1s), job(p, "/ok2", 10s, 0ms, 1s)});
+  s.tick();
+  p->wait_entered(1);
+  h.clock.advance(2s);
+  s.tick();  // /dead is stuck: the rest of the batch goes on in another task
+  for (int i = 0; i < 200; ++i) {
+    {
+      std::lock_guard l(p->done_mu);
+      if (p->done.size() == 2) break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  {
+    std::lock_guard l(p->done_mu);
+    EXPECT_EQ(p->done.size(), 2u);
+  }
+  p->release();
+  while (s.in_flight() > 0) std::this_thread::sleep_for(1ms);
 }
 
 TEST(Scheduler, SlowProbeDoesNotDelayOthers) {
@@ -210,12 +419,12 @@ TEST(Scheduler, SlowProbeDoesNotDelayOthers) {
   s.set_jobs({job(std::make_shared<Blocking>(released), "/dead", 10s, 0ms, 1s), job(fast, "/ok", 1s, 0ms, 1s)});
   s.tick();
   // The only worker is blocked; once the deadline passes the pool may grow by the stuck count.
-  for (int i = 0; i < 50 && fast->starts.size() < 3; ++i) {
+  for (int i = 0; i < 50 && fast->count() < 3; ++i) {
     h.clock.advance(1s);
     s.tick();
     std::this_thread::sleep_for(20ms);
   }
-  EXPECT_GE(fast->starts.size(), 3u) << "the fast probe was held up by the stuck one";
+  EXPECT_GE(fast->count(), 3u) << "the fast probe was held up by the stuck one";
   EXPECT_EQ(pool.threads(), 2);
   release.set_value();
   s.cancel_all();

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "daemon/metrics/store.hpp"
 #include "tests/support/support.hpp"
@@ -46,4 +47,52 @@ TEST(Store, StateSetAndHistogram) {
   EXPECT_EQ(fsaudit::testing::scrape_value(t, "lat_seconds_bucket", {{"le", "0.01"}}), 5);
   EXPECT_EQ(fsaudit::testing::scrape_value(t, "lat_seconds_bucket", {{"le", "+Inf"}}), 5);
   EXPECT_EQ(fsaudit::testing::scrape_value(t, "lat_seconds_count"), 5);
+}
+
+TEST(Store, SerialisesOncePerChangeAndServesTheSameTextBetweenChanges) {
+  metrics::Store s;
+  metrics::Batch a;
+  a.gauge("x", "X.", {{"target", "/a"}}, 1);
+  s.publish("k1", a);
+  auto first = s.snapshot();
+  auto again = s.snapshot();
+  EXPECT_EQ(first.get(), again.get()) << "a scrape without a change serialised again";
+  EXPECT_EQ(s.builds(), 1u);
+  metrics::Batch b;
+  b.gauge("x", "X.", {{"target", "/b"}}, 2);
+  s.publish("k2", b);
+  auto third = s.snapshot();
+  EXPECT_NE(first.get(), third.get());
+  EXPECT_EQ(s.builds(), 2u);
+  // The old snapshot is immutable: a scrape in progress keeps a consistent text.
+  EXPECT_EQ(first->find("/b"), std::string::npos);
+  EXPECT_NE(third->find("x{target=\"/b\"} 2\n"), std::string::npos) << *third;
+  s.remove("nothing-there");
+  EXPECT_EQ(s.snapshot().get(), third.get()) << "a no-op remove invalidated the text";
+}
+
+TEST(Store, ExpositionIsExactAndEscaped) {
+  metrics::Batch b;
+  b.gauge("g", "Help with \\ and\nnewline.", {{"target", "/srv/a \"b\"\\c\nd"}, {"fs", "ext4"}}, 0.25);
+  b.counter("c_total", "C.", {}, 3);
+  b.gauge("inf", "I.", {}, std::numeric_limits<double>::infinity());
+  metrics::Store s;
+  s.publish("k", b);
+  EXPECT_EQ(s.text(),
+            "# HELP c_total C.\n# TYPE c_total counter\nc_total 3\n"
+            "# HELP g Help with \\\\ and\\nnewline.\n# TYPE g gauge\n"
+            "g{fs=\"ext4\",target=\"/srv/a \\\"b\\\"\\\\c\\nd\"} 0.25\n"
+            "# HELP inf I.\n# TYPE inf gauge\ninf +Inf\n");
+}
+
+TEST(Store, ATypeClashKeepsTheFirstType) {
+  metrics::Store s;
+  metrics::Batch a, b;
+  a.gauge("m", "M.", {{"k", "a"}}, 1);
+  b.counter("m", "M.", {{"k", "b"}}, 2);
+  s.publish("a", a);
+  s.publish("b", b);
+  EXPECT_EQ(s.text(), "# HELP m M.\n# TYPE m gauge\nm{k=\"a\"} 1\n");
+  s.remove("a");  // the family is gone with its last key; b's clash was dropped, not kept aside
+  EXPECT_EQ(s.text(), "");
 }

@@ -102,9 +102,9 @@ TEST(Daemon, ServesMetricsNotifiesSystemdReloadsAndStops) {
   EXPECT_EQ(scrape_value(text, "fsaudit_config_last_reload_success"), 0) << d.log();
   EXPECT_NE(d.log().find("config reload rejected, keeping the running config"), std::string::npos) << d.log();
   EXPECT_NE(d.log().find("did you mean 'interval'"), std::string::npos) << d.log();
-  auto ts1 = scrape_value(d.scrape(), "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}, {"target", "/"}});
+  auto ts1 = scrape_value(d.scrape(), "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}});
   std::this_thread::sleep_for(2500ms);
-  auto ts2 = scrape_value(d.scrape(), "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}, {"target", "/"}});
+  auto ts2 = scrape_value(d.scrape(), "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}});
   EXPECT_GT(ts2, ts1) << "probes stopped running after a rejected reload";
   EXPECT_TRUE(d.running());
 
@@ -154,11 +154,52 @@ TEST(Daemon, HungProbeIsReportedAndOthersKeepRunning) {
   EXPECT_NE(scrape_lines(text, "fsaudit_probe_failure_info").find("probe=\"zfs\""), std::string::npos)
       << scrape_lines(text, "fsaudit_probe_failure_info");
   EXPECT_NE(d.log().find("probe zfs on host failed"), std::string::npos) << d.log();
-  auto ts1 = scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}, {"target", "/"}});
+  auto ts1 = scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}});
   std::this_thread::sleep_for(2500ms);
-  auto ts2 = scrape_value(d.scrape(), "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}, {"target", "/"}});
+  auto ts2 = scrape_value(d.scrape(), "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}});
   EXPECT_GT(ts2, ts1) << "capacity stalled behind the hung zpool";
+  // The runner kills zpool at the run's deadline, the same moment the scheduler times the run out:
+  // every run still counts once, as one failure, whichever of the two came first.
+  text = d.scrape();
+  double runs = scrape_value(text, "fsaudit_probe_runs_total", {{"probe", "zfs"}});
+  double failures = scrape_value(text, "fsaudit_probe_failures_total", {{"probe", "zfs"}});
+  EXPECT_GE(runs, 2) << scrape_lines(text, "fsaudit_probe");
+  EXPECT_EQ(failures, runs) << scrape_lines(text, "fsaudit_probe");
+  EXPECT_LE(scrape_value(text, "fsaudit_probe_timeouts_total", {{"probe", "zfs"}}), runs);
   EXPECT_EQ(d.stop(5), 0);
+}
+
+TEST(Daemon, ReloadStormWhileRunsAreInFlight) {
+  // Every run holds the config it started with; a reload swaps in a new one. Under the sanitizer
+  // build a run reading a config the reload freed is a hard failure; here the daemon must also
+  // keep serving and keep its accounting.
+  TempDir dir;
+  for (const char* n : {"zpool-a", "zpool-b"}) {
+    write_text(dir / n, "#!/bin/sh\nsleep 0.2\necho 'no pools available'\n");
+    std::filesystem::permissions(dir / n, std::filesystem::perms::owner_all);
+  }
+  int port = free_port();
+  auto yaml = [&](const char* tool) {
+    return base_config(port, dir / "state") + "  zfs: {interval: 1s, timeout: 5s, jitter: 0s}\ntools: {zpool: " +
+           (dir / tool).string() + "}\n";
+  };
+  DaemonProcess d(dir.path(), yaml("zpool-a"), port);
+  d.wait_for_metric("fsaudit_probe_success", {{"probe", "zfs"}}, 30);
+  for (int i = 0; i < 60; ++i) {
+    write_text(d.config_path(), yaml(i % 2 ? "zpool-a" : "zpool-b"));
+    d.signal(SIGHUP);
+    std::this_thread::sleep_for(50ms);
+  }
+  auto text = d.wait_for([](const std::string& t) { return scrape_value(t, "fsaudit_config_last_reload_success") == 1; }, 10);
+  ASSERT_TRUE(d.running()) << d.log();
+  EXPECT_EQ(scrape_value(text, "fsaudit_config_last_reload_success"), 1) << d.log();
+  double ts1 = scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}});
+  text = d.wait_for([&](const std::string& t) {
+    return scrape_value(t, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}}) > ts1;
+  }, 10);
+  EXPECT_GT(scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}}), ts1);
+  EXPECT_GE(scrape_value(text, "fsaudit_probe_runs_total", {{"probe", "zfs"}}), 2) << scrape_lines(text, "fsaudit_probe");
+  EXPECT_EQ(d.stop(5), 0) << d.log();
 }
 
 TEST(Daemon, CheckConfigExitCodes) {

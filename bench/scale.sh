@@ -1,0 +1,144 @@
+#!/bin/bash
+# fsauditd beside Debian's prometheus-node-exporter on many filesystems, in one run: loop-device
+# ext4 (one mkfs, then sparse copies), XFS and btrfs (one mkfs each), and a zfs-fuse pool with
+# datasets. For each total size (cumulative: the filesystems of a size stay for the next) both
+# daemons start fresh, are scraped every 15 s as Prometheus would, and after a settle time this
+# prints over WINDOW seconds: CPU (user+system, % of one core), RSS, median scrape time, samples,
+# and the ratios fsauditd/node_exporter.
+#
+# usage: bench/scale.sh [FSAUDITD=build/daemon/fsauditd] [WINDOW_SECONDS=600] [SIZES="10 100 1000"]
+# env:   SETTLE=60 (seconds before the window)  SCRAPES=50 (for the median)  LATENCY=0|1
+#
+# Root only. Everything it creates (images, loop devices, mounts, the pool, zfs-fuse if it started
+# it, the daemons) is removed on exit, also on failure or Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FSAUDITD=$(realpath "${1:-build/daemon/fsauditd}")
+WINDOW=${2:-600}
+SIZES=${3:-"10 100 1000"}
+SETTLE=${SETTLE:-60}
+SCRAPES=${SCRAPES:-50}
+LATENCY=${LATENCY:-0}
+[ "$(id -u)" = 0 ] || { echo "scale.sh: needs root (loop devices, mounts)" >&2; exit 2; }
+command -v prometheus-node-exporter >/dev/null || { echo "scale.sh: apt-get install prometheus-node-exporter" >&2; exit 2; }
+
+ID=$$
+IMG=/var/tmp/fsaudit-scale-$ID
+ROOT=/srv/fsaudit-scale-$ID
+POOL=fsscale$ID
+mkdir -p "$IMG" "$ROOT"
+LOOPS=(); MOUNTS=(); PIDS=(); ZFS_PID=""; POOL_MADE=0
+
+# Stops a process without ever blocking on one stuck in the kernel (statfs on a hung FUSE mount).
+stop_pid() {
+  kill "$1" 2>/dev/null || return 0
+  for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.2; done
+  kill -9 "$1" 2>/dev/null
+}
+cleanup() {
+  set +e
+  for p in "${PIDS[@]}"; do stop_pid "$p"; done
+  if [ "$POOL_MADE" = 1 ]; then
+    for _ in 1 2 3; do zpool destroy -f "$POOL" 2>/dev/null && break; sleep 2; done
+  fi
+  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}"; done
+  for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
+  [ -n "$ZFS_PID" ] && stop_pid "$ZFS_PID"
+  rm -rf "$IMG" "$ROOT"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# One zfs-fuse per machine, shared with the lab tests through their lock.
+exec 9>/run/fsaudit-lab-zfs-fuse.lock
+flock 9
+if ! zpool list -H >/dev/null 2>&1; then
+  zfs-fuse --no-daemon --no-kstat-mount >>/tmp/fsaudit-lab-zfs-fuse.log 2>&1 &
+  ZFS_PID=$!
+  for _ in $(seq 100); do zpool list -H >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+
+truncate -s 16M "$IMG/ext4-base.img"
+mkfs.ext4 -q -F -O ^has_journal -m 0 "$IMG/ext4-base.img"
+attach() {  # image mountpoint fstype [mount options]
+  local dev
+  dev=$(losetup -f --show "$1"); LOOPS+=("$dev")
+  mkdir -p "$2"
+  mount -t "$3" ${4:+-o "$4"} "$dev" "$2"; MOUNTS+=("$2")
+}
+n_ext4=0 n_xfs=0 n_btrfs=0 n_zfs=0
+grow_to() {  # total: about 1/5 ZFS datasets, 1/50 XFS, 1/50 btrfs, the rest ext4
+  local total=$1 want_zfs want_xfs want_btrfs want_ext4 t0=$SECONDS
+  want_zfs=$((total / 5)); want_xfs=$((total / 50 > 0 ? total / 50 : 1)); want_btrfs=$want_xfs
+  want_ext4=$((total - want_zfs - want_xfs - want_btrfs))
+  if [ "$POOL_MADE" = 0 ] && [ "$want_zfs" -gt 0 ]; then
+    truncate -s 512M "$IMG/pool.img"
+    zpool create -f -m "$ROOT/zfs" "$POOL" "$IMG/pool.img"; POOL_MADE=1; n_zfs=1
+  fi
+  while [ $n_zfs -lt "$want_zfs" ]; do zfs create "$POOL/d$n_zfs"; n_zfs=$((n_zfs + 1)); done
+  while [ $n_xfs -lt "$want_xfs" ]; do
+    truncate -s 300M "$IMG/xfs$n_xfs.img"; mkfs.xfs -q -f "$IMG/xfs$n_xfs.img"
+    attach "$IMG/xfs$n_xfs.img" "$ROOT/xfs$n_xfs" xfs; n_xfs=$((n_xfs + 1))
+  done
+  while [ $n_btrfs -lt "$want_btrfs" ]; do
+    truncate -s 128M "$IMG/btrfs$n_btrfs.img"; mkfs.btrfs -q -f "$IMG/btrfs$n_btrfs.img" >/dev/null
+    attach "$IMG/btrfs$n_btrfs.img" "$ROOT/btrfs$n_btrfs" btrfs; n_btrfs=$((n_btrfs + 1))
+  done
+  while [ $n_ext4 -lt "$want_ext4" ]; do
+    cp --sparse=always "$IMG/ext4-base.img" "$IMG/ext4-$n_ext4.img"
+    attach "$IMG/ext4-$n_ext4.img" "$ROOT/ext4-$n_ext4" ext4; n_ext4=$((n_ext4 + 1))
+  done
+  echo "filesystems: $n_ext4 ext4, $n_xfs xfs, $n_btrfs btrfs, $n_zfs zfs-fuse datasets (built in $((SECONDS - t0)) s)" >&2
+}
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+scrape_times() { for _ in $(seq "$SCRAPES"); do curl -s -m 30 -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$1/metrics"; done | median; }
+HZ=$(getconf CLK_TCK)
+
+printf '%-6s %-8s %9s %9s %10s %9s %9s %10s %9s\n' size targets "cpu_%" "cpu_ratio" "rss_KiB" rss_ratio \
+  "scrape_ms" scr_ratio samples >"$IMG/table"
+for size in $SIZES; do
+  grow_to "$size"
+  fp=$(port); np=$(port)
+  mkdir -p "$IMG/state-$size"
+  cat >"$IMG/fsaudit-$size.yaml" <<CFG
+listen: 127.0.0.1:$fp
+state_dir: $IMG/state-$size
+targets:
+  include: ["$ROOT/*"]
+  fstypes: [ext4, xfs, btrfs, fuse.zfs]
+CFG
+  [ "$LATENCY" = 1 ] || printf 'latency:\n  enabled: false\n' >>"$IMG/fsaudit-$size.yaml"
+  "$FSAUDITD" --config "$IMG/fsaudit-$size.yaml" >"$IMG/fsauditd-$size.log" 2>&1 & fpid=$!; PIDS+=("$fpid")
+  prometheus-node-exporter --web.listen-address=127.0.0.1:"$np" >"$IMG/ne-$size.log" 2>&1 & npid=$!; PIDS+=("$npid")
+  # Scraped every 15 s like a Prometheus would: node_exporter does its work at scrape time.
+  (while sleep 15; do curl -s -m 10 -o /dev/null "http://127.0.0.1:$fp/metrics"; curl -s -m 10 -o /dev/null "http://127.0.0.1:$np/metrics"; done) &
+  spid=$!; PIDS+=("$spid")
+  sleep "$SETTLE"
+  f0=$(cpu_ticks $fpid); n0=$(cpu_ticks $npid)
+  sleep "$WINDOW"
+  f1=$(cpu_ticks $fpid); n1=$(cpu_ticks $npid)
+  frss=$(rss $fpid); nrss=$(rss $npid)
+  fsec=$(scrape_times "$fp"); nsec=$(scrape_times "$np")
+  ftext=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics"); ntext=$(curl -s -m 30 "http://127.0.0.1:$np/metrics")
+  fsamples=$(grep -vc '^#' <<<"$ftext"); nsamples=$(grep -vc '^#' <<<"$ntext")
+  targets=$(awk '/^fsaudit_targets / {print $2}' <<<"$ftext")
+  stuck=$(grep -c '^fsaudit_probe_stuck' <<<"$ftext" || true)
+  for p in "$spid" "$fpid" "$npid"; do stop_pid "$p"; done
+  PIDS=()
+  awk -v s="$size" -v t="$targets" -v f="$((f1 - f0))" -v n="$((n1 - n0))" -v hz="$HZ" -v w="$WINDOW" \
+    -v fr="$frss" -v nr="$nrss" -v fs="$fsec" -v ns="$nsec" -v fc="$fsamples" -v nc="$nsamples" 'BEGIN {
+    fcpu = 100 * f / hz / w; ncpu = 100 * n / hz / w
+    printf "%-6s %-8s %9.3f %9s %10d %9.2f %9.2f %10.2f %9d\n", s, t, fcpu, (ncpu > 0 ? sprintf("%.2f", fcpu / ncpu) : "n/a"),
+      fr, fr / nr, fs * 1000, fs / ns, fc
+    printf "%-6s %-8s %9.3f %9s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", nr, "", ns * 1000, "", nc
+  }' >>"$IMG/table"
+  echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), stuck jobs: $stuck)" >&2
+done
+echo "window ${WINDOW}s after ${SETTLE}s settle; CPU = user+system of the process over the window, % of one core;"
+echo "rows '(n_e)' are prometheus-node-exporter in the same run; ratios are fsauditd / node_exporter."
+[ "$LATENCY" = 1 ] || echo "latency sampler disabled (LATENCY=0): no fsync is issued by fsauditd in this run."
+cat "$IMG/table"
