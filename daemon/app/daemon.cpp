@@ -466,10 +466,13 @@ void Daemon::run_control() {
     pool_->submit([this, spec, bus = bus_, id = r.id] {
       auto start = std::chrono::steady_clock::now();
       std::stop_source stop;
-      ProbeContext ctx{cfg_.host, runner_, SystemClock::instance(), cfg_.tools, cfg_.state_dir, stop.get_token(), start + spec.timeout};
-      JobOutcome o{spec, spec.probe->run(spec.target, ctx), 0, false, false, std::chrono::system_clock::now()};
-      o.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      on_outcome(o);
+      ProbeContext ctx = make_context(stop.get_token(), start + spec.timeout);
+      JobOutcome o;
+      o.spec = spec;
+      o.result = spec.probe->run(spec.target, ctx);
+      // A run asked for over D-Bus publishes what it found, but the run accounting and its ordering
+      // (seq, stuck, totals) stay the scheduler's: this run is not one of its runs.
+      if (o.result.outcome != Outcome::failed) store_->publish(spec.key(), o.result.metrics);
       std::string text = o.result.outcome == Outcome::failed ? "failed: " + o.result.reason
                          : o.result.outcome == Outcome::not_applicable ? "nothing to do: " + o.result.reason
                                                                        : "ok";

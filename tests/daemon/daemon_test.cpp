@@ -68,9 +68,15 @@ class NotifySocket {
   std::thread reader_;
 };
 
+// The daemon under test watches only the root filesystem, by name, and writes nothing: the
+// host's other mounts (other tests' loop filesystems, a busy zfs-fuse) must not change its results.
+const char kQuietHost[] =
+    "targets: {discover: false, explicit: [{path: /, name: /}]}\n"
+    "latency: {enabled: false}\nscrub: {enabled: false}\ndbus_address: none\n";
+
 std::string base_config(int port, const std::filesystem::path& state) {
-  return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + state.string() +
-         "\nprobes:\n  capacity: {interval: 1s, jitter: 0s}\n  mount: {interval: 1s, jitter: 0s}\n";
+  return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + state.string() + "\n" + kQuietHost +
+         "probes:\n  capacity: {interval: 1s, jitter: 0s}\n  mount: {interval: 1s, jitter: 0s}\n";
 }
 
 }  // namespace
@@ -109,8 +115,8 @@ TEST(Daemon, ServesMetricsNotifiesSystemdReloadsAndStops) {
   EXPECT_TRUE(d.running());
 
   // A valid config on SIGHUP is applied: the mount probe disappears.
-  write_text(d.config_path(), "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (dir / "state").string() +
-                                  "\nprobes:\n  capacity: {interval: 1s}\n  mount: {enabled: false}\n");
+  write_text(d.config_path(), "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (dir / "state").string() + "\n" +
+                                  kQuietHost + "probes:\n  capacity: {interval: 1s}\n  mount: {enabled: false}\n");
   d.signal(SIGHUP);
   text = d.wait_for([](const std::string& t) {
     return scrape_value(t, "fsaudit_config_last_reload_success") == 1 &&
@@ -238,7 +244,7 @@ TEST(Daemon, PortInUseIsAClearError) {
 
 TEST(Daemon, OnceRunsEveryProbeAndPrintsMetrics) {
   TempDir dir;
-  write_text(dir / "c.yaml", "state_dir: " + (dir / "state").string() + "\n");
+  write_text(dir / "c.yaml", "state_dir: " + (dir / "state").string() + "\n" + kQuietHost);
   auto r = run({fsauditd_binary(), "--config", (dir / "c.yaml").string(), "--once"}, 120);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::isnan(scrape_value(r.out, "fsaudit_filesystem_size_bytes", {{"target", "/"}}))) << r.out;

@@ -16,7 +16,7 @@
 #include "probes/setup/parse.hpp"
 #include "probes/setup/probe.hpp"
 #include "probes/setup/rules.hpp"
-#include "tests/scrub/fake_runner.hpp"
+#include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
 
 namespace fsaudit::setup {
@@ -402,10 +402,10 @@ TEST(SetupGather, ZfsFuseThroughFakeToolsAndScrubState) {
   auto mounts = parse_mountinfo("30 1 8:3 / /tmp rw,relatime shared:1 - ext4 /dev/sdc3 rw\n" + data("zfs-fuse.mountinfo"));
   ASSERT_TRUE(mounts.ok());
   FakeRunner runner;
-  runner.set("zfs get -Hp checksum,copies,compression,recordsize setupcap/vm", data("zfs-fuse-zfs-get-Hp-checksum-off.txt"));
-  runner.set("zpool status", data("zfs-fuse-zpool-status-file-mirror.txt"));
-  runner.set("zpool get -Hp all setupcap", "", 2, data("zfs-fuse-zpool-get-Hp-rejected.stderr.txt"));
-  runner.set("zpool get all setupcap", data("zfs-fuse-zpool-get-all.txt"));
+  runner.answer("zfs get -Hp checksum,copies,compression,recordsize setupcap/vm", data("zfs-fuse-zfs-get-Hp-checksum-off.txt"));
+  runner.answer("zpool status", data("zfs-fuse-zpool-status-file-mirror.txt"));
+  runner.answer("zpool get -Hp all setupcap", "", 2, data("zfs-fuse-zpool-get-Hp-rejected.stderr.txt"));
+  runner.answer("zpool get all setupcap", data("zfs-fuse-zpool-get-all.txt"));
   ToolPaths tools;
   auto sc = cfg();
   mkfile(tmp.path() / "state/scrub/zfs_setupcap.state",
@@ -431,7 +431,7 @@ TEST(SetupGather, ZfsFuseThroughFakeToolsAndScrubState) {
   EXPECT_FALSE(e.holds("zfs_ashift_too_small"));
   EXPECT_EQ(runner.count("zpool status"), 1);
   // A second dataset of the same pool reuses this run's zpool status and zpool get.
-  runner.set("zfs get -Hp checksum,copies,compression,recordsize setupcap", data("zfs-fuse-zfs-get-Hp-checksum-off.txt"));
+  runner.answer("zfs get -Hp checksum,copies,compression,recordsize setupcap", data("zfs-fuse-zfs-get-Hp-checksum-off.txt"));
   Target root{"/setupcap", "/setupcap", "fuse.zfs", "setupcap", "rw", "rw", 0, 39};
   auto f2 = gather_facts(root, env);
   EXPECT_FALSE(evaluate(f2, sc).holds("zfs_checksum_off"));
@@ -453,7 +453,7 @@ TEST(SetupGather, RecordsizeAgainstTheMeasuredWriteSize) {
   auto host = HostPaths::under(tmp.path());
   mkfile(tmp.path() / "proc/spl/kstat/zfs/tank/objset-0x36", data("openzfs-objset-kstat-vm-4k-writes.txt"));
   FakeRunner runner;
-  runner.set("zfs get -Hp checksum,copies,compression,recordsize tank/vm",
+  runner.answer("zfs get -Hp checksum,copies,compression,recordsize tank/vm",
              "tank/vm\tchecksum\ton\tdefault\ntank/vm\tcopies\t1\tdefault\ntank/vm\tcompression\tlz4\tlocal\n"
              "tank/vm\trecordsize\t131072\tdefault\n");
   ToolPaths tools;
@@ -472,7 +472,7 @@ TEST(SetupGather, ZfsToolFailureIsAProblemNotAFinding) {
   auto host = HostPaths::under(tmp.path());
   FakeRunner runner;
   runner.missing("zfs get -Hp checksum,copies,compression,recordsize tank/a");
-  runner.set("zpool status", "", 1, "connect: No such file or directory");
+  runner.answer("zpool status", "", 1, "connect: No such file or directory");
   ToolPaths tools;
   auto sc = cfg();
   GatherEnv env(host, runner, tools, sc, tmp.path() / "state", {}, kNow);
