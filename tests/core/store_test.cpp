@@ -81,7 +81,9 @@ TEST(Store, ExpositionIsExactAndEscaped) {
   EXPECT_EQ(s.text(),
             "# HELP c_total C.\n# TYPE c_total counter\nc_total 3\n"
             "# HELP g Help with \\\\ and\\nnewline.\n# TYPE g gauge\n"
-            "g{fs=\"ext4\",target=\"/srv/a \\\"b\\\"\\\\c\\nd\"} 0.25\n"
+            // Quotes and backslashes are escaped; a control character (the newline) is replaced by a
+            // blank by clean_label_value before it reaches the store.
+            "g{fs=\"ext4\",target=\"/srv/a \\\"b\\\"\\\\c d\"} 0.25\n"
             "# HELP inf I.\n# TYPE inf gauge\ninf +Inf\n");
 }
 
