@@ -18,6 +18,7 @@ cleanup() {
   rm -rf "$DIR"
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM
 truncate -s 32M "$DIR/ext4.img"
 LOOP=$(losetup -f --show "$DIR/ext4.img")
 mkfs.ext4 -q -F "$LOOP"
