@@ -1,0 +1,227 @@
+// Fault tests against the real daemon: a filesystem whose statfs/fsync never return (a FUSE program),
+// a loop device detached under a mounted filesystem, journald restarted/rotated/vacuumed under the
+// kernel log watcher with an invalid saved cursor, and a SIGKILL restart storm while kernel error lines
+// keep arriving.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "tests/support/daemon_process.hpp"
+#include "tests/support/lab.hpp"
+
+namespace fsaudit::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+[[maybe_unused]] std::string unique_name(const std::string& prefix) {
+  std::random_device rd;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", rd());
+  return prefix + buf;
+}
+
+// "major:minor" of the filesystem mounted at `dir` (from mountinfo, which never calls into it), or "".
+std::string mount_dev(const fs::path& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string id, parent, dev, root, point;
+    ls >> id >> parent >> dev >> root >> point;
+    if (point == dir.string()) return dev;
+  }
+  return "";
+}
+
+// The hanging FUSE filesystem, mounted at `dir`. The guard releases every blocked call, aborts the
+// FUSE connection (so nothing can stay blocked in the kernel), unmounts lazily and ends the program,
+// also when the test fails.
+class HangFs {
+ public:
+  explicit HangFs(fs::path dir) : dir_(std::move(dir)) {
+    fs::create_directories(dir_);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      int null = ::open("/dev/null", O_RDWR);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(FSAUDIT_HANG_FS, "fsaudit-hang-fs", dir_.c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100 && (dev_ = mount_dev(dir_)).empty(); ++i) ::usleep(50'000);
+  }
+  ~HangFs() {
+    release();
+    if (!dev_.empty()) {
+      auto colon = dev_.find(':');
+      // The connection's directory is named by the device's minor number.
+      fs::path abort = fs::path("/sys/fs/fuse/connections") / dev_.substr(colon + 1) / "abort";
+      if (fs::exists(abort)) std::ofstream(abort) << "1\n";  // only where fusectl is mounted
+      if (!mount_dev(dir_).empty()) run({"umount", "-l", dir_.string()}, 10);
+    }
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int st = 0;
+      for (int i = 0; i < 60 && ::waitpid(pid_, &st, WNOHANG) == 0; ++i) ::usleep(50'000);
+      if (::waitpid(pid_, &st, WNOHANG) == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &st, 0);
+      }
+    }
+  }
+  bool ok() const { return pid_ > 0 && !dev_.empty(); }
+  void release() {
+    if (pid_ > 0) ::kill(pid_, SIGUSR1);
+  }
+
+ private:
+  fs::path dir_;
+  pid_t pid_ = -1;
+  std::string dev_;
+};
+
+std::string fast_config(int port, const fs::path& state, const std::vector<fs::path>& targets,
+                        const std::string& probes, const std::string& extra = "") {
+  std::string t;
+  for (const auto& p : targets) t += (t.empty() ? "" : ", ") + std::string("{path: ") + p.string() + "}";
+  return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + state.string() +
+         "\ntargets:\n  discover: false\n  explicit: [" + t + "]\nprobes:\n" + probes + extra;
+}
+
+// The mount point the daemon reports a directory target under (its `target` label).
+std::string target_label(const fs::path& dir) {
+  auto c = run({"findmnt", "-n", "-o", "TARGET", "--target", dir.string()});
+  return std::string(trim(c.out));
+}
+
+// 'Z' once the process's main thread has exited, even while another of its threads is still blocked in
+// the kernel (the process cannot be reaped until that thread returns).
+char proc_state(int pid) {
+  auto s = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!s) return 0;
+  auto close = s->rfind(')');
+  return close == std::string::npos || close + 2 >= s->size() ? 0 : (*s)[close + 2];
+}
+
+// Releases the hanging filesystem on scope exit: declared after the DaemonProcess, it runs before the
+// daemon's guard, which could otherwise wait forever to reap a process with a thread blocked in FUSE.
+struct ReleaseFirst {
+  HangFs& fs;
+  ~ReleaseFirst() { fs.release(); }
+};
+
+double value_or(const std::string& text, const std::string& name, const std::map<std::string, std::string>& l,
+                double dflt) {
+  double v = scrape_value(text, name, l);
+  return std::isnan(v) ? dflt : v;
+}
+
+class HangFsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FSAUDIT_REQUIRE_LAB_OR_SKIP();
+    if (std::string(FSAUDIT_HANG_FS).empty() || !fs::exists("/dev/fuse")) {
+      if (lab_required()) FAIL() << "no libfuse3 or /dev/fuse (scripts/install-deps.sh installs libfuse3-dev fuse3)";
+      GTEST_SKIP() << "no libfuse3 or /dev/fuse";
+    }
+  }
+  const std::string probes_ =
+      "  capacity: {interval: 1s, jitter: 0s, timeout: 2s}\n  mount: {interval: 1s, jitter: 0s, timeout: 2s}\n";
+};
+
+// statfs never returns on one target: that job is marked stuck, the other target keeps updating, the
+// daemon still serves /metrics and exits on SIGTERM within 5 s while the thread is blocked in the kernel.
+TEST_F(HangFsTest, StatfsNeverReturnsTargetStuckOthersUpdateSigtermExits) {
+  TempDir dir("fsaudit-fault-hang");
+  const fs::path hang = dir / "hang", plain = dir / "plain";
+  fs::create_directories(plain);
+  HangFs hfs(hang);
+  ASSERT_TRUE(hfs.ok()) << "FUSE mount at " << hang << " did not appear";
+  int port = free_port();
+  DaemonProcess d(dir.path(), fast_config(port, dir / "state", {hang, plain}, probes_), port);
+  ReleaseFirst release_first{hfs};
+  const std::map<std::string, std::string> hang_cap{{"probe", "capacity"}, {"target", hang.string()}};
+  const std::string plain_t = target_label(plain);
+  ASSERT_FALSE(plain_t.empty());
+  const std::map<std::string, std::string> plain_cap{{"probe", "capacity"}, {"target", plain_t}};
+  auto text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_probe_stuck", hang_cap) == 1; }, 30);
+  ASSERT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 1)
+      << scrape_lines(text, "fsaudit_probe_stuck") << d.log();
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_stuck", plain_cap), 0);
+  EXPECT_GE(scrape_value(text, "fsaudit_probe_timeouts_total", hang_cap), 1);
+  const double runs1 = scrape_value(text, "fsaudit_probe_runs_total", plain_cap);
+  const double last1 = scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", plain_cap);
+  const double hang_runs1 = value_or(text, "fsaudit_probe_runs_total", hang_cap, 0);
+  ASSERT_FALSE(std::isnan(runs1)) << scrape_lines(text, "fsaudit_probe_runs_total");
+  DaemonProcess::sleep_ms(3500);
+  text = d.scrape();
+  ASSERT_FALSE(text.empty()) << "/metrics stopped answering while a probe is stuck";
+  EXPECT_GE(scrape_value(text, "fsaudit_probe_runs_total", plain_cap), runs1 + 2)
+      << scrape_lines(text, "fsaudit_probe_runs_total");
+  EXPECT_GT(scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", plain_cap), last1);
+  EXPECT_GT(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", plain_t}}), 0)
+      << scrape_lines(text, "fsaudit_filesystem_size_bytes");
+  // Not started again while stuck: no pile of threads blocked on the same mount.
+  EXPECT_EQ(value_or(text, "fsaudit_probe_runs_total", hang_cap, 0), hang_runs1);
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 1);
+  // SIGTERM: the daemon finishes its shutdown within 5 s. Its thread blocked in FUSE statfs is in an
+  // uninterruptible wait once the server has read the request (even SIGKILL waits), so the process
+  // stays a zombie until the filesystem answers: the main thread is gone, /metrics is closed.
+  auto t0 = Clock::now();
+  d.signal(SIGTERM);
+  bool down = false;
+  while (!down && Clock::now() - t0 < std::chrono::seconds(5)) {
+    char st = proc_state(d.pid());
+    down = st == 0 || st == 'Z';
+    if (!down) DaemonProcess::sleep_ms(50);
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("SIGTERM to main thread gone: %.2f s\n", secs);
+  EXPECT_TRUE(down) << "SIGTERM with a stuck probe: main thread still running after " << secs << " s\n" << d.log();
+  EXPECT_TRUE(d.scrape().empty()) << "/metrics still answers after SIGTERM";
+  EXPECT_NE(d.log().find("still stuck"), std::string::npos) << d.log();
+  hfs.release();  // the blocked statfs returns and the process can be reaped
+  EXPECT_EQ(d.stop(10), 0) << d.log();
+}
+
+// Once the filesystem answers again the stuck job returns, is cleared, and runs again normally.
+TEST_F(HangFsTest, ReleasedStatfsClearsStuckAndRunsAgain) {
+  TempDir dir("fsaudit-fault-hang");
+  const fs::path hang = dir / "hang";
+  HangFs hfs(hang);
+  ASSERT_TRUE(hfs.ok()) << "FUSE mount at " << hang << " did not appear";
+  int port = free_port();
+  DaemonProcess d(dir.path(), fast_config(port, dir / "state", {hang}, probes_), port);
+  ReleaseFirst release_first{hfs};
+  const std::map<std::string, std::string> hang_cap{{"probe", "capacity"}, {"target", hang.string()}};
+  auto text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_probe_stuck", hang_cap) == 1; }, 30);
+  ASSERT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 1) << scrape_lines(text, "fsaudit_probe_stuck");
+  hfs.release();
+  text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_probe_stuck", hang_cap) == 0 && scrape_value(s, "fsaudit_probe_success", hang_cap) == 1;
+  }, 15);
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 0) << scrape_lines(text, "fsaudit_probe");
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", hang_cap), 1) << scrape_lines(text, "fsaudit_probe");
+  EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", hang.string()}}), 4096.0 * 1024)
+      << scrape_lines(text, "fsaudit_filesystem_size_bytes");
+  EXPECT_EQ(d.stop(5), 0) << d.log();
+}
+
+}  // namespace
+}  // namespace fsaudit::testing
