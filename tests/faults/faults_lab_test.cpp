@@ -53,7 +53,8 @@ std::string mount_dev(const fs::path& dir) {
 // also when the test fails.
 class HangFs {
  public:
-  explicit HangFs(fs::path dir) : dir_(std::move(dir)) {
+  // With `backing`, /disk.img in it reads and writes that file until fail() makes every I/O fail (EIO).
+  explicit HangFs(fs::path dir, const fs::path& backing = {}) : dir_(std::move(dir)) {
     fs::create_directories(dir_);
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -61,7 +62,10 @@ class HangFs {
       int null = ::open("/dev/null", O_RDWR);
       ::dup2(null, 1);
       ::dup2(null, 2);
-      ::execl(FSAUDIT_HANG_FS, "fsaudit-hang-fs", dir_.c_str(), nullptr);
+      if (backing.empty())
+        ::execl(FSAUDIT_HANG_FS, "fsaudit-hang-fs", dir_.c_str(), nullptr);
+      else
+        ::execl(FSAUDIT_HANG_FS, "fsaudit-hang-fs", dir_.c_str(), backing.c_str(), nullptr);
       ::_exit(127);
     }
     for (int i = 0; i < 100 && (dev_ = mount_dev(dir_)).empty(); ++i) ::usleep(50'000);
@@ -88,6 +92,9 @@ class HangFs {
   bool ok() const { return pid_ > 0 && !dev_.empty(); }
   void release() {
     if (pid_ > 0) ::kill(pid_, SIGUSR1);
+  }
+  void fail() {
+    if (pid_ > 0) ::kill(pid_, SIGUSR2);
   }
 
  private:
@@ -220,6 +227,81 @@ TEST_F(HangFsTest, ReleasedStatfsClearsStuckAndRunsAgain) {
   EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", hang_cap), 1) << scrape_lines(text, "fsaudit_probe");
   EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", hang.string()}}), 4096.0 * 1024)
       << scrape_lines(text, "fsaudit_filesystem_size_bytes");
+  EXPECT_EQ(d.stop(5), 0) << d.log();
+}
+
+// A loop device this test attached; detached on scope exit unless the test detached it itself (after
+// which the number may already belong to someone else's device, so it is never touched again).
+class OwnLoop {
+ public:
+  explicit OwnLoop(const fs::path& file) {
+    auto c = run({"losetup", "-f", "--show", file.string()});
+    if (c.ok()) device_ = std::string(trim(c.out));
+  }
+  ~OwnLoop() {
+    if (!device_.empty() && !detached_) run({"losetup", "-d", device_});
+  }
+  bool detach() {
+    detached_ = run({"losetup", "-d", device_}).ok();
+    return detached_;
+  }
+  const std::string& device() const { return device_; }
+
+ private:
+  std::string device_;
+  bool detached_ = false;
+};
+
+// The disk under a mounted ext4 goes away: the loop device is detached (lazily, it stays while mounted)
+// and its backing store starts failing every I/O. The daemon reports the kernel's I/O and ext4 errors
+// on that device and the read-only remount, keeps running and stops cleanly.
+TEST_F(HangFsTest, LoopDetachedAndDiskFailsUnderMountedExt4) {
+  TempDir dir("fsaudit-fault-loop");
+  const fs::path backing = dir / "backing.img", mnt = dir / "mnt";
+  {
+    std::ofstream(backing).close();
+  }
+  fs::resize_file(backing, 32 << 20);
+  HangFs disk(dir / "fuse", backing);
+  ASSERT_TRUE(disk.ok()) << "FUSE mount did not appear";
+  OwnLoop loop(dir / "fuse" / "disk.img");
+  ASSERT_FALSE(loop.device().empty());
+  must({"mkfs.ext4", "-q", "-F", loop.device()});
+  Mount m(loop.device(), mnt, "ext4", "errors=remount-ro");
+  ASSERT_TRUE(m.ok()) << m.error();
+  write_text(mnt / "before", "written while the disk was healthy\n");
+  must({"sync", "-f", (mnt / "before").string()});
+  int port = free_port();
+  DaemonProcess d(dir.path(), fast_config(port, dir / "state", {mnt},
+                                          "  capacity: {interval: 1s, jitter: 0s}\n  mount: {interval: 1s, jitter: 0s}\n"
+                                          "  ext4: {interval: 1s, jitter: 0s}\n  kernel_log: {interval: 1s, jitter: 0s}\n",
+                                          "kernel_log:\n  source: kmsg\n  max_lines_per_run: 100000\n"),
+                  port);
+  const std::map<std::string, std::string> t{{"target", mnt.string()}};
+  auto text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_filesystem_readonly", t) == 0 &&
+           !std::isnan(scrape_value(s, "fsaudit_kernel_log_lines_total", {{"source", "kmsg"}}));
+  }, 30);
+  ASSERT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 0) << d.log();
+  const std::string dev = fs::path(loop.device()).filename();
+  ASSERT_TRUE(loop.detach());
+  disk.fail();
+  {
+    std::ofstream f(mnt / "after");
+    f << std::string(256 << 10, 'x');
+  }
+  run({"sync", "-f", (mnt / "after").string()}, 30);  // fails: EIO
+  text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_filesystem_readonly", t) == 1 &&
+           value_or(s, "fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "io"}}, 0) >= 1;
+  }, 30);
+  EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 1) << scrape_lines(text, "fsaudit_filesystem");
+  EXPECT_GE(value_or(text, "fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "io"}}, 0), 1)
+      << scrape_lines(text, "fsaudit_kernel_errors_total");
+  EXPECT_GE(value_or(text, "fsaudit_kernel_errors_total", {{"device", dev}, {"fs", "ext4"}}, 0), 1)
+      << scrape_lines(text, "fsaudit_kernel_errors_total");
+  EXPECT_GT(scrape_value(text, "fsaudit_filesystem_size_bytes", t), 0) << "statfs of the read-only fs still works";
+  EXPECT_TRUE(d.running()) << d.log();
   EXPECT_EQ(d.stop(5), 0) << d.log();
 }
 

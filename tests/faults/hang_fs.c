@@ -1,11 +1,14 @@
 // A FUSE filesystem whose statfs and fsync never return until released: the "dead NFS server / dying
-// disk" of the fault tests. Usage: fsaudit-hang-fs MOUNTPOINT (runs in the foreground, multithreaded).
+// disk" of the fault tests. Usage: fsaudit-hang-fs MOUNTPOINT [BACKING_FILE] (foreground, multithreaded).
 // SIGUSR1 releases every blocked and future call (they then succeed); umount or SIGTERM ends it.
 // Everything else (getattr, readdir, create, write, unlink) answers at once from an in-memory table.
+// With BACKING_FILE, /disk.img reads and writes that file (a loop device can sit on it), and after
+// SIGUSR2 every read, write and fsync of it fails with EIO: a disk that died under a filesystem.
 #define FUSE_USE_VERSION 31
 #include <fuse3/fuse.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -21,6 +24,14 @@ static off_t sizes[MAX_FILES];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int released;
 static atomic_int blocked_calls;
+static atomic_int failing;
+static int backing_fd = -1;
+static const char* disk = "/disk.img";
+
+static void on_usr2(int sig) {
+  (void)sig;
+  atomic_store(&failing, 1);
+}
 
 static void on_usr1(int sig) {
   (void)sig;
@@ -93,14 +104,26 @@ static int hang_open(const char* path, struct fuse_file_info* fi) {
   return i >= 0 ? 0 : -ENOENT;
 }
 
+static int is_disk(const char* path) { return backing_fd >= 0 && strcmp(path, disk) == 0; }
+
 static int hang_read(const char* path, char* buf, size_t n, off_t off, struct fuse_file_info* fi) {
-  (void)path, (void)off, (void)fi;
+  (void)fi;
+  if (is_disk(path)) {
+    if (atomic_load(&failing)) return -EIO;
+    ssize_t r = pread(backing_fd, buf, n, off);
+    return r < 0 ? -errno : (int)r;
+  }
   memset(buf, 0, n);
   return (int)n;
 }
 
 static int hang_write(const char* path, const char* buf, size_t n, off_t off, struct fuse_file_info* fi) {
-  (void)buf, (void)fi;
+  (void)fi;
+  if (is_disk(path)) {
+    if (atomic_load(&failing)) return -EIO;
+    ssize_t r = pwrite(backing_fd, buf, n, off);
+    return r < 0 ? -errno : (int)r;
+  }
   pthread_mutex_lock(&mu);
   int i = find(path);
   if (i >= 0 && off + (off_t)n > sizes[i]) sizes[i] = off + (off_t)n;
@@ -127,7 +150,7 @@ static int hang_unlink(const char* path) {
 
 static int hang_statfs(const char* path, struct statvfs* st) {
   (void)path;
-  block_until_released();
+  if (backing_fd < 0) block_until_released();  // a failing disk fails, it does not hang
   memset(st, 0, sizeof *st);
   st->f_bsize = st->f_frsize = 4096;
   st->f_blocks = 1024;
@@ -137,7 +160,8 @@ static int hang_statfs(const char* path, struct statvfs* st) {
 }
 
 static int hang_fsync(const char* path, int datasync, struct fuse_file_info* fi) {
-  (void)path, (void)datasync, (void)fi;
+  (void)datasync, (void)fi;
+  if (is_disk(path)) return atomic_load(&failing) ? -EIO : (fdatasync(backing_fd) < 0 ? -errno : 0);
   block_until_released();
   return 0;
 }
@@ -156,14 +180,27 @@ static const struct fuse_operations ops = {
 };
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s MOUNTPOINT\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: %s MOUNTPOINT [BACKING_FILE]\n", argv[0]);
     return 2;
+  }
+  if (argc == 3) {
+    backing_fd = open(argv[2], O_RDWR | O_CLOEXEC);
+    if (backing_fd < 0) {
+      perror(argv[2]);
+      return 1;
+    }
+    struct stat st;
+    fstat(backing_fd, &st);
+    strcpy(names[0], disk);
+    sizes[0] = st.st_size;
   }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_usr1;
   sigaction(SIGUSR1, &sa, NULL);
+  sa.sa_handler = on_usr2;
+  sigaction(SIGUSR2, &sa, NULL);
   // -f foreground, multithreaded (the default) so one blocked call does not block getattr.
   char* args[] = {argv[0], "-f", "-o", "fsname=fsaudit-hang,subtype=fsaudit_hang", argv[1], NULL};
   return fuse_main(5, args, &ops, NULL);
