@@ -19,21 +19,27 @@
 
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
+#include "daemon/runner/runner.hpp"
+#include "probes/kernel_log/kernel_log_probe.hpp"
+#include <nlohmann/json.hpp>
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/lab.hpp"
 
 namespace fsaudit::testing {
+std::string unique_name(const std::string& prefix);
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-[[maybe_unused]] std::string unique_name(const std::string& prefix) {
+}  // namespace
+std::string unique_name(const std::string& prefix) {
   std::random_device rd;
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", rd());
   return prefix + buf;
 }
+namespace {
 
 // "major:minor" of the filesystem mounted at `dir` (from mountinfo, which never calls into it), or "".
 std::string mount_dev(const fs::path& dir) {
@@ -307,3 +313,189 @@ TEST_F(HangFsTest, LoopDetachedAndDiskFailsUnderMountedExt4) {
 
 }  // namespace
 }  // namespace fsaudit::testing
+
+// ---- journald restarted, rotated and vacuumed under the kernel log watcher; an invalid saved cursor ----
+namespace fsaudit::kernel_log {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_kmsg(const std::string& line) {
+  int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << "open /dev/kmsg for writing";
+  ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  ::close(fd);
+}
+
+// A private journald namespace reading /dev/kmsg (as in tests/kernel_log/lab_test.cpp), restartable.
+class PrivateJournald {
+ public:
+  PrivateJournald() : ns_(testing::unique_name("fsaudit-flt-")) {
+    std::string mid;
+    if (auto t = read_file("/etc/machine-id")) mid = std::string(trim(*t));
+    conf_ = "/etc/systemd/journald@" + ns_ + ".conf";
+    journal_dir_ = "/var/log/journal/" + mid + "." + ns_;
+    runtime_dir_ = "/run/systemd/journal." + ns_;
+    testing::write_text(conf_, "[Journal]\nStorage=persistent\nReadKMsg=yes\n");
+    start();
+  }
+  ~PrivateJournald() {
+    stop();
+    std::error_code ec;
+    fs::remove(conf_, ec);
+    fs::remove_all(journal_dir_, ec);
+    fs::remove_all(runtime_dir_, ec);
+  }
+  void start() {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      int null = ::open("/dev/null", O_RDWR);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::unsetenv("NOTIFY_SOCKET");
+      ::execl("/lib/systemd/systemd-journald", "systemd-journald", ns_.c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100 && !fs::exists(journal_dir_); ++i) ::usleep(50'000);
+    ::usleep(300'000);
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int st = 0;
+    for (int i = 0; i < 100 && ::waitpid(pid_, &st, WNOHANG) == 0; ++i) ::usleep(50'000);
+    if (::waitpid(pid_, &st, WNOHANG) == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &st, 0);
+    }
+    pid_ = -1;
+  }
+  bool ok() const { return pid_ > 0 && fs::exists(journal_dir_); }
+  const std::string& ns() const { return ns_; }
+  const fs::path& journal_dir() const { return journal_dir_; }
+  std::size_t files() const {
+    std::size_t n = 0;
+    for (auto& e : fs::directory_iterator(journal_dir_)) n += e.path().extension() == ".journal" ? 1 : 0;
+    return n;
+  }
+
+ private:
+  std::string ns_;
+  fs::path conf_, journal_dir_, runtime_dir_;
+  pid_t pid_ = -1;
+};
+
+struct Harness {
+  HostPaths host;
+  ProcessRunner runner;
+  ToolPaths tools;
+  fs::path state_dir;
+  std::stop_source stop;
+  explicit Harness(fs::path dir) : state_dir(std::move(dir)) {}
+  ProbeResult run(Probe& p) {
+    ProbeContext ctx{host, runner, SystemClock::instance(), tools, state_dir, stop.get_token(),
+                     std::chrono::steady_clock::now() + std::chrono::seconds(10)};
+    return p.run(Target::host(), ctx);
+  }
+};
+
+double errors(const ProbeResult& r, const std::string& dev) {
+  double v = r.metrics.value("fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "io"}});
+  return std::isnan(v) ? 0 : v;
+}
+
+template <class P>
+ProbeResult run_until(Harness& h, Probe& p, P pred) {
+  ProbeResult r = h.run(p);
+  for (int i = 0; i < 50 && !pred(r); ++i) {
+    ::usleep(100'000);
+    r = h.run(p);
+  }
+  return r;
+}
+
+std::string io_line(const std::string& dev, int sector) {
+  return "<3>I/O error, dev " + dev + ", sector " + std::to_string(sector) + " op 0x0:(READ) flags 0x0 phys_seg 1 prio class 2\n";
+}
+
+TEST(JournaldFaults, RestartRotateVacuumAndInvalidCursor) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  if (!fs::exists("/lib/systemd/systemd-journald")) GTEST_SKIP() << "systemd-journald not installed";
+  PrivateJournald jd;
+  ASSERT_TRUE(jd.ok()) << "private journald did not create " << jd.journal_dir();
+  testing::TempDir dir("fsaudit-fault-journal");
+  Harness h(dir / "state");
+  config::KernelLogConfig cfg;
+  cfg.journal_directory = jd.journal_dir().string();
+  const std::string dev = testing::unique_name("fsauditG");
+  int emitted = 0;
+  auto emit = [&] { write_kmsg(io_line(dev, 1000 + emitted++)); };
+  auto until_all = [&](const ProbeResult& r) { return errors(r, dev) >= emitted; };
+  {
+    KernelLogProbe p(cfg);
+    ASSERT_EQ(h.run(p).outcome, Outcome::ok);
+    emit();
+    auto r = run_until(h, p, until_all);
+    ASSERT_EQ(errors(r, dev), 1) << r.reason;
+    // journald restarted under the watcher: it opens a new file, the reader follows.
+    jd.stop();
+    jd.start();
+    ASSERT_TRUE(jd.ok());
+    emit();
+    r = run_until(h, p, until_all);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(errors(r, dev), 2) << "line after the journald restart";
+    // Rotated under the reader, read, rotated again and the archived files (the one being read
+    // included) vacuumed. (An entry vacuumed before any run read it is gone with its file.)
+    testing::must({"journalctl", "--namespace=" + jd.ns(), "--rotate"});
+    emit();
+    r = run_until(h, p, until_all);
+    EXPECT_EQ(errors(r, dev), emitted) << "line after a rotation";
+    testing::must({"journalctl", "--namespace=" + jd.ns(), "--rotate"});
+    testing::must({"journalctl", "--namespace=" + jd.ns(), "--vacuum-files=1"});
+    emit();
+    r = run_until(h, p, until_all);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(errors(r, dev), emitted) << "lines across rotate + vacuum (files now " << jd.files() << ")";
+    r = h.run(p);
+    EXPECT_EQ(errors(r, dev), emitted) << "no double count";
+  }
+  {
+    // A restart of the watcher after the vacuum: resumes at its cursor, nothing counted twice.
+    KernelLogProbe p(cfg);
+    emit();
+    auto r = run_until(h, p, until_all);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(errors(r, dev), emitted);
+  }
+  // A saved cursor the journal rejects: the watcher continues at the tail and counts the gap; it does
+  // not fail until someone deletes the state file.
+  auto state = dir / "state" / "kernel_log.state.json";
+  auto text = read_file(state);
+  ASSERT_TRUE(text);
+  auto j = nlohmann::json::parse(*text);
+  j["journal_cursor"] = "this is not a journal cursor";
+  ASSERT_TRUE(write_file_atomic(state, j.dump()));
+  {
+    KernelLogProbe p(cfg);
+    auto r = h.run(p);
+    ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(r.metrics.value("fsaudit_kernel_log_gaps_total", {{"source", "journal"}}), 1);
+    EXPECT_EQ(errors(r, dev), emitted) << "counters kept across the gap";
+    emit();
+    r = run_until(h, p, until_all);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(errors(r, dev), emitted);
+  }
+  {
+    KernelLogProbe p(cfg);  // the fixed cursor was saved: a restart is not another gap
+    auto r = h.run(p);
+    ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(r.metrics.value("fsaudit_kernel_log_gaps_total", {{"source", "journal"}}), 1);
+    EXPECT_EQ(errors(r, dev), emitted);
+  }
+}
+
+}  // namespace
+}  // namespace fsaudit::kernel_log
