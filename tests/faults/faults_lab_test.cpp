@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -499,3 +501,77 @@ TEST(JournaldFaults, RestartRotateVacuumAndInvalidCursor) {
 
 }  // namespace
 }  // namespace fsaudit::kernel_log
+
+// ---- restart storm ----
+namespace fsaudit::testing {
+namespace {
+
+// SIGKILL-and-restart cycles of the real daemon while kernel I/O error lines keep arriving on /dev/kmsg:
+// after the storm the counter equals the number of lines written, exactly (none counted twice, none
+// missed): counts and the kmsg position are saved together, atomically.
+TEST(RestartStorm, HundredSigkillRestartsCountEveryKernelLineOnce) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  TempDir dir("fsaudit-fault-storm");
+  int port = free_port();
+  const std::string yaml = "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (dir / "state").string() +
+                           "\ntargets:\n  discover: false\nprobes:\n  kernel_log: {interval: 100ms, jitter: 0s}\n"
+                           "kernel_log:\n  source: kmsg\n  max_lines_per_run: 100000\n";
+  const std::string dev = unique_name("fsauditS");
+  const std::map<std::string, std::string> want{{"device", dev}, {"kind", "io"}};
+  {
+    DaemonProcess first(dir.path(), yaml, port);  // first start positions at the end of the buffer
+    auto text = first.wait_for_metric("fsaudit_kernel_log_lines_total", {{"source", "kmsg"}}, 30);
+    ASSERT_FALSE(std::isnan(scrape_value(text, "fsaudit_kernel_log_lines_total", {{"source", "kmsg"}}))) << first.log();
+    // One line counted, so a position is saved: a state file is written only after lines were read,
+    // and a first start killed before that starts again "from the current end".
+    const std::string line = "<3>I/O error, dev " + dev + ", sector 1 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 2\n";
+    int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    ::close(fd);
+    text = first.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_kernel_errors_total", want) == 1; }, 30);
+    ASSERT_EQ(scrape_value(text, "fsaudit_kernel_errors_total", want), 1) << first.log();
+    first.signal(SIGKILL);
+  }
+  std::atomic<int> emitted{1};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    while (!stop) {
+      std::string line = "<3>I/O error, dev " + dev + ", sector " + std::to_string(emitted.load()) +
+                         " op 0x0:(READ) flags 0x0 phys_seg 1 prio class 2\n";
+      int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+      if (fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size())) ++emitted;
+      if (fd >= 0) ::close(fd);
+      DaemonProcess::sleep_ms(15);
+    }
+  });
+  std::mt19937 rng(std::random_device{}());
+  const int cycles = 100;
+  int died_early = 0;
+  auto t0 = Clock::now();
+  for (int i = 0; i < cycles; ++i) {
+    DaemonProcess d(dir.path(), yaml, port);
+    DaemonProcess::sleep_ms(100 + static_cast<int>(rng() % 400));
+    if (!d.running()) ++died_early;
+    d.signal(SIGKILL);
+  }
+  stop = true;
+  writer.join();
+  double storm_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(died_early, 0);
+  DaemonProcess d(dir.path(), yaml, port);
+  auto text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_kernel_errors_total", want) >= emitted; }, 30);
+  DaemonProcess::sleep_ms(1000);  // more runs: nothing more may be counted
+  text = d.scrape();
+  std::printf("restart storm: %d SIGKILL cycles in %.1f s, %d lines written, counted %.0f, lost_messages %.0f\n", cycles,
+              storm_s, emitted.load(), scrape_value(text, "fsaudit_kernel_errors_total", want),
+              scrape_value(text, "fsaudit_kernel_log_lost_messages_total", {{"source", "kmsg"}}));
+  EXPECT_GT(emitted.load(), 100);
+  EXPECT_EQ(scrape_value(text, "fsaudit_kernel_errors_total", want), emitted.load())
+      << scrape_lines(text, "fsaudit_kernel_errors_total") << d.log();
+  EXPECT_EQ(scrape_value(text, "fsaudit_kernel_log_lost_messages_total", {{"source", "kmsg"}}), 0);
+  EXPECT_EQ(d.stop(10), 0);
+}
+
+}  // namespace
+}  // namespace fsaudit::testing
