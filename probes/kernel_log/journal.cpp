@@ -32,15 +32,22 @@ Result<void> JournalReader::open(const std::string& directory, const std::option
   // Enables inotify so that sd_journal_process() notices rotated/new files; never blocks.
   (void)sd_journal_get_fd(j_);
   pending_ = false;
+  cursor_invalid_ = false;
   cursor_ = cursor;
   if (cursor) {
-    if ((r = sd_journal_seek_cursor(j_, cursor->c_str())) < 0)
-      return err("sd_journal_seek_cursor: " + errtext(r) + " (delete the state file to start over)");
-    r = sd_journal_next(j_);
+    cursor_invalid_ = (r = sd_journal_seek_cursor(j_, cursor->c_str())) < 0;
+    // A cursor the journal cannot parse (a damaged state file) must not stop the watcher for good: it
+    // continues at the tail, and the caller counts the gap.
+    r = cursor_invalid_ ? 0 : sd_journal_next(j_);
     if (r > 0 && sd_journal_test_cursor(j_, cursor->c_str()) <= 0) pending_ = true;  // cursor entry vacuumed
     if (r == 0) {  // nothing at or after the cursor: go to the end
       sd_journal_seek_tail(j_);
       sd_journal_previous(j_);
+      char* c = nullptr;
+      if (cursor_invalid_ && sd_journal_get_cursor(j_, &c) >= 0 && c) {
+        cursor_ = std::string(c);
+        free(c);
+      }
     }
   } else if (from_boot) {
     sd_id128_t boot;

@@ -26,6 +26,8 @@ class JournalReader {
   // entry; else start at the end (`from_boot` false) or at the first entry of the current boot.
   Result<void> open(const std::string& directory, const std::optional<std::string>& cursor, bool from_boot);
   bool is_open() const { return j_ != nullptr; }
+  // open() was given a cursor the journal rejected and positioned at the tail instead.
+  bool cursor_invalid() const { return cursor_invalid_; }
 
   enum class Status { entry, empty, error };
   Status next(JournalEntry* out, std::string* error);
@@ -35,6 +37,7 @@ class JournalReader {
  private:
   sd_journal* j_ = nullptr;
   std::optional<std::string> cursor_;
+  bool cursor_invalid_ = false;
   bool pending_ = false;  // positioned on an entry not yet returned (after seeking to a vanished cursor)
 };
 

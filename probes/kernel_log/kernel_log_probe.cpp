@@ -28,6 +28,7 @@ std::string WatcherState::to_json() const {
   j["errors"] = errs;
   j["lines"] = lines;
   j["lost"] = lost;
+  j["gaps"] = gaps;
   j["last_event"] = last_event;
   json ds = json::array();
   for (const auto& [k, v] : btrfs_dev_stats) ds.push_back({{"device", k.first}, {"target", k.second}, {"stats", v}});
@@ -50,6 +51,7 @@ Result<WatcherState> WatcherState::from_json(std::string_view text) {
                 e.at("target").get<std::string>()}] = e.at("count").get<std::uint64_t>();
     s.lines = j.value("lines", std::map<std::string, std::uint64_t>{});
     s.lost = j.value("lost", std::map<std::string, std::uint64_t>{});
+    s.gaps = j.value("gaps", std::map<std::string, std::uint64_t>{});
     s.last_event = j.value("last_event", std::map<std::string, double>{});
     for (const auto& e : j.value("btrfs_dev_stats", json::array()))
       s.btrfs_dev_stats[{e.at("device").get<std::string>(), e.at("target").get<std::string>()}] =
@@ -125,6 +127,13 @@ Result<void> KernelLogProbe::init(ProbeContext& ctx) {
     }
     auto r = journal_.open(cfg_.journal_directory, cursor, from_boot_cfg && !cursor);
     if (!r) return r;
+    if (journal_.cursor_invalid()) {
+      st_.gaps["journal"] += 1;
+      st_.journal_cursor = journal_.cursor();
+      init_note_ = "saved cursor rejected by the journal: continuing at the tail (gap counted)";
+      fs::create_directories(ctx.state_dir, ec);
+      (void)write_file_atomic(state_path, st_.to_json(), 0600);  // count this gap once, not at every restart
+    }
   }
   st_.source = source_;
   st_.boot_id = boot_id_;
@@ -226,6 +235,10 @@ metrics::Batch KernelLogProbe::snapshot() const {
     b.counter("fsaudit_kernel_log_lost_messages_total",
               "Kernel log records overwritten in the ring buffer before the watcher read them",
               {{"source", source_}}, static_cast<double>(st_.lost.count("kmsg") ? st_.lost.at("kmsg") : 0));
+  b.counter("fsaudit_kernel_log_gaps_total",
+            "Times the watcher could not resume where it stopped (its saved journal cursor was rejected) and "
+            "continued at the tail; entries in between were not read",
+            {{"source", source_}}, static_cast<double>(st_.gaps.count(source_) ? st_.gaps.at(source_) : 0));
   b.info("fsaudit_kernel_log_source_info", "Where the kernel log watcher reads kernel messages from",
          {{"source", source_}, {"path", path_}});
   for (const auto& [k, t] : st_.last_event)

@@ -27,6 +27,7 @@ struct WatcherState {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::uint64_t> errors;
   std::map<std::string, std::uint64_t> lines;  // per source
   std::map<std::string, std::uint64_t> lost;   // per source
+  std::map<std::string, std::uint64_t> gaps;   // per source: resumed at the tail, not where it stopped
   std::map<std::string, double> last_event;    // kind -> unix seconds
   // btrfs "bdev X errs:" last printed values: (device, target) -> wr, rd, flush, corrupt, gen
   std::map<std::pair<std::string, std::string>, std::array<std::uint64_t, 5>> btrfs_dev_stats;

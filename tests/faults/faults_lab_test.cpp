@@ -1,0 +1,577 @@
+// Fault tests against the real daemon: a filesystem whose statfs/fsync never return (a FUSE program),
+// a loop device detached under a mounted filesystem, journald restarted/rotated/vacuumed under the
+// kernel log watcher with an invalid saved cursor, and a SIGKILL restart storm while kernel error lines
+// keep arriving.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "daemon/runner/runner.hpp"
+#include "probes/kernel_log/kernel_log_probe.hpp"
+#include <nlohmann/json.hpp>
+#include "tests/support/daemon_process.hpp"
+#include "tests/support/lab.hpp"
+
+namespace fsaudit::testing {
+std::string unique_name(const std::string& prefix);
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+std::string unique_name(const std::string& prefix) {
+  std::random_device rd;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", rd());
+  return prefix + buf;
+}
+namespace {
+
+// "major:minor" of the filesystem mounted at `dir` (from mountinfo, which never calls into it), or "".
+std::string mount_dev(const fs::path& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string id, parent, dev, root, point;
+    ls >> id >> parent >> dev >> root >> point;
+    if (point == dir.string()) return dev;
+  }
+  return "";
+}
+
+// The hanging FUSE filesystem, mounted at `dir`. The guard releases every blocked call, aborts the
+// FUSE connection (so nothing can stay blocked in the kernel), unmounts lazily and ends the program,
+// also when the test fails.
+class HangFs {
+ public:
+  // With `backing`, /disk.img in it reads and writes that file until fail() makes every I/O fail (EIO).
+  explicit HangFs(fs::path dir, const fs::path& backing = {}) : dir_(std::move(dir)) {
+    fs::create_directories(dir_);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      int null = ::open("/dev/null", O_RDWR);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      if (backing.empty())
+        ::execl(FSAUDIT_HANG_FS, "fsaudit-hang-fs", dir_.c_str(), nullptr);
+      else
+        ::execl(FSAUDIT_HANG_FS, "fsaudit-hang-fs", dir_.c_str(), backing.c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100 && (dev_ = mount_dev(dir_)).empty(); ++i) ::usleep(50'000);
+  }
+  ~HangFs() {
+    release();
+    if (!dev_.empty()) {
+      auto colon = dev_.find(':');
+      // The connection's directory is named by the device's minor number.
+      fs::path abort = fs::path("/sys/fs/fuse/connections") / dev_.substr(colon + 1) / "abort";
+      if (fs::exists(abort)) std::ofstream(abort) << "1\n";  // only where fusectl is mounted
+      if (!mount_dev(dir_).empty()) run({"umount", "-l", dir_.string()}, 10);
+    }
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int st = 0;
+      for (int i = 0; i < 60 && ::waitpid(pid_, &st, WNOHANG) == 0; ++i) ::usleep(50'000);
+      if (::waitpid(pid_, &st, WNOHANG) == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &st, 0);
+      }
+    }
+  }
+  bool ok() const { return pid_ > 0 && !dev_.empty(); }
+  void release() {
+    if (pid_ > 0) ::kill(pid_, SIGUSR1);
+  }
+  void fail() {
+    if (pid_ > 0) ::kill(pid_, SIGUSR2);
+  }
+
+ private:
+  fs::path dir_;
+  pid_t pid_ = -1;
+  std::string dev_;
+};
+
+std::string fast_config(int port, const fs::path& state, const std::vector<fs::path>& targets,
+                        const std::string& probes, const std::string& extra = "") {
+  std::string t;
+  for (const auto& p : targets) t += (t.empty() ? "" : ", ") + std::string("{path: ") + p.string() + "}";
+  return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + state.string() +
+         "\ntargets:\n  discover: false\n  explicit: [" + t + "]\nprobes:\n" + probes + extra;
+}
+
+// The mount point the daemon reports a directory target under (its `target` label).
+std::string target_label(const fs::path& dir) {
+  auto c = run({"findmnt", "-n", "-o", "TARGET", "--target", dir.string()});
+  return std::string(trim(c.out));
+}
+
+// 'Z' once the process's main thread has exited, even while another of its threads is still blocked in
+// the kernel (the process cannot be reaped until that thread returns).
+char proc_state(int pid) {
+  auto s = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!s) return 0;
+  auto close = s->rfind(')');
+  return close == std::string::npos || close + 2 >= s->size() ? 0 : (*s)[close + 2];
+}
+
+// Releases the hanging filesystem on scope exit: declared after the DaemonProcess, it runs before the
+// daemon's guard, which could otherwise wait forever to reap a process with a thread blocked in FUSE.
+struct ReleaseFirst {
+  HangFs& fs;
+  ~ReleaseFirst() { fs.release(); }
+};
+
+double value_or(const std::string& text, const std::string& name, const std::map<std::string, std::string>& l,
+                double dflt) {
+  double v = scrape_value(text, name, l);
+  return std::isnan(v) ? dflt : v;
+}
+
+class HangFsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FSAUDIT_REQUIRE_LAB_OR_SKIP();
+    if (std::string(FSAUDIT_HANG_FS).empty() || !fs::exists("/dev/fuse")) {
+      if (lab_required()) FAIL() << "no libfuse3 or /dev/fuse (scripts/install-deps.sh installs libfuse3-dev fuse3)";
+      GTEST_SKIP() << "no libfuse3 or /dev/fuse";
+    }
+  }
+  const std::string probes_ =
+      "  capacity: {interval: 1s, jitter: 0s, timeout: 2s}\n  mount: {interval: 1s, jitter: 0s, timeout: 2s}\n";
+};
+
+// statfs never returns on one target: that job is marked stuck, the other target keeps updating, the
+// daemon still serves /metrics and exits on SIGTERM within 5 s while the thread is blocked in the kernel.
+TEST_F(HangFsTest, StatfsNeverReturnsTargetStuckOthersUpdateSigtermExits) {
+  TempDir dir("fsaudit-fault-hang");
+  const fs::path hang = dir / "hang", plain = dir / "plain";
+  fs::create_directories(plain);
+  HangFs hfs(hang);
+  ASSERT_TRUE(hfs.ok()) << "FUSE mount at " << hang << " did not appear";
+  int port = free_port();
+  DaemonProcess d(dir.path(), fast_config(port, dir / "state", {hang, plain}, probes_), port);
+  ReleaseFirst release_first{hfs};
+  const std::map<std::string, std::string> hang_cap{{"probe", "capacity"}, {"target", hang.string()}};
+  const std::string plain_t = target_label(plain);
+  ASSERT_FALSE(plain_t.empty());
+  const std::map<std::string, std::string> plain_cap{{"probe", "capacity"}, {"target", plain_t}};
+  auto text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_probe_stuck", hang_cap) == 1; }, 30);
+  ASSERT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 1)
+      << scrape_lines(text, "fsaudit_probe_stuck") << d.log();
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_stuck", plain_cap), 0);
+  EXPECT_GE(scrape_value(text, "fsaudit_probe_timeouts_total", hang_cap), 1);
+  const double runs1 = scrape_value(text, "fsaudit_probe_runs_total", plain_cap);
+  const double last1 = scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", plain_cap);
+  const double hang_runs1 = value_or(text, "fsaudit_probe_runs_total", hang_cap, 0);
+  ASSERT_FALSE(std::isnan(runs1)) << scrape_lines(text, "fsaudit_probe_runs_total");
+  DaemonProcess::sleep_ms(3500);
+  text = d.scrape();
+  ASSERT_FALSE(text.empty()) << "/metrics stopped answering while a probe is stuck";
+  EXPECT_GE(scrape_value(text, "fsaudit_probe_runs_total", plain_cap), runs1 + 2)
+      << scrape_lines(text, "fsaudit_probe_runs_total");
+  EXPECT_GT(scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", plain_cap), last1);
+  EXPECT_GT(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", plain_t}}), 0)
+      << scrape_lines(text, "fsaudit_filesystem_size_bytes");
+  // Not started again while stuck: no pile of threads blocked on the same mount.
+  EXPECT_EQ(value_or(text, "fsaudit_probe_runs_total", hang_cap, 0), hang_runs1);
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 1);
+  // SIGTERM: the daemon finishes its shutdown within 5 s. Its thread blocked in FUSE statfs is in an
+  // uninterruptible wait once the server has read the request (even SIGKILL waits), so the process
+  // stays a zombie until the filesystem answers: the main thread is gone, /metrics is closed.
+  auto t0 = Clock::now();
+  d.signal(SIGTERM);
+  bool down = false;
+  while (!down && Clock::now() - t0 < std::chrono::seconds(5)) {
+    char st = proc_state(d.pid());
+    down = st == 0 || st == 'Z';
+    if (!down) DaemonProcess::sleep_ms(50);
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("SIGTERM to main thread gone: %.2f s\n", secs);
+  EXPECT_TRUE(down) << "SIGTERM with a stuck probe: main thread still running after " << secs << " s\n" << d.log();
+  EXPECT_TRUE(d.scrape().empty()) << "/metrics still answers after SIGTERM";
+  EXPECT_NE(d.log().find("still stuck"), std::string::npos) << d.log();
+  hfs.release();  // the blocked statfs returns and the process can be reaped
+  EXPECT_EQ(d.stop(10), 0) << d.log();
+}
+
+// Once the filesystem answers again the stuck job returns, is cleared, and runs again normally.
+TEST_F(HangFsTest, ReleasedStatfsClearsStuckAndRunsAgain) {
+  TempDir dir("fsaudit-fault-hang");
+  const fs::path hang = dir / "hang";
+  HangFs hfs(hang);
+  ASSERT_TRUE(hfs.ok()) << "FUSE mount at " << hang << " did not appear";
+  int port = free_port();
+  DaemonProcess d(dir.path(), fast_config(port, dir / "state", {hang}, probes_), port);
+  ReleaseFirst release_first{hfs};
+  const std::map<std::string, std::string> hang_cap{{"probe", "capacity"}, {"target", hang.string()}};
+  auto text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_probe_stuck", hang_cap) == 1; }, 30);
+  ASSERT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 1) << scrape_lines(text, "fsaudit_probe_stuck");
+  hfs.release();
+  text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_probe_stuck", hang_cap) == 0 && scrape_value(s, "fsaudit_probe_success", hang_cap) == 1;
+  }, 15);
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 0) << scrape_lines(text, "fsaudit_probe");
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", hang_cap), 1) << scrape_lines(text, "fsaudit_probe");
+  EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", hang.string()}}), 4096.0 * 1024)
+      << scrape_lines(text, "fsaudit_filesystem_size_bytes");
+  EXPECT_EQ(d.stop(5), 0) << d.log();
+}
+
+// A loop device this test attached; detached on scope exit unless the test detached it itself (after
+// which the number may already belong to someone else's device, so it is never touched again).
+class OwnLoop {
+ public:
+  explicit OwnLoop(const fs::path& file) {
+    auto c = run({"losetup", "-f", "--show", file.string()});
+    if (c.ok()) device_ = std::string(trim(c.out));
+  }
+  ~OwnLoop() {
+    if (!device_.empty() && !detached_) run({"losetup", "-d", device_});
+  }
+  bool detach() {
+    detached_ = run({"losetup", "-d", device_}).ok();
+    return detached_;
+  }
+  const std::string& device() const { return device_; }
+
+ private:
+  std::string device_;
+  bool detached_ = false;
+};
+
+// The disk under a mounted ext4 goes away: the loop device is detached (lazily, it stays while mounted)
+// and its backing store starts failing every I/O. The daemon reports the kernel's I/O and ext4 errors
+// on that device and the read-only remount, keeps running and stops cleanly.
+TEST_F(HangFsTest, LoopDetachedAndDiskFailsUnderMountedExt4) {
+  TempDir dir("fsaudit-fault-loop");
+  const fs::path backing = dir / "backing.img", mnt = dir / "mnt";
+  {
+    std::ofstream(backing).close();
+  }
+  fs::resize_file(backing, 32 << 20);
+  HangFs disk(dir / "fuse", backing);
+  ASSERT_TRUE(disk.ok()) << "FUSE mount did not appear";
+  OwnLoop loop(dir / "fuse" / "disk.img");
+  ASSERT_FALSE(loop.device().empty());
+  must({"mkfs.ext4", "-q", "-F", loop.device()});
+  Mount m(loop.device(), mnt, "ext4", "errors=remount-ro");
+  ASSERT_TRUE(m.ok()) << m.error();
+  write_text(mnt / "before", "written while the disk was healthy\n");
+  must({"sync", "-f", (mnt / "before").string()});
+  int port = free_port();
+  DaemonProcess d(dir.path(), fast_config(port, dir / "state", {mnt},
+                                          "  capacity: {interval: 1s, jitter: 0s}\n  mount: {interval: 1s, jitter: 0s}\n"
+                                          "  ext4: {interval: 1s, jitter: 0s}\n  kernel_log: {interval: 1s, jitter: 0s}\n",
+                                          "kernel_log:\n  source: kmsg\n  max_lines_per_run: 100000\n"),
+                  port);
+  const std::map<std::string, std::string> t{{"target", mnt.string()}};
+  auto text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_filesystem_readonly", t) == 0 &&
+           !std::isnan(scrape_value(s, "fsaudit_kernel_log_lines_total", {{"source", "kmsg"}}));
+  }, 30);
+  ASSERT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 0) << d.log();
+  const std::string dev = fs::path(loop.device()).filename();
+  ASSERT_TRUE(loop.detach());
+  disk.fail();
+  {
+    std::ofstream f(mnt / "after");
+    f << std::string(256 << 10, 'x');
+  }
+  run({"sync", "-f", (mnt / "after").string()}, 30);  // fails: EIO
+  text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_filesystem_readonly", t) == 1 &&
+           value_or(s, "fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "io"}}, 0) >= 1;
+  }, 30);
+  EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 1) << scrape_lines(text, "fsaudit_filesystem");
+  EXPECT_GE(value_or(text, "fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "io"}}, 0), 1)
+      << scrape_lines(text, "fsaudit_kernel_errors_total");
+  EXPECT_GE(value_or(text, "fsaudit_kernel_errors_total", {{"device", dev}, {"fs", "ext4"}}, 0), 1)
+      << scrape_lines(text, "fsaudit_kernel_errors_total");
+  EXPECT_GT(scrape_value(text, "fsaudit_filesystem_size_bytes", t), 0) << "statfs of the read-only fs still works";
+  EXPECT_TRUE(d.running()) << d.log();
+  EXPECT_EQ(d.stop(5), 0) << d.log();
+}
+
+}  // namespace
+}  // namespace fsaudit::testing
+
+// ---- journald restarted, rotated and vacuumed under the kernel log watcher; an invalid saved cursor ----
+namespace fsaudit::kernel_log {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_kmsg(const std::string& line) {
+  int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << "open /dev/kmsg for writing";
+  ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  ::close(fd);
+}
+
+// A private journald namespace reading /dev/kmsg (as in tests/kernel_log/lab_test.cpp), restartable.
+class PrivateJournald {
+ public:
+  PrivateJournald() : ns_(testing::unique_name("fsaudit-flt-")) {
+    std::string mid;
+    if (auto t = read_file("/etc/machine-id")) mid = std::string(trim(*t));
+    conf_ = "/etc/systemd/journald@" + ns_ + ".conf";
+    journal_dir_ = "/var/log/journal/" + mid + "." + ns_;
+    runtime_dir_ = "/run/systemd/journal." + ns_;
+    testing::write_text(conf_, "[Journal]\nStorage=persistent\nReadKMsg=yes\n");
+    start();
+  }
+  ~PrivateJournald() {
+    stop();
+    std::error_code ec;
+    fs::remove(conf_, ec);
+    fs::remove_all(journal_dir_, ec);
+    fs::remove_all(runtime_dir_, ec);
+  }
+  void start() {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      int null = ::open("/dev/null", O_RDWR);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::unsetenv("NOTIFY_SOCKET");
+      ::execl("/lib/systemd/systemd-journald", "systemd-journald", ns_.c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100 && !fs::exists(journal_dir_); ++i) ::usleep(50'000);
+    ::usleep(300'000);
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int st = 0;
+    for (int i = 0; i < 100 && ::waitpid(pid_, &st, WNOHANG) == 0; ++i) ::usleep(50'000);
+    if (::waitpid(pid_, &st, WNOHANG) == 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &st, 0);
+    }
+    pid_ = -1;
+  }
+  bool ok() const { return pid_ > 0 && fs::exists(journal_dir_); }
+  const std::string& ns() const { return ns_; }
+  const fs::path& journal_dir() const { return journal_dir_; }
+  std::size_t files() const {
+    std::size_t n = 0;
+    for (auto& e : fs::directory_iterator(journal_dir_)) n += e.path().extension() == ".journal" ? 1 : 0;
+    return n;
+  }
+
+ private:
+  std::string ns_;
+  fs::path conf_, journal_dir_, runtime_dir_;
+  pid_t pid_ = -1;
+};
+
+struct Harness {
+  HostPaths host;
+  ProcessRunner runner;
+  ToolPaths tools;
+  fs::path state_dir;
+  std::stop_source stop;
+  explicit Harness(fs::path dir) : state_dir(std::move(dir)) {}
+  ProbeResult run(Probe& p) {
+    ProbeContext ctx{host, runner, SystemClock::instance(), tools, state_dir, stop.get_token(),
+                     std::chrono::steady_clock::now() + std::chrono::seconds(10)};
+    return p.run(Target::host(), ctx);
+  }
+};
+
+double errors(const ProbeResult& r, const std::string& dev) {
+  double v = r.metrics.value("fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "io"}});
+  return std::isnan(v) ? 0 : v;
+}
+
+template <class P>
+ProbeResult run_until(Harness& h, Probe& p, P pred) {
+  ProbeResult r = h.run(p);
+  for (int i = 0; i < 50 && !pred(r); ++i) {
+    ::usleep(100'000);
+    r = h.run(p);
+  }
+  return r;
+}
+
+std::string io_line(const std::string& dev, int sector) {
+  return "<3>I/O error, dev " + dev + ", sector " + std::to_string(sector) + " op 0x0:(READ) flags 0x0 phys_seg 1 prio class 2\n";
+}
+
+TEST(JournaldFaults, RestartRotateVacuumAndInvalidCursor) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  if (!fs::exists("/lib/systemd/systemd-journald")) GTEST_SKIP() << "systemd-journald not installed";
+  PrivateJournald jd;
+  ASSERT_TRUE(jd.ok()) << "private journald did not create " << jd.journal_dir();
+  testing::TempDir dir("fsaudit-fault-journal");
+  Harness h(dir / "state");
+  config::KernelLogConfig cfg;
+  cfg.journal_directory = jd.journal_dir().string();
+  const std::string dev = testing::unique_name("fsauditG");
+  int emitted = 0;
+  auto emit = [&] { write_kmsg(io_line(dev, 1000 + emitted++)); };
+  auto until_all = [&](const ProbeResult& r) { return errors(r, dev) >= emitted; };
+  {
+    KernelLogProbe p(cfg);
+    ASSERT_EQ(h.run(p).outcome, Outcome::ok);
+    emit();
+    auto r = run_until(h, p, until_all);
+    ASSERT_EQ(errors(r, dev), 1) << r.reason;
+    // journald restarted under the watcher: it opens a new file, the reader follows.
+    jd.stop();
+    jd.start();
+    ASSERT_TRUE(jd.ok());
+    emit();
+    r = run_until(h, p, until_all);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(errors(r, dev), 2) << "line after the journald restart";
+    // Rotated under the reader, read, rotated again and the archived files (the one being read
+    // included) vacuumed. (An entry vacuumed before any run read it is gone with its file.)
+    testing::must({"journalctl", "--namespace=" + jd.ns(), "--rotate"});
+    emit();
+    r = run_until(h, p, until_all);
+    EXPECT_EQ(errors(r, dev), emitted) << "line after a rotation";
+    testing::must({"journalctl", "--namespace=" + jd.ns(), "--rotate"});
+    testing::must({"journalctl", "--namespace=" + jd.ns(), "--vacuum-files=1"});
+    emit();
+    r = run_until(h, p, until_all);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(errors(r, dev), emitted) << "lines across rotate + vacuum (files now " << jd.files() << ")";
+    r = h.run(p);
+    EXPECT_EQ(errors(r, dev), emitted) << "no double count";
+  }
+  {
+    // A restart of the watcher after the vacuum: resumes at its cursor, nothing counted twice.
+    KernelLogProbe p(cfg);
+    emit();
+    auto r = run_until(h, p, until_all);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(errors(r, dev), emitted);
+  }
+  // A saved cursor the journal rejects: the watcher continues at the tail and counts the gap; it does
+  // not fail until someone deletes the state file.
+  auto state = dir / "state" / "kernel_log.state.json";
+  auto text = read_file(state);
+  ASSERT_TRUE(text);
+  auto j = nlohmann::json::parse(*text);
+  j["journal_cursor"] = "this is not a journal cursor";
+  ASSERT_TRUE(write_file_atomic(state, j.dump()));
+  {
+    KernelLogProbe p(cfg);
+    auto r = h.run(p);
+    ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(r.metrics.value("fsaudit_kernel_log_gaps_total", {{"source", "journal"}}), 1);
+    EXPECT_EQ(errors(r, dev), emitted) << "counters kept across the gap";
+    emit();
+    r = run_until(h, p, until_all);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(errors(r, dev), emitted);
+  }
+  {
+    KernelLogProbe p(cfg);  // the fixed cursor was saved: a restart is not another gap
+    auto r = h.run(p);
+    ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(r.metrics.value("fsaudit_kernel_log_gaps_total", {{"source", "journal"}}), 1);
+    EXPECT_EQ(errors(r, dev), emitted);
+  }
+}
+
+}  // namespace
+}  // namespace fsaudit::kernel_log
+
+// ---- restart storm ----
+namespace fsaudit::testing {
+namespace {
+
+// SIGKILL-and-restart cycles of the real daemon while kernel I/O error lines keep arriving on /dev/kmsg:
+// after the storm the counter equals the number of lines written, exactly (none counted twice, none
+// missed): counts and the kmsg position are saved together, atomically.
+TEST(RestartStorm, HundredSigkillRestartsCountEveryKernelLineOnce) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  TempDir dir("fsaudit-fault-storm");
+  int port = free_port();
+  const std::string yaml = "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (dir / "state").string() +
+                           "\ntargets:\n  discover: false\nprobes:\n  kernel_log: {interval: 100ms, jitter: 0s}\n"
+                           "kernel_log:\n  source: kmsg\n  max_lines_per_run: 100000\n";
+  const std::string dev = unique_name("fsauditS");
+  const std::map<std::string, std::string> want{{"device", dev}, {"kind", "io"}};
+  {
+    DaemonProcess first(dir.path(), yaml, port);  // first start positions at the end of the buffer
+    auto text = first.wait_for_metric("fsaudit_kernel_log_lines_total", {{"source", "kmsg"}}, 30);
+    ASSERT_FALSE(std::isnan(scrape_value(text, "fsaudit_kernel_log_lines_total", {{"source", "kmsg"}}))) << first.log();
+    // One line counted, so a position is saved: a state file is written only after lines were read,
+    // and a first start killed before that starts again "from the current end".
+    const std::string line = "<3>I/O error, dev " + dev + ", sector 1 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 2\n";
+    int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    ::close(fd);
+    text = first.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_kernel_errors_total", want) == 1; }, 30);
+    ASSERT_EQ(scrape_value(text, "fsaudit_kernel_errors_total", want), 1) << first.log();
+    first.signal(SIGKILL);
+  }
+  std::atomic<int> emitted{1};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    while (!stop) {
+      std::string line = "<3>I/O error, dev " + dev + ", sector " + std::to_string(emitted.load()) +
+                         " op 0x0:(READ) flags 0x0 phys_seg 1 prio class 2\n";
+      int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+      if (fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size())) ++emitted;
+      if (fd >= 0) ::close(fd);
+      DaemonProcess::sleep_ms(15);
+    }
+  });
+  std::mt19937 rng(std::random_device{}());
+  const int cycles = 100;
+  int died_early = 0;
+  auto t0 = Clock::now();
+  for (int i = 0; i < cycles; ++i) {
+    DaemonProcess d(dir.path(), yaml, port);
+    DaemonProcess::sleep_ms(100 + static_cast<int>(rng() % 400));
+    if (!d.running()) ++died_early;
+    d.signal(SIGKILL);
+  }
+  stop = true;
+  writer.join();
+  double storm_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(died_early, 0);
+  DaemonProcess d(dir.path(), yaml, port);
+  auto text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_kernel_errors_total", want) >= emitted; }, 30);
+  DaemonProcess::sleep_ms(1000);  // more runs: nothing more may be counted
+  text = d.scrape();
+  std::printf("restart storm: %d SIGKILL cycles in %.1f s, %d lines written, counted %.0f, lost_messages %.0f\n", cycles,
+              storm_s, emitted.load(), scrape_value(text, "fsaudit_kernel_errors_total", want),
+              scrape_value(text, "fsaudit_kernel_log_lost_messages_total", {{"source", "kmsg"}}));
+  EXPECT_GT(emitted.load(), 100);
+  EXPECT_EQ(scrape_value(text, "fsaudit_kernel_errors_total", want), emitted.load())
+      << scrape_lines(text, "fsaudit_kernel_errors_total") << d.log();
+  EXPECT_EQ(scrape_value(text, "fsaudit_kernel_log_lost_messages_total", {{"source", "kmsg"}}), 0);
+  EXPECT_EQ(d.stop(10), 0);
+}
+
+}  // namespace
+}  // namespace fsaudit::testing
