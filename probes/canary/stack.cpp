@@ -122,18 +122,17 @@ Result<std::vector<std::string>> StackOps::members() {
 }
 
 Result<void> StackOps::take_offline() {
-  if (t_.fs == "zfs") {
-    auto r = run({env_.tool("zpool"), "export", t_.pool});
-    if (!r.ok()) return err("zpool export " + t_.pool + ": " + r.describe());
-    return {};
-  }
+  // A short-lived reader (an indexer, a backup's stat walk) makes umount and zpool export answer
+  // "busy" for a moment: try for up to 5 s before giving up.
+  std::vector<std::string> argv = t_.fs == "zfs" ? std::vector<std::string>{env_.tool("zpool"), "export", t_.pool}
+                                                 : std::vector<std::string>{env_.tool("umount"), t_.mountpoint};
   CommandResult r;
   for (int i = 0; i < 20; ++i) {
-    r = run({env_.tool("umount"), t_.mountpoint});
+    r = run(argv);
     if (r.ok()) return {};
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  return err("umount " + t_.mountpoint + ": " + r.describe());
+  return err((t_.fs == "zfs" ? "zpool export " + t_.pool : "umount " + t_.mountpoint) + ": " + r.describe());
 }
 
 Result<void> StackOps::bring_online() {
