@@ -24,7 +24,8 @@ dpkg-deb -I "$deb" | grep -q "^ Depends: .*libsystemd0" || fail "Depends not fro
 
 installed=1
 dpkg -i "$deb" || fail "dpkg -i"
-for f in /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /etc/fsaudit/fsaudit.yaml \
+for f in /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /usr/libexec/fsaudit/fsaudit-helper \
+         /etc/fsaudit/fsaudit.yaml /lib/systemd/system/fsaudit-helper.socket \
          /lib/systemd/system/fsauditd.service /usr/share/dbus-1/system.d/org.fsaudit.Daemon1.conf \
          /usr/lib/sysusers.d/fsaudit.conf /usr/lib/tmpfiles.d/fsaudit.conf \
          /usr/share/fsaudit/alerts/fsaudit.rules.yml /usr/share/fsaudit/grafana/dashboards/fsaudit-fleet.json \
