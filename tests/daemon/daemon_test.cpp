@@ -76,7 +76,8 @@ const char kQuietHost[] =
 
 std::string base_config(int port, const std::filesystem::path& state) {
   return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + state.string() + "\n" + kQuietHost +
-         "probes:\n  capacity: {interval: 1s, jitter: 0s}\n  mount: {interval: 1s, jitter: 0s}\n";
+         "probes:\n  capacity: {interval: 1s, jitter: 0s}\n  mount: {interval: 1s, jitter: 0s}\n"
+         "  setup: {jitter: 0s}\n";  // READY waits for every first run: no staggered start here
 }
 
 }  // namespace

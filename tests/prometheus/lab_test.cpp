@@ -304,6 +304,7 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
     cfg << "probes:\n";
     for (auto p : {"capacity", "mount", "zfs", "btrfs", "xfs", "ext4", "md"})
       cfg << "  " << p << ": {interval: 2s, jitter: 0s}\n";
+    cfg << "  setup: {interval: 10s, jitter: 0s}\n";  // its 30 s default jitter would outlast the test
     cfg << "scrub:\n  observe_only: true\n";
     const std::string canary_cfg =
         "canary:\n  canaries:\n"
