@@ -312,7 +312,7 @@ ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
                 f == st.runs.end() ? 0 : static_cast<double>(f->second));
     }
   }
-  b.gauge("fsaudit_scrub_running_count", "Scrubs running on this host now.", {}, running);
+  b.gauge("fsaudit_scrubs_running", "Scrubs running on this host now.", {}, running);
   if (load)
     b.gauge("fsaudit_scrub_host_io_load_percent",
             "Host I/O load the scheduler compares with io_load_threshold (PSI some avg10, else busiest disk).",
