@@ -25,23 +25,14 @@
 #include "probes/kernel_log/kernel_log_probe.hpp"
 #include <nlohmann/json.hpp>
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/journald.hpp"
 #include "tests/support/lab.hpp"
 
 namespace fsaudit::testing {
-std::string unique_name(const std::string& prefix);
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-}  // namespace
-std::string unique_name(const std::string& prefix) {
-  std::random_device rd;
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", rd());
-  return prefix + buf;
-}
-namespace {
 
 // "major:minor" of the filesystem mounted at `dir` (from mountinfo, which never calls into it), or "".
 std::string mount_dev(const fs::path& dir) {
@@ -335,63 +326,7 @@ void write_kmsg(const std::string& line) {
 }
 
 // A private journald namespace reading /dev/kmsg (as in tests/kernel_log/lab_test.cpp), restartable.
-class PrivateJournald {
- public:
-  PrivateJournald() : ns_(testing::unique_name("fsaudit-flt-")) {
-    std::string mid;
-    if (auto t = read_file("/etc/machine-id")) mid = std::string(trim(*t));
-    conf_ = "/etc/systemd/journald@" + ns_ + ".conf";
-    journal_dir_ = "/var/log/journal/" + mid + "." + ns_;
-    runtime_dir_ = "/run/systemd/journal." + ns_;
-    testing::write_text(conf_, "[Journal]\nStorage=persistent\nReadKMsg=yes\n");
-    start();
-  }
-  ~PrivateJournald() {
-    stop();
-    std::error_code ec;
-    fs::remove(conf_, ec);
-    fs::remove_all(journal_dir_, ec);
-    fs::remove_all(runtime_dir_, ec);
-  }
-  void start() {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      int null = ::open("/dev/null", O_RDWR);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-      ::unsetenv("NOTIFY_SOCKET");
-      ::execl("/lib/systemd/systemd-journald", "systemd-journald", ns_.c_str(), nullptr);
-      ::_exit(127);
-    }
-    for (int i = 0; i < 100 && !fs::exists(journal_dir_); ++i) ::usleep(50'000);
-    ::usleep(300'000);
-  }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int st = 0;
-    for (int i = 0; i < 100 && ::waitpid(pid_, &st, WNOHANG) == 0; ++i) ::usleep(50'000);
-    if (::waitpid(pid_, &st, WNOHANG) == 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &st, 0);
-    }
-    pid_ = -1;
-  }
-  bool ok() const { return pid_ > 0 && fs::exists(journal_dir_); }
-  const std::string& ns() const { return ns_; }
-  const fs::path& journal_dir() const { return journal_dir_; }
-  std::size_t files() const {
-    std::size_t n = 0;
-    for (auto& e : fs::directory_iterator(journal_dir_)) n += e.path().extension() == ".journal" ? 1 : 0;
-    return n;
-  }
-
- private:
-  std::string ns_;
-  fs::path conf_, journal_dir_, runtime_dir_;
-  pid_t pid_ = -1;
-};
+using testing::PrivateJournald;
 
 struct Harness {
   HostPaths host;
@@ -429,7 +364,7 @@ std::string io_line(const std::string& dev, int sector) {
 TEST(JournaldFaults, RestartRotateVacuumAndInvalidCursor) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   if (!fs::exists("/lib/systemd/systemd-journald")) GTEST_SKIP() << "systemd-journald not installed";
-  PrivateJournald jd;
+  PrivateJournald jd("fsaudit-flt-");
   ASSERT_TRUE(jd.ok()) << "private journald did not create " << jd.journal_dir();
   testing::TempDir dir("fsaudit-fault-journal");
   Harness h(dir / "state");

@@ -16,6 +16,7 @@
 #include "daemon/runner/runner.hpp"
 #include "probes/kernel_log/kernel_log_probe.hpp"
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/journald.hpp"
 #include "tests/support/lab.hpp"
 
 namespace fsaudit::kernel_log {
@@ -24,12 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-std::string unique_name(const std::string& prefix) {
-  std::random_device rd;
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", rd());
-  return prefix + buf;
-}
+using testing::unique_name;
 
 // A fresh open per line: /dev/kmsg rate-limits writers per open file (printk_devkmsg=ratelimit).
 void write_kmsg(const std::string& line) {
@@ -264,60 +260,12 @@ TEST(KernelLogLab, RealExt4ErrorAttributedToTarget) {
   EXPECT_EQ(errors(r, want), 1);
 }
 
-// A private systemd-journald instance (journal namespace) that reads /dev/kmsg, read back through
-// sd-journal. journald v252 reads a namespace's settings only from /etc/systemd/journald@NS.conf, so
-// the test writes that uniquely named file and removes it again, with the namespace's journal
-// directory and runtime directory.
-class PrivateJournald {
- public:
-  PrivateJournald() : ns_(unique_name("fsaudit-kl-")) {
-    std::string mid;
-    if (auto t = read_file("/etc/machine-id")) mid = std::string(trim(*t));
-    conf_ = "/etc/systemd/journald@" + ns_ + ".conf";
-    journal_dir_ = "/var/log/journal/" + mid + "." + ns_;
-    runtime_dir_ = "/run/systemd/journal." + ns_;
-    testing::write_text(conf_, "[Journal]\nStorage=persistent\nReadKMsg=yes\n");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      int null = ::open("/dev/null", O_RDWR);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-      ::unsetenv("NOTIFY_SOCKET");
-      ::execl("/lib/systemd/systemd-journald", "systemd-journald", ns_.c_str(), nullptr);
-      ::_exit(127);
-    }
-    for (int i = 0; i < 100 && !fs::exists(journal_dir_); ++i) ::usleep(50'000);
-  }
-  ~PrivateJournald() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int st = 0;
-      for (int i = 0; i < 100 && ::waitpid(pid_, &st, WNOHANG) == 0; ++i) ::usleep(50'000);
-      if (::waitpid(pid_, &st, WNOHANG) == 0) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &st, 0);
-      }
-    }
-    std::error_code ec;
-    fs::remove(conf_, ec);
-    fs::remove_all(journal_dir_, ec);
-    fs::remove_all(runtime_dir_, ec);
-  }
-  bool ok() const { return pid_ > 0 && fs::exists(journal_dir_); }
-  const fs::path& journal_dir() const { return journal_dir_; }
-  bool running() const { return pid_ > 0 && ::kill(pid_, 0) == 0; }
-
- private:
-  std::string ns_;
-  fs::path conf_, journal_dir_, runtime_dir_;
-  pid_t pid_ = -1;
-};
+using testing::PrivateJournald;
 
 TEST(KernelLogLab, PrivateJournaldThroughSdJournal) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   FSAUDIT_LAB_NEEDS(testing::lab_path_missing("/lib/systemd/systemd-journald", "systemd-journald (apt-get install systemd)"));
-  PrivateJournald jd;
+  PrivateJournald jd("fsaudit-kl-");
   ASSERT_TRUE(jd.ok()) << "private journald did not create " << jd.journal_dir();
   TempDir dir("fsaudit-kl-journal");
   Harness h(dir / "state");

@@ -203,4 +203,11 @@ void write_text(const std::filesystem::path& p, const std::string& text) {
   f << text;
 }
 
+std::string unique_name(const std::string& prefix) {
+  std::random_device rd;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", rd());
+  return prefix + buf;
+}
+
 }  // namespace fsaudit::testing

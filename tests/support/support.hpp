@@ -49,4 +49,7 @@ class TempDir {
 
 void write_text(const std::filesystem::path& p, const std::string& text);
 
+// prefix + 8 random hex digits: names (devices, journal namespaces) no other test run uses.
+std::string unique_name(const std::string& prefix);
+
 }  // namespace fsaudit::testing
