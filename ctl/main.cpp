@@ -60,9 +60,12 @@ class Client {
       if (r >= 0) r = sd_bus_set_bus_client(bus_, 1);
       if (r >= 0) r = sd_bus_start(bus_);
     }
-    if (r < 0)
+    if (r < 0) {
+      // The destructor does not run for a constructor that throws: release the half-made bus here.
+      bus_ = sd_bus_flush_close_unref(bus_);
       throw Fail{kNotRunning, "cannot connect to the " + (address.empty() ? std::string("system bus") : "bus " + address) + ": " +
                                   std::strerror(-r) + " (is dbus running?)"};
+    }
   }
   ~Client() { sd_bus_flush_close_unref(bus_); }
 

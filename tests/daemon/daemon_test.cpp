@@ -74,10 +74,14 @@ const char kQuietHost[] =
     "targets: {discover: false, explicit: [{path: /, name: /}]}\n"
     "latency: {enabled: false}\nscrub: {enabled: false}\ndbus_address: none\n";
 
-std::string base_config(int port, const std::filesystem::path& state) {
+// `zfs` is the probe line for the zfs probe: off unless a test gives it one (with its own tools:).
+std::string base_config(int port, const std::filesystem::path& state,
+                        const std::string& zfs = "  zfs: {enabled: false}\n") {
   return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + state.string() + "\n" + kQuietHost +
          "probes:\n  capacity: {interval: 1s, jitter: 0s}\n  mount: {interval: 1s, jitter: 0s}\n"
-         "  setup: {jitter: 0s}\n";  // READY waits for every first run: no staggered start here
+         // READY waits for every first run: no staggered start, and nothing that asks the host's
+         // zpool (a zfs-fuse busy with another test's pool) unless the test is about that.
+         "  setup: {enabled: false}\n" + zfs;
 }
 
 }  // namespace
@@ -150,7 +154,7 @@ TEST(Daemon, HungProbeIsReportedAndOthersKeepRunning) {
   std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
   int port = free_port();
   DaemonProcess d(dir.path(),
-                  base_config(port, dir / "state") + "  zfs: {interval: 1s, timeout: 1s, jitter: 0s}\ntools: {zpool: " +
+                  base_config(port, dir / "state", "  zfs: {interval: 1s, timeout: 1s, jitter: 0s}\n") + "tools: {zpool: " +
                       fake.string() + "}\n",
                   port);
   auto text = d.wait_for([](const std::string& t) {
@@ -187,7 +191,7 @@ TEST(Daemon, ReloadStormWhileRunsAreInFlight) {
   }
   int port = free_port();
   auto yaml = [&](const char* tool) {
-    return base_config(port, dir / "state") + "  zfs: {interval: 1s, timeout: 5s, jitter: 0s}\ntools: {zpool: " +
+    return base_config(port, dir / "state", "  zfs: {interval: 1s, timeout: 5s, jitter: 0s}\n") + "tools: {zpool: " +
            (dir / tool).string() + "}\n";
   };
   DaemonProcess d(dir.path(), yaml("zpool-a"), port);
