@@ -83,7 +83,8 @@ LoopDevice::LoopDevice(const std::filesystem::path& dir, const std::string& name
       device_ = std::string(trim(c.out));
       return;
     }
-    for (auto line : lines(run({"losetup", "-j", file_.string()}, 120).out)) {
+    const std::string attached = run({"losetup", "-j", file_.string()}, 120).out;  // lines() views into it
+    for (auto line : lines(attached)) {
       auto dev = std::string(trim(line.substr(0, line.find(':'))));
       if (!dev.empty()) run({"losetup", "-d", dev}, 120);
     }
