@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/journald.hpp"
+#include "tests/support/kernel_log.hpp"
 #include "tests/support/lab.hpp"
 
 namespace fsaudit::testing {
@@ -318,29 +319,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_kmsg(const std::string& line) {
-  int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0) << "open /dev/kmsg for writing";
-  ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
-  ::close(fd);
-}
+using testing::write_kmsg;
 
 // A private journald namespace reading /dev/kmsg (as in tests/kernel_log/lab_test.cpp), restartable.
 using testing::PrivateJournald;
 
-struct Harness {
-  HostPaths host;
-  ProcessRunner runner;
-  ToolPaths tools;
-  fs::path state_dir;
-  std::stop_source stop;
-  explicit Harness(fs::path dir) : state_dir(std::move(dir)) {}
-  ProbeResult run(Probe& p) {
-    ProbeContext ctx{host, runner, SystemClock::instance(), tools, state_dir, stop.get_token(),
-                     std::chrono::steady_clock::now() + std::chrono::seconds(10)};
-    return p.run(Target::host(), ctx);
-  }
-};
+using Harness = testing::HostProbeHarness;
 
 double errors(const ProbeResult& r, const std::string& dev) {
   double v = r.metrics.value("fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "io"}});

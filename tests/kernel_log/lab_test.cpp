@@ -17,6 +17,7 @@
 #include "probes/kernel_log/kernel_log_probe.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/journald.hpp"
+#include "tests/support/kernel_log.hpp"
 #include "tests/support/lab.hpp"
 
 namespace fsaudit::kernel_log {
@@ -27,27 +28,9 @@ using testing::TempDir;
 
 using testing::unique_name;
 
-// A fresh open per line: /dev/kmsg rate-limits writers per open file (printk_devkmsg=ratelimit).
-void write_kmsg(const std::string& line) {
-  int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0) << "open /dev/kmsg for writing";
-  ASSERT_EQ(::write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
-  ::close(fd);
-}
+using testing::write_kmsg;
 
-struct Harness {
-  HostPaths host;
-  ProcessRunner runner;
-  ToolPaths tools;
-  fs::path state_dir;
-  std::stop_source stop;
-  explicit Harness(fs::path dir) : state_dir(std::move(dir)) {}
-  ProbeResult run(Probe& p) {
-    ProbeContext ctx{host, runner, SystemClock::instance(), tools, state_dir, stop.get_token(),
-                     std::chrono::steady_clock::now() + std::chrono::seconds(10)};
-    return p.run(Target::host(), ctx);
-  }
-};
+using Harness = testing::HostProbeHarness;
 
 double errors(const ProbeResult& r, const std::map<std::string, std::string>& labels) {
   double v = r.metrics.value("fsaudit_kernel_errors_total", labels);

@@ -12,6 +12,7 @@
 #include "daemon/core/clock.hpp"
 #include "daemon/metrics/label_value.hpp"
 #include "probes/zfs/probe.hpp"
+#include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
 
 namespace fsaudit::zfs {
@@ -25,12 +26,7 @@ struct ScriptedRunner : CommandRunner {
 };
 
 CommandResult exited(int code, std::string out, std::string err = "") {
-  CommandResult r;
-  r.exited = true;
-  r.exit_code = code;
-  r.out = std::move(out);
-  r.err = std::move(err);
-  return r;
+  return testing::FakeRunner::exited(code, std::move(out), std::move(err));
 }
 
 struct Ctx {

@@ -30,12 +30,7 @@ std::string local_data(const std::string& name) {
 using ScriptedRunner = testing::FakeRunner;
 
 CommandResult exited(int code, std::string out, std::string err = "") {
-  CommandResult r;
-  r.exited = true;
-  r.exit_code = code;
-  r.out = std::move(out);
-  r.err = std::move(err);
-  return r;
+  return testing::FakeRunner::exited(code, std::move(out), std::move(err));
 }
 
 struct Ctx {
