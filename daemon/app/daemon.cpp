@@ -530,8 +530,20 @@ int Daemon::run(bool once) {
   auto last_status = std::chrono::steady_clock::now();
   auto last_watchdog = SteadyTime{};
   auto started = last_status;
+  auto last_pending_log = started;
   while (true) {
     SteadyTime next = scheduler_->tick();
+    if (!ready && std::chrono::steady_clock::now() - last_pending_log > 5s) {
+      // Why READY is late, for whoever waits on `systemctl start`.
+      auto pending = scheduler_->first_runs_pending();
+      std::string list;
+      for (auto& k : pending) {
+        auto sep = k.find('\x1f');
+        list += (list.empty() ? "" : ", ") + (sep == std::string::npos ? k : k.substr(0, sep) + " on " + k.substr(sep + 1));
+      }
+      if (!pending.empty()) spdlog::info("waiting for the first run of {} job(s): {}", pending.size(), list);
+      last_pending_log = std::chrono::steady_clock::now();
+    }
     if (!ready && scheduler_->first_cycle_done()) {
       ready = true;
       if (once) break;

@@ -259,13 +259,16 @@ std::size_t Scheduler::in_flight() const {
   return n;
 }
 
-bool Scheduler::first_cycle_done() const {
+bool Scheduler::first_cycle_done() const { return first_runs_pending().empty(); }
+
+std::vector<std::string> Scheduler::first_runs_pending() const {
   std::lock_guard l(mu_);
+  std::vector<std::string> out;
   for (auto& [k, j] : jobs_) {
     if (j->spec.window && !j->spec.window->always) continue;
-    if (!j->ever_finished && !j->stuck) return false;
+    if (!j->ever_finished && !j->stuck) out.push_back(k);
   }
-  return true;
+  return out;
 }
 
 std::vector<JobStatus> Scheduler::status() const {

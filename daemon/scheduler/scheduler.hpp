@@ -84,6 +84,8 @@ class Scheduler {
   std::size_t in_flight() const;
   // True once every job without a window has finished (or timed out) at least once.
   bool first_cycle_done() const;
+  // Keys of the jobs that hold READY back: never finished and not (yet) declared stuck.
+  std::vector<std::string> first_runs_pending() const;
   std::vector<JobStatus> status() const;
 
  private:

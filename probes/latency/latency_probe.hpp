@@ -137,8 +137,10 @@ class LatencyCleanupProbe final : public Probe {
       : dir_name_(std::move(dir_name)), watch_(std::move(watch)), paths_(std::move(paths)) {}
   std::string name() const override { return "latency"; }
   Scope scope() const override { return Scope::host; }
+  // No start jitter: the first run is a cheap directory check that READY waits for, and a random
+  // delay of up to 30 s there made `systemctl start` wait for nothing.
   std::optional<ProbeSchedule> own_schedule() const override {
-    return ProbeSchedule{std::chrono::minutes(10), std::chrono::seconds(30), std::chrono::seconds(20), std::nullopt};
+    return ProbeSchedule{std::chrono::minutes(10), std::chrono::seconds(0), std::chrono::seconds(20), std::nullopt};
   }
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
 

@@ -102,7 +102,7 @@ TEST(Daemon, ServesMetricsNotifiesSystemdReloadsAndStops) {
   EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", {{"probe", "capacity"}, {"target", "/"}}), 1);
   EXPECT_EQ(scrape_value(text, "fsaudit_build_info"), 1);
 
-  ASSERT_TRUE(notify.wait_for("READY=1", 20)) << notify.received();
+  ASSERT_TRUE(notify.wait_for("READY=1", 60)) << notify.received() << d.log() << d.scrape();
   ASSERT_TRUE(notify.wait_for("WATCHDOG=1", 5)) << notify.received();
   EXPECT_NE(notify.received().find("STATUS="), std::string::npos);
 
