@@ -56,18 +56,6 @@ std::string check_helper_request(const HelperRequest& req, const config::Config&
   return "";
 }
 
-std::string trusted_file_problem(const fs::path& p) {
-  for (const fs::path& x : {p, p.parent_path().empty() ? fs::path(".") : p.parent_path()}) {
-    struct stat st {};
-    if (::stat(x.c_str(), &st) != 0) return "cannot stat " + x.string() + ": " + std::strerror(errno);
-    if (st.st_uid != 0) return x.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not root";
-    bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_dir)
-      return x.string() + " is writable by group or others (mode " + std::to_string(st.st_mode & 07777) + ")";
-  }
-  return "";
-}
-
 namespace {
 
 std::string answer(bool ok, const std::string& what, const json& body = nullptr) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/trust.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/runner/runner.hpp"
 #include "probes/canary/cycle.hpp"
@@ -37,10 +38,6 @@ Result<HelperRequest> parse_helper_request(std::string_view line);
 
 // "" when `own` (the helper's config) has this canary, else the refusal.
 std::string check_helper_request(const HelperRequest& req, const config::Config& own);
-
-// "" when a file the helper trusts (its config, which can name the tools it runs as root) is
-// owned by root and writable by nobody else, and so is its directory.
-std::string trusted_file_problem(const std::filesystem::path& p);
 
 // Handles one request line for a peer already admitted; answers one JSON line (with "\n").
 std::string handle_helper_request(std::string_view line, const config::Config& own, CommandRunner& runner);
