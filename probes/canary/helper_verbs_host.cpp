@@ -106,7 +106,7 @@ std::string md_sync_action(const Args& a, const config::Config& own) {
   // Never interrupt a resync or recovery the kernel started: idle only ends a check.
   if (action == "idle" && cur != "check") return refuse(dev + " is running \"" + cur + "\", not a check: left alone");
   if (action == "check" && cur != "idle") return refuse(dev + " is busy (" + cur + ")");
-  int fd = ::open((md / "sync_action").c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = ::open((md / "sync_action").c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return refuse("open " + (md / "sync_action").string() + ": " + std::strerror(errno));
   bool ok = ::write(fd, action.data(), action.size()) == static_cast<ssize_t>(action.size());
   int e = errno;
