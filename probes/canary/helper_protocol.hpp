@@ -42,8 +42,8 @@ std::string check_helper_request(const HelperRequest& req, const config::Config&
 // Handles one request line for a peer already admitted; answers one JSON line (with "\n").
 std::string handle_helper_request(std::string_view line, const config::Config& own, CommandRunner& runner);
 
-// The host verbs (helper_verbs_host.cpp): counters-clear, btrfs-device-stats, md-sync-action,
-// latency-file-create. nullopt when `line` is not one of them; `peer_*` (SO_PEERCRED) own the
+// The host verbs (helper_verbs_host.cpp): counters-clear, btrfs-device-stats, btrfs-scrub-status,
+// md-sync-action, latency-file-create. nullopt when `line` is not one of them; `peer_*` (SO_PEERCRED) own the
 // files latency-file-create makes.
 std::optional<std::string> handle_host_verb(std::string_view line, const config::Config& own, CommandRunner& runner,
                                             uid_t peer_uid, gid_t peer_gid);

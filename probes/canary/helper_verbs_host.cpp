@@ -37,6 +37,7 @@ const std::vector<HostVerb>& host_verbs() {
   static const std::vector<HostVerb> v = {
       {"counters-clear", {"canary"}},
       {"btrfs-device-stats", {"mountpoint"}},
+      {"btrfs-scrub-status", {"mountpoint"}},
       {"md-sync-action", {"device", "action"}},
       {"latency-file-create", {"target"}},
   };
@@ -68,7 +69,8 @@ std::string counters_clear(const Args& a, const config::Config& own, CommandRunn
   return done({{"canary", name}, {"cleared", true}});
 }
 
-std::string btrfs_device_stats(const Args& a, const config::Config& own, CommandRunner& runner) {
+// `btrfs ARGS MOUNTPOINT` (ioctls that need CAP_SYS_ADMIN), for a btrfs mount the helper watches.
+std::string btrfs_read(const Args& a, const config::Config& own, CommandRunner& runner, std::vector<std::string> args) {
   const auto& mp = a.at("mountpoint");
   auto mounts = read_mount_table(own.host);
   if (!mounts) return refuse("cannot read the mount table: " + mounts.error());
@@ -77,12 +79,14 @@ std::string btrfs_device_stats(const Args& a, const config::Config& own, Command
   if (!watched) return refuse(mp + " is not a btrfs mount point the helper's config (" + own.source + ") watches");
   CommandSpec spec;
   auto it = own.tools.find("btrfs");
-  spec.argv = {it == own.tools.end() || it->second.empty() ? std::string("btrfs") : it->second, "device", "stats", mp};
+  spec.argv = {it == own.tools.end() || it->second.empty() ? std::string("btrfs") : it->second};
+  for (auto& x : args) spec.argv.push_back(std::move(x));
+  spec.argv.push_back(mp);
   spec.timeout = std::chrono::seconds(60);
   spec.max_output = 1 << 20;
   auto r = runner.run(spec);
-  if (!r.exited || r.truncated || (r.exit_code != 0 && r.out.empty()))
-    return refuse("btrfs device stats " + mp + ": " + r.describe());
+  std::string what = "btrfs " + spec.argv[1] + " " + spec.argv[2] + " " + mp;
+  if (!r.exited || r.truncated || (r.exit_code != 0 && r.out.empty())) return refuse(what + ": " + r.describe());
   return done({{"mountpoint", mp}, {"exit", r.exit_code}, {"out", r.out}});
 }
 
@@ -140,15 +144,11 @@ std::string latency_file_create(const Args& a, const config::Config& own, uid_t 
   const auto& target = a.at("target");
   auto mounts = read_mount_table(own.host);
   if (!mounts) return refuse("cannot read the mount table: " + mounts.error());
-  latency::StackSelection sel;
-  sel.discover = own.latency.discover;
-  sel.opt_in = own.latency.targets;
-  sel.exclude = own.latency.exclude;
-  sel.dir_name = own.latency.dir_name;
   fs::path dir = fs::path(target) / own.latency.dir_name;
   bool planned = false;
   if (own.latency.enabled)
-    for (const auto& p : latency::plan_stacks(**mounts, select_targets(**mounts, latency::watched_selection(own)), sel, own.host))
+    for (const auto& p : latency::plan_stacks(**mounts, select_targets(**mounts, latency::watched_selection(own)),
+                                                       latency::stack_selection(own.latency), own.host))
       planned = planned || (p.sampled && p.dir == dir);
   if (!planned) return refuse(target + " is not where the helper's config (" + own.source + ") puts a latency probe file");
   int tfd = ::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -189,7 +189,8 @@ std::optional<std::string> handle_host_verb(std::string_view line, const config:
     if (!args.count(k)) return refuse("\"" + k + "\" (a string) is required for " + verb->name);
   std::string v = verb->name;
   if (v == "counters-clear") return counters_clear(args, own, runner);
-  if (v == "btrfs-device-stats") return btrfs_device_stats(args, own, runner);
+  if (v == "btrfs-device-stats") return btrfs_read(args, own, runner, {"device", "stats"});
+  if (v == "btrfs-scrub-status") return btrfs_read(args, own, runner, {"scrub", "status", "-d", "-R"});
   if (v == "md-sync-action") return md_sync_action(args, own);
   return latency_file_create(args, own, peer_uid, peer_gid);
 }

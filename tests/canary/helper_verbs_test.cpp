@@ -309,5 +309,51 @@ TEST(HelperHostVerbs, BtrfsDeviceStatsOfARealBtrfsMountOnly) {
   EXPECT_NE(out.find("is not a btrfs mount point"), std::string::npos) << out;
 }
 
+
+// The daemon side: an unprivileged fsauditd (nobody) whose btrfs `scrub status` ioctl and latency
+// probe file are refused by the host gets both through the helper, and its probes succeed.
+TEST(HelperHostVerbs, UnprivilegedDaemonAsksTheHelperWhenTheHostRefuses) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  FSAUDIT_LAB_NEEDS(testing::lab_tool_missing("mkfs.btrfs", "btrfs-progs"));
+  TempDir d("helper-daemon");
+  Nobody nobody;
+  testing::LoopDevice loop(d.path(), "b.img", 128ull << 20);
+  ASSERT_TRUE(loop.ok());
+  testing::must({"mkfs.btrfs", "-f", "-q", loop.device()});
+  fs::create_directories(d / "mnt");
+  testing::Mount m(loop.device(), d / "mnt", "btrfs");
+  ASSERT_TRUE(m.ok()) << m.error();
+  ::chmod((d / "mnt").c_str(), 0755);  // root's: nobody cannot create the probe file itself
+  fs::create_directories(d / "state");
+  ASSERT_EQ(::chown((d / "state").c_str(), nobody.uid, nobody.gid), 0);
+  auto yaml = "state_dir: " + (d / "state").string() + "\ndbus_address: none\ntargets: {include: [" + (d / "mnt").string() +
+              "]}\nlatency: {probe_file_size: 1048576}\ncanary: {helper: " + (d / "helper.sock").string() + "}\n";
+  auto cfg = trusted_config(d, yaml);
+  HelperSocket sock(d.path(), {FSAUDIT_HELPER_BINARY, "--config", cfg.string(), "--allow-user", nobody.name});
+  auto once = [&] {
+    return testing::run({"setpriv", "--reuid=" + std::to_string(nobody.uid), "--regid=" + std::to_string(nobody.gid),
+                         "--clear-groups", FSAUDITD_BINARY, "--config", cfg.string(), "--once"},
+                        300);
+  };
+  auto r = once();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "btrfs"}}), 1)
+      << testing::scrape_lines(r.out, "fsaudit_probe") << r.err;
+  EXPECT_NE(r.out.find("fsaudit_btrfs_scrub"), std::string::npos) << r.out;
+  struct stat st {};
+  ASSERT_EQ(::lstat((d / "mnt/.fsaudit/latency.probe").c_str(), &st), 0) << testing::scrape_lines(r.out, "fsaudit_latency") << r.err;
+  EXPECT_EQ(st.st_uid, nobody.uid);
+  EXPECT_EQ(st.st_size, 1 << 20);  // filled by fsauditd itself once the helper made it
+  EXPECT_EQ(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "latency"}}), 1)
+      << testing::scrape_lines(r.out, "fsaudit_latency") << r.err;
+  // Without the helper the same daemon fails those probes with the host's reason.
+  auto no_helper = yaml.substr(0, yaml.find("canary:")) + "\n";
+  fs::remove_all(d / "mnt/.fsaudit");
+  testing::write_text(cfg, no_helper);
+  r = once();
+  EXPECT_EQ(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "btrfs"}}), 0) << r.out;
+  EXPECT_FALSE(fs::exists(d / "mnt/.fsaudit/latency.probe"));
+}
+
 }  // namespace
 }  // namespace fsaudit::canary
