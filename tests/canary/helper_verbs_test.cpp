@@ -66,6 +66,8 @@ TEST(HelperHostVerbs, RefuseWhatTheirOwnConfigDoesNotOfferAndRunNothing) {
       {R"({"verb": "btrfs-device-stats", "mountpoint": "/"})", "not a btrfs mount point"},
       {R"({"verb": "btrfs-device-stats", "mountpoint": "/srv/only"})", "not a btrfs mount point"},
       {R"({"verb": "btrfs-device-stats", "mountpoint": ["/"]})", "must be a non-empty string"},
+      {R"({"verb": "btrfs-scrub-status", "mountpoint": "/"})", "not a btrfs mount point"},
+      {R"({"verb": "btrfs-scrub-status", "mountpoint": "/", "args": "-z"})", "unknown key \"args\""},
       {R"({"verb": "btrfs-device-stats", "mountpoint": "/", "tools": {"btrfs": "/bin/sh"}})", "unknown key \"tools\""},
       {R"({"verb": "md-sync-action", "device": "md0", "action": "repair"})", "not check or idle"},
       {R"({"verb": "md-sync-action", "device": "md0"})", "\"action\" (a string) is required"},
