@@ -27,8 +27,10 @@ Result<std::string> helper_exchange(const std::string& socket_path, const std::s
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
     return err("cannot reach the fsaudit helper at " + socket_path + ": " + std::strerror(errno));
   std::string req = request + "\n";
+  // A helper that refuses the caller answers and closes before reading: its answer is the reason.
+  std::string send_error;
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
-    return err("cannot send to the fsaudit helper: " + std::string(std::strerror(errno)));
+    send_error = "cannot send to the fsaudit helper: " + std::string(std::strerror(errno));
   std::string reply;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   char buf[8192];
@@ -46,6 +48,7 @@ Result<std::string> helper_exchange(const std::string& socket_path, const std::s
     if (reply.size() > (16u << 20)) return err("the fsaudit helper's answer is too long");
   }
   auto nl = reply.find('\n');
+  if (nl == std::string::npos && !send_error.empty()) return err(send_error);
   if (nl == std::string::npos)
     return err("unreadable answer from the fsaudit helper" + std::string(reply.empty() ? " (connection closed)" : ""));
   reply.resize(nl);

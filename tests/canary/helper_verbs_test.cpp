@@ -283,17 +283,26 @@ TEST(HelperHostVerbs, CountersClearRefusesACanaryItCannotVerify) {
   EXPECT_NE(out.find("canary only is not verified, nothing cleared"), std::string::npos) << out;
 }
 
+// A 128 MiB btrfs on a loop device, mounted at <dir>/mnt; both undone on scope exit.
+struct LoopBtrfs {
+  explicit LoopBtrfs(const TempDir& d) : loop(d.path(), "b.img", 128ull << 20), mount(formatted(loop, d / "mnt"), d / "mnt", "btrfs") {}
+  static std::string formatted(const testing::LoopDevice& l, const fs::path& mnt) {
+    if (!l.ok()) return "";
+    testing::must({"mkfs.btrfs", "-f", "-q", l.device()});
+    fs::create_directories(mnt);
+    return l.device();
+  }
+  testing::LoopDevice loop;
+  testing::Mount mount;
+};
+
 TEST(HelperHostVerbs, BtrfsDeviceStatsOfARealBtrfsMountOnly) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   FSAUDIT_LAB_NEEDS(testing::lab_tool_missing("mkfs.btrfs", "btrfs-progs"));
   TempDir d("helper-btrfs");
   Nobody nobody;
-  testing::LoopDevice loop(d.path(), "b.img", 128ull << 20);
-  ASSERT_TRUE(loop.ok());
-  testing::must({"mkfs.btrfs", "-f", "-q", loop.device()});
-  fs::create_directories(d / "mnt");
-  testing::Mount m(loop.device(), d / "mnt", "btrfs");
-  ASSERT_TRUE(m.ok()) << m.error();
+  LoopBtrfs b(d);
+  ASSERT_TRUE(b.mount.ok()) << b.mount.error();
   auto cfg = trusted_config(d, "state_dir: " + (d / "state").string() + "\n");
   HelperSocket sock(d.path(), {FSAUDIT_HELPER_BINARY, "--config", cfg.string(), "--allow-user", nobody.name});
   auto out = ask_as(nobody.uid, nobody.gid, sock.path(), "btrfs-device-stats", {{"mountpoint", (d / "mnt").string()}});
@@ -302,7 +311,7 @@ TEST(HelperHostVerbs, BtrfsDeviceStatsOfARealBtrfsMountOnly) {
   auto parsed = btrfs::parse_device_stats(text);
   ASSERT_TRUE(parsed) << parsed.error() << "\n" << text;
   ASSERT_EQ(parsed->size(), 1u);
-  EXPECT_EQ(parsed->at(0).device, loop.device());
+  EXPECT_EQ(parsed->at(0).device, b.loop.device());
   // The directory under the mount point is not a mount point; the root filesystem is not btrfs here.
   fs::create_directories(d / "mnt" / "sub");
   out = ask_as(nobody.uid, nobody.gid, sock.path(), "btrfs-device-stats", {{"mountpoint", (d / "mnt" / "sub").string()}});
@@ -319,12 +328,8 @@ TEST(HelperHostVerbs, UnprivilegedDaemonAsksTheHelperWhenTheHostRefuses) {
   FSAUDIT_LAB_NEEDS(testing::lab_tool_missing("mkfs.btrfs", "btrfs-progs"));
   TempDir d("helper-daemon");
   Nobody nobody;
-  testing::LoopDevice loop(d.path(), "b.img", 128ull << 20);
-  ASSERT_TRUE(loop.ok());
-  testing::must({"mkfs.btrfs", "-f", "-q", loop.device()});
-  fs::create_directories(d / "mnt");
-  testing::Mount m(loop.device(), d / "mnt", "btrfs");
-  ASSERT_TRUE(m.ok()) << m.error();
+  LoopBtrfs b(d);
+  ASSERT_TRUE(b.mount.ok()) << b.mount.error();
   ::chmod((d / "mnt").c_str(), 0755);  // root's: nobody cannot create the probe file itself
   fs::create_directories(d / "state");
   ASSERT_EQ(::chown((d / "state").c_str(), nobody.uid, nobody.gid), 0);
