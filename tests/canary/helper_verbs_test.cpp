@@ -20,6 +20,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/helper_client.hpp"
 #include "probes/btrfs/btrfs.hpp"
+#include "probes/canary/cli.hpp"
 #include "probes/canary/helper_protocol.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/lab.hpp"
@@ -320,6 +321,29 @@ TEST(HelperHostVerbs, BtrfsDeviceStatsOfARealBtrfsMountOnly) {
   EXPECT_NE(out.find("is not a btrfs mount point"), std::string::npos) << out;
 }
 
+
+// counters-clear on a real, initialised btrfs canary: cleared while it verifies; once its filesystem
+// is unmounted (the mount point is then the parent filesystem's directory) nothing is cleared.
+TEST(HelperHostVerbs, CountersClearClearsOnlyAVerifiedCanary) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  FSAUDIT_LAB_NEEDS(testing::lab_tool_missing("mkfs.btrfs", "btrfs-progs"));
+  TempDir d("helper-clear");
+  Nobody nobody;
+  LoopBtrfs b(d);
+  ASSERT_TRUE(b.mount.ok()) << b.mount.error();
+  auto yaml = "state_dir: " + (d / "state").string() + "\ncanary:\n  canaries:\n    - name: c1\n      fs: btrfs\n" +
+              "      layout: single\n      devices: [" + b.loop.device() + "]\n      mountpoint: " + (d / "mnt").string() + "\n";
+  auto cfg = trusted_config(d, yaml);
+  ProcessRunner runner;
+  auto init = init_canary(config::parse_config(yaml, cfg.string()), "c1", runner);
+  ASSERT_TRUE(init) << init.error();
+  HelperSocket sock(d.path(), {FSAUDIT_HELPER_BINARY, "--config", cfg.string(), "--allow-user", nobody.name});
+  auto out = ask_as(nobody.uid, nobody.gid, sock.path(), "counters-clear", {{"canary", "c1"}});
+  EXPECT_EQ(out, "ok: canary=c1 cleared=true");
+  b.mount.unmount();
+  out = ask_as(nobody.uid, nobody.gid, sock.path(), "counters-clear", {{"canary", "c1"}});
+  EXPECT_NE(out.find("canary c1 is not verified, nothing cleared"), std::string::npos) << out;
+}
 
 // The daemon side: an unprivileged fsauditd (nobody) whose btrfs `scrub status` ioctl and latency
 // probe file are refused by the host gets both through the helper, and its probes succeed.
