@@ -16,6 +16,7 @@
 #include "daemon/app/registry.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/core/trust.hpp"
 #include "daemon/dbus/service.hpp"
 #include "daemon/http/server.hpp"
 #include "daemon/metrics/store.hpp"
@@ -45,8 +46,17 @@ std::string resolve_config_path(const std::string& given) {
   return "";
 }
 
+// `tools:` names the binaries fsauditd runs: only root (or, unprivileged, fsauditd's own user) may
+// be able to change the file that says so.
+void require_trusted(const std::string& path) {
+  if (auto why = trusted_file_problem(path, ::geteuid()); !why.empty())
+    throw std::runtime_error("refusing config " + path + ": " + why);
+}
+
 config::Config load(const std::string& path) {
-  return path.empty() ? config::default_config() : config::load_config_file(path);
+  if (path.empty()) return config::default_config();
+  require_trusted(path);
+  return config::load_config_file(path);
 }
 
 // Signals are taken by one thread with sigwait, so no handler runs on a probe's stack. The state it
@@ -612,6 +622,7 @@ int Daemon::run(bool once) {
 
 int check_config(const std::string& path) {
   try {
+    require_trusted(path);
     auto cfg = config::load_config_file(path);
     if (!cfg.web_config_file.empty())
       if (auto w = http::load_web_config(cfg.web_config_file); !w) throw std::runtime_error(w.error());

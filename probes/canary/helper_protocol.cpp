@@ -16,6 +16,7 @@
 
 #include "daemon/core/clock.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/core/helper_client.hpp"
 #include "probes/canary/identity.hpp"
 #include "probes/canary/journal.hpp"
 
@@ -56,18 +57,6 @@ std::string check_helper_request(const HelperRequest& req, const config::Config&
   return "";
 }
 
-std::string trusted_file_problem(const fs::path& p) {
-  for (const fs::path& x : {p, p.parent_path().empty() ? fs::path(".") : p.parent_path()}) {
-    struct stat st {};
-    if (::stat(x.c_str(), &st) != 0) return "cannot stat " + x.string() + ": " + std::strerror(errno);
-    if (st.st_uid != 0) return x.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not root";
-    bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_dir)
-      return x.string() + " is writable by group or others (mode " + std::to_string(st.st_mode & 07777) + ")";
-  }
-  return "";
-}
-
 namespace {
 
 std::string answer(bool ok, const std::string& what, const json& body = nullptr) {
@@ -103,46 +92,17 @@ std::string handle_helper_request(std::string_view line, const config::Config& o
 
 Result<CycleReport> run_cycle_via_helper(const std::string& socket_path, const std::string& canary,
                                          std::chrono::milliseconds timeout) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return err(std::string("socket: ") + std::strerror(errno));
-  struct Close {
-    int fd;
-    ~Close() { ::close(fd); }
-  } closer{fd};
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof a.sun_path) return err("helper socket path too long");
-  std::memcpy(a.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-    return err("cannot reach the fsaudit helper at " + socket_path + ": " + std::strerror(errno));
-  std::string req = json{{"verb", "canary-run"}, {"canary", canary}}.dump() + "\n";
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
-    return err("cannot send to the fsaudit helper: " + std::string(std::strerror(errno)));
-  std::string reply;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  char buf[8192];
-  while (reply.find('\n') == std::string::npos) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) return err("the fsaudit helper did not answer in time");
-    pollfd p{fd, POLLIN, 0};
-    int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (n < 0 && errno != EINTR) return err(std::string("poll: ") + std::strerror(errno));
-    if (n <= 0) continue;
-    ssize_t got = ::read(fd, buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    reply.append(buf, static_cast<std::size_t>(got));
-    if (reply.size() > (16u << 20)) return err("the fsaudit helper's answer is too long");
-  }
+  auto reply = helper_exchange(socket_path, json{{"verb", "canary-run"}, {"canary", canary}}.dump(), timeout);
+  if (!reply) return err(reply.error());
   try {
-    auto j = json::parse(reply.substr(0, reply.find('\n')));
+    auto j = json::parse(*reply);
     if (!j.value("ok", false)) return err("the fsaudit helper refused: " + j.value("refused", std::string("?")));
     auto rep = CycleReport::from_json(j["result"].dump());
     if (!rep) return err("unreadable report from the fsaudit helper");
     rep->busy = j["result"].value("busy", false);
     return *rep;
   } catch (const std::exception&) {
-    return err("unreadable answer from the fsaudit helper" + std::string(reply.empty() ? " (connection closed)" : ""));
+    return err("unreadable answer from the fsaudit helper");
   }
 }
 
@@ -206,7 +166,8 @@ int helper_main(int argc, char** argv) {
   }
   if (auto nl = line.find('\n'); nl != std::string::npos) line.resize(nl);
   ProcessRunner runner;
-  std::string out = handle_helper_request(line, own, runner);
+  auto host_verb = handle_host_verb(line, own, runner, cred.uid, cred.gid);
+  std::string out = host_verb ? *host_verb : handle_helper_request(line, own, runner);
   sd_journal_send("MESSAGE=fsaudit-helper: uid %u pid %d asked %s: %s", cred.uid, cred.pid, line.substr(0, 200).c_str(),
                   out.substr(0, 200).c_str(), "PRIORITY=6", "SYSLOG_IDENTIFIER=fsaudit-helper", nullptr);
   say(out);

@@ -3,6 +3,7 @@
 // connection, one JSON line each way:
 //   {"verb": "canary-run", "canary": "NAME"}     one full cycle (recovery first), answers the report
 //   {"verb": "canary-status", "canary": "NAME"}  the canary's recorded state
+// and the host verbs of handle_host_verb() below, each with its own typed arguments.
 // Nothing else is accepted: no other keys, no paths, no devices, no tools. Every name is looked up
 // in the config the helper reads itself; whatever the caller believes about devices or mount
 // points never reaches the helper.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/trust.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/runner/runner.hpp"
 #include "probes/canary/cycle.hpp"
@@ -38,12 +40,14 @@ Result<HelperRequest> parse_helper_request(std::string_view line);
 // "" when `own` (the helper's config) has this canary, else the refusal.
 std::string check_helper_request(const HelperRequest& req, const config::Config& own);
 
-// "" when a file the helper trusts (its config, which can name the tools it runs as root) is
-// owned by root and writable by nobody else, and so is its directory.
-std::string trusted_file_problem(const std::filesystem::path& p);
-
 // Handles one request line for a peer already admitted; answers one JSON line (with "\n").
 std::string handle_helper_request(std::string_view line, const config::Config& own, CommandRunner& runner);
+
+// The host verbs (helper_verbs_host.cpp): counters-clear, btrfs-device-stats, btrfs-scrub-status,
+// md-sync-action, latency-file-create. nullopt when `line` is not one of them; `peer_*` (SO_PEERCRED) own the
+// files latency-file-create makes.
+std::optional<std::string> handle_host_verb(std::string_view line, const config::Config& own, CommandRunner& runner,
+                                            uid_t peer_uid, gid_t peer_gid);
 
 // Client side (the unprivileged daemon): one cycle through the helper's socket.
 Result<CycleReport> run_cycle_via_helper(const std::string& socket_path, const std::string& canary,

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "daemon/core/files.hpp"
+#include "daemon/core/helper_client.hpp"
 #include "probes/latency/stream.hpp"
 
 namespace fsaudit::latency {
@@ -73,6 +74,13 @@ SampleResult sample_stack(const std::filesystem::path& mountpoint, const std::fi
   ProbeFile file;
   std::uint64_t filled = 0;
   auto failed_open = file.open(dir, s.file_size, 0, &filled);
+  // An unprivileged fsauditd may not create files here: fsaudit-helper makes the directory and the
+  // file (ours) where its own config puts them, and the fill is ours again.
+  if (failed_open && (failed_open->err == EACCES || failed_open->err == EPERM) && !s.helper.empty()) {
+    auto made = helper_call(s.helper, "latency-file-create", {{"target", dir.parent_path().string()}}, std::chrono::seconds(60));
+    if (made) failed_open = file.open(dir, s.file_size, 0, &filled);
+    else failed_open->message += "; " + made.error();
+  }
   r.fill_bytes = filled;
   r.bytes += filled;
   if (filled) ++r.fsyncs;  // the fill ends with one fsync
@@ -454,18 +462,24 @@ TargetSelection watched_selection(const config::Config& cfg) {
   return sel;
 }
 
+StackSelection stack_selection(const config::LatencyConfig& c) {
+  StackSelection sel;
+  sel.discover = c.discover;
+  sel.opt_in = c.targets;
+  sel.exclude = c.exclude;
+  sel.dir_name = c.dir_name;
+  return sel;
+}
+
 std::vector<std::unique_ptr<Probe>> make_latency_probes(const config::Config& cfg) {
   std::vector<std::unique_ptr<Probe>> out;
   const auto& c = cfg.latency;
   if (!c.enabled) {
     out.push_back(std::make_unique<LatencyCleanupProbe>(c.dir_name, watched_selection(cfg), c.targets));
   } else {
-    StackSelection sel;
-    sel.discover = c.discover;
-    sel.opt_in = c.targets;
-    sel.exclude = c.exclude;
-    sel.dir_name = c.dir_name;
-    out.push_back(std::make_unique<LatencyProbe>(SamplerSettings::from(c), watched_selection(cfg), sel));
+    auto settings = SamplerSettings::from(c);
+    settings.helper = cfg.canary.helper;
+    out.push_back(std::make_unique<LatencyProbe>(settings, watched_selection(cfg), stack_selection(c)));
   }
   if (c.stream.enabled) out.push_back(std::make_unique<StreamProbe>(c, cfg.state_dir));
   return out;

@@ -37,6 +37,7 @@ struct SamplerSettings {
   double stack_writes_per_second = 1.0;
   double writes_per_second = 10.0;
   std::uint64_t bytes_per_second = 1ull << 20;
+  std::string helper;  // fsaudit-helper's socket: asked to create the probe file when we may not
   ProbeSchedule schedule() const { return ProbeSchedule{interval, interval / 10, timeout, std::nullopt}; }
   static SamplerSettings from(const config::LatencyConfig& c);
 };
@@ -158,6 +159,8 @@ Result<std::string> read_mount_table(const ProbeContext& ctx);
 
 // The filesystems the daemon watches, as the daemon selects them: config targets, canaries excluded.
 TargetSelection watched_selection(const config::Config& cfg);
+// latency.{discover,targets,exclude,dir_name} as plan_stacks() takes them (the helper checks with it too).
+StackSelection stack_selection(const config::LatencyConfig& c);
 
 // Factories. make_latency_probes() is what daemon/app/registry.cpp calls: "latency", plus
 // "latency_stream" when latency.stream.enabled.

@@ -227,6 +227,39 @@ TEST(Daemon, CheckConfigExitCodes) {
   EXPECT_EQ(shipped.exit_code, 0) << shipped.err;
 }
 
+// `tools:` names binaries fsauditd runs: a config others can change is refused (like sshd's
+// StrictModes), with the file, its owner and mode and the fix; --check-config says the same.
+TEST(Daemon, RefusesAConfigOthersCanWrite) {
+  TempDir dir;
+  auto f = dir / "c.yaml";
+  write_text(f, "listen: 127.0.0.1:" + std::to_string(free_port()) + "\nstate_dir: " + (dir / "state").string() + "\n");
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(f.c_str(), 0666), 0);
+  for (auto args : {std::vector<std::string>{"--check-config", f.string()}, std::vector<std::string>{"--config", f.string()}}) {
+    args.insert(args.begin(), fsauditd_binary());
+    auto r = run(args, 180);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("refusing config " + f.string() + ": " + f.string() + " (owner uid " +
+                         std::to_string(::geteuid()) + ", mode 0666) is writable by group or others: fix with `chmod go-w " +
+                         f.string() + "`"),
+              std::string::npos)
+        << r.err;
+  }
+  ASSERT_EQ(::chmod(f.c_str(), 0644), 0);
+  EXPECT_EQ(run({fsauditd_binary(), "--check-config", f.string()}).exit_code, 0);
+  if (::geteuid() != 0) return;
+  // Root trusts root only; an unprivileged daemon also trusts its own user, nobody else.
+  ASSERT_EQ(::chown(f.c_str(), 4242, 4242), 0);
+  auto r = run({fsauditd_binary(), "--check-config", f.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is owned by uid 4242, not root: fix with `chown root:root " + f.string() + "`"), std::string::npos) << r.err;
+  r = run({"setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", fsauditd_binary(), "--check-config", f.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run({"setpriv", "--reuid=4343", "--regid=4343", "--clear-groups", fsauditd_binary(), "--check-config", f.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is owned by uid 4242, not root or uid 4343"), std::string::npos) << r.err;
+}
+
 TEST(Daemon, RefusesToStartOnABadConfigWithTheReason) {
   TempDir dir;
   write_text(dir / "c.yaml", "listne: 127.0.0.1:1\n");

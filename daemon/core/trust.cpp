@@ -1,0 +1,42 @@
+#include "daemon/core/trust.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace fsaudit {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string octal(mode_t m) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%04o", static_cast<unsigned>(m & 07777));
+  return b;
+}
+
+}  // namespace
+
+std::string trusted_file_problem(const fs::path& p, uid_t euid) {
+  fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  for (const fs::path& x : {p, dir}) {
+    struct stat st {};
+    if (::stat(x.c_str(), &st) != 0) return "cannot stat " + x.string() + ": " + std::strerror(errno);
+    bool is_dir = S_ISDIR(st.st_mode);
+    bool owner_ok = st.st_uid == 0 || (euid != 0 && st.st_uid == euid);
+    if (!owner_ok)
+      return x.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not root" +
+             (euid != 0 ? " or uid " + std::to_string(euid) + " (this process)" : std::string()) +
+             ": fix with `chown root:root " + x.string() + "`";
+    bool sticky_dir = is_dir && (st.st_mode & S_ISVTX);
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_dir)
+      return x.string() + " (owner uid " + std::to_string(st.st_uid) + ", mode " + octal(st.st_mode) +
+             ") is writable by group or others: fix with `chmod go-w " + x.string() + "`";
+  }
+  return "";
+}
+
+}  // namespace fsaudit

@@ -1,0 +1,21 @@
+#pragma once
+// Who may change a file that decides what a process runs (fsauditd's config names the binaries it
+// runs under `tools:`), checked like sshd's StrictModes.
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+
+namespace fsaudit {
+
+// "" when `p` and its directory may decide what a process with effective uid `euid` runs:
+//  * neither is writable by group or others (a sticky directory, like /tmp, may be);
+//  * both are owned by root, or, for an unprivileged process, by root or `euid` itself (whatever
+//    that file makes the process do, its own user could do anyway; other users could not).
+// Otherwise the problem: the path, its owner and mode, and the chown/chmod that fixes it.
+std::string trusted_file_problem(const std::filesystem::path& p, uid_t euid);
+
+// The same for a process that must trust root only (fsaudit-helper, root CLI commands).
+inline std::string trusted_file_problem(const std::filesystem::path& p) { return trusted_file_problem(p, 0); }
+
+}  // namespace fsaudit
