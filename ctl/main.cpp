@@ -158,10 +158,7 @@ int finish_job(Client& c, uint64_t id, bool wait, bool as_json) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     j = job_json(c, id);
   }
-  if (as_json) std::cout << j.dump(2) << "\n";
-  else if (!wait) std::cout << "job " << id << " " << j["state"].get<std::string>() << ": " << j["subject"].get<std::string>() << "\n";
-  else std::cout << "job " << id << " " << j["state"].get<std::string>() << ": " << j["subject"].get<std::string>() << ": "
-                 << j["result"].get<std::string>() << "\n";
+  std::cout << (as_json ? j.dump(2) + "\n" : fsaudit::ctl::render_job(j, wait));
   return j["state"] == "failed" ? kFailed : kOk;
 }
 

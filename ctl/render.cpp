@@ -204,6 +204,11 @@ std::string render_scrubs(const json& s, const Style&) {
   return table({"TARGET", "FS", "STATE", "LAST-COMPLETED", "FINDINGS", "MODE", "DECISION"}, rows);
 }
 
+std::string render_job(const json& j, bool finished) {
+  std::string out = "job " + std::to_string(j["job"].get<std::uint64_t>()) + " " + str(j, "state") + ": " + str(j, "subject");
+  return out + (finished ? ": " + str(j, "result") : "") + "\n";
+}
+
 std::string render_explain(const json& t, double now) {
   std::string name = str(t, "name"), fs = str(t, "fs");
   std::string out = name + " is " + article(fs) + fs + " filesystem" +

@@ -21,6 +21,8 @@ std::string render_probes(const nlohmann::json& probes, const Style& s);  // [{n
 std::string render_canaries(const nlohmann::json& status, const Style& s, double now);
 std::string render_canary(const nlohmann::json& canary, const Style& s, double now);
 std::string render_scrubs(const nlohmann::json& status, const Style& s);
+// A job (GetJob as JSON: job, kind, subject, state, result); `finished`: the caller waited for it.
+std::string render_job(const nlohmann::json& job, bool finished);
 // Everything about one filesystem, in sentences. `target` is GetTarget's JSON.
 std::string render_explain(const nlohmann::json& target, double now);
 

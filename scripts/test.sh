@@ -5,6 +5,7 @@
 # FSAUDIT_SANITIZE=1 builds and runs the suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 # FSAUDIT_CORPUS_DIR=DIR also builds and runs the conformance suite against that corpus.
 # FSAUDIT_CTEST_ARGS adds ctest arguments (e.g. "-L lab", "-R Scrub").
+# FSAUDIT_BUILD_ONLY=1 stops after the build (CI builds first, then starts other work beside the tests).
 set -eu
 if [ -n "${FSAUDIT_CORPUS_DIR:-}" ]; then
   FSAUDIT_CORPUS_DIR=$(cd "$FSAUDIT_CORPUS_DIR" && pwd)
@@ -20,6 +21,7 @@ else
   dir=build
   sh scripts/build.sh "$dir"
 fi
+[ "${FSAUDIT_BUILD_ONLY:-0}" = 1 ] && exit 0
 log="$dir/ctest.log"
 rm -f "$dir/ctest.rc"
 # shellcheck disable=SC2086

@@ -456,33 +456,10 @@ void Daemon::run_control() {
       });
       continue;
     }
-    std::shared_ptr<Probe> probe;
-    for (const auto& p : probes_)
-      if (p->name() == r.probe) probe = p;
-    std::optional<Target> target;
-    if (probe && probe->scope() == Scope::host) target = Target::host();
-    for (const auto& t : targets_)
-      if (probe && probe->scope() != Scope::host && t.name == r.target) target = t;
-    if (!probe || !target) {
-      bus_->job_finished(r.id, false, r.probe + " on " + r.target + " is no longer scheduled (reloaded meanwhile?)");
-      continue;
-    }
-    JobSpec spec;
-    spec.probe = probe;
-    spec.target = *target;
-    auto own = probe->own_schedule();
-    spec.timeout = own ? own->timeout : cfg_.schedule(probe->name()).timeout;
+    // A run asked for over D-Bus is one of the scheduler's runs of that job: same timeout, no
+    // overlap with a scheduled run, and counted in the probe's runs, failures and success gauge.
     bus_->job_started(r.id);
-    pool_->submit([this, spec, bus = bus_, id = r.id] {
-      auto start = std::chrono::steady_clock::now();
-      std::stop_source stop;
-      ProbeContext ctx = make_context(stop.get_token(), start + spec.timeout);
-      JobOutcome o;
-      o.spec = spec;
-      o.result = spec.probe->run(spec.target, ctx);
-      // A run asked for over D-Bus publishes what it found, but the run accounting and its ordering
-      // (seq, stuck, totals) stay the scheduler's: this run is not one of its runs.
-      if (o.result.outcome != Outcome::failed) store_->publish(spec.key(), o.result.metrics);
+    bool queued = scheduler_->run_now(r.probe + "\x1f" + r.target, [bus = bus_, id = r.id](const JobOutcome& o) {
       std::string text = o.result.outcome == Outcome::failed ? "failed: " + o.result.reason
                          : o.result.outcome == Outcome::not_applicable ? "nothing to do: " + o.result.reason
                                                                        : "ok";
@@ -494,6 +471,7 @@ void Daemon::run_control() {
                 if (lp.name == "verdict") text = "verdict " + lp.value;
       bus->job_finished(id, o.result.outcome != Outcome::failed, text);
     });
+    if (!queued) bus_->job_finished(r.id, false, r.probe + " on " + r.target + " is no longer scheduled (reloaded meanwhile?)");
   }
 }
 

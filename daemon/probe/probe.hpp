@@ -52,6 +52,9 @@ struct ProbeContext {
   MountSnapshot mounts = nullptr;
   // Keeps alive what host/tools refer to (the daemon's config snapshot) for as long as the run.
   std::shared_ptr<const void> owner = nullptr;
+  // Someone asked for this run now (fsauditctl run, canary run): a probe that skips runs it
+  // considers too early or outside its window runs anyway.
+  bool requested = false;
 
   std::string tool(const std::string& name) const {
     auto it = tools.find(name);

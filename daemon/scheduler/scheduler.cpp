@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 #include "daemon/core/units.hpp"
 
@@ -49,7 +50,8 @@ SteadyTime Scheduler::grid_due(const Job& j, SteadyTime not_before) {
 }
 
 void Scheduler::set_jobs(std::vector<JobSpec> specs) {
-  std::lock_guard l(mu_);
+  std::vector<std::pair<Sink, JobSpec>> orphans;  // run_now callers of removed jobs, answered after the lock
+  std::unique_lock l(mu_);
   std::map<std::string, std::shared_ptr<Job>> next;
   auto now = clock_.now();
   for (auto& s : specs) {
@@ -75,11 +77,30 @@ void Scheduler::set_jobs(std::vector<JobSpec> specs) {
   for (auto& [key, j] : jobs_) {
     j->removed = true;
     if (j->stop) j->stop->request_stop();
+    for (auto* w : {&j->waiting_next, &j->waiting_this})
+      for (auto& d : std::exchange(*w, {})) orphans.emplace_back(std::move(d), j->spec);
   }
   jobs_ = std::move(next);
   stuck_count_ = 0;
   for (auto& [k, j] : jobs_) stuck_count_ += j->stuck ? 1 : 0;
   update_stuck_locked();
+  l.unlock();
+  for (auto& [done, spec] : orphans) {
+    JobOutcome o;
+    o.spec = spec;
+    o.result = ProbeResult::failed("no longer scheduled: the configuration was reloaded before it ran");
+    done(o);
+  }
+}
+
+bool Scheduler::run_now(const std::string& key, Sink done) {
+  std::lock_guard l(mu_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return false;
+  auto& j = *it->second;
+  j.waiting_next.push_back(std::move(done));
+  if (!j.running) j.next_due = clock_.now();
+  return true;
 }
 
 SteadyTime Scheduler::tick() {
@@ -88,6 +109,7 @@ SteadyTime Scheduler::tick() {
   std::map<const Probe*, std::shared_ptr<BatchQueue>> batches;
   std::vector<std::shared_ptr<BatchQueue>> resume;  // batches whose draining task is stuck
   std::vector<JobOutcome> timeouts;
+  std::vector<std::vector<Sink>> timeout_waiters;  // run_now callers of each timed-out run, by index
   SteadyTime next = now + std::chrono::seconds(60);
   {
     std::lock_guard l(mu_);
@@ -114,6 +136,7 @@ SteadyTime Scheduler::tick() {
                                            " (still running; not started again until it returns)"),
                        took, true, false, t.last_end, ++seq_, true, t};
           timeouts.push_back(std::move(o));
+          timeout_waiters.push_back(std::exchange(j->waiting_this, {}));
           if (j->batch) {
             std::lock_guard bl(j->batch->mu);
             if (!j->batch->items.empty()) resume.push_back(j->batch);
@@ -126,6 +149,7 @@ SteadyTime Scheduler::tick() {
         j->running = true;
         j->started = false;
         j->stop = std::make_shared<std::stop_source>();
+        j->waiting_this = std::exchange(j->waiting_next, {});
         if (batched(*j)) {
           auto& q = batches[j->spec.probe.get()];
           if (!q) q = std::make_shared<BatchQueue>();
@@ -142,7 +166,10 @@ SteadyTime Scheduler::tick() {
     }
     if (!timeouts.empty()) update_stuck_locked();
   }
-  for (auto& o : timeouts) sink_(o);
+  for (std::size_t i = 0; i < timeouts.size(); ++i) {
+    sink_(timeouts[i]);
+    for (auto& d : timeout_waiters[i]) d(timeouts[i]);
+  }
   for (auto& q : resume) executor_.submit([this, q] { drain(q); });
   for (auto& [j, spec] : single)
     executor_.submit([this, j, spec = std::move(spec)] { run_one(j, spec); });
@@ -167,6 +194,7 @@ void Scheduler::drain(const std::shared_ptr<BatchQueue>& q) {
 void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
   std::shared_ptr<std::stop_source> stop;
   SteadyTime deadline;
+  bool requested = false;
   {
     std::lock_guard l(mu_);
     if (j->removed) {  // dropped by a reload while it waited in the queue
@@ -178,10 +206,12 @@ void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
     j->deadline = j->started_at + spec.timeout;
     stop = j->stop;
     deadline = j->deadline;
+    requested = !j->waiting_this.empty();
   }
   ProbeResult r;
   try {
     ProbeContext ctx = make_context_(stop->get_token(), deadline);
+    ctx.requested = requested;
     r = spec.probe->run(spec.target, ctx);
   } catch (const std::exception& e) {
     r = ProbeResult::failed(std::string("internal error: ") + e.what());
@@ -195,6 +225,7 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
                          WallTime wall_end) {
   JobOutcome o;
   bool removed;
+  std::vector<Sink> waiters;
   {
     std::lock_guard l(mu_);
     bool was_stuck = j->stuck;
@@ -226,6 +257,8 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
       if (was_stuck) base = end + j->spec.interval;
       j->next_due = window_due(*j, base + jitter_for(j->spec));
     }
+    if (!j->waiting_next.empty()) j->next_due = end;  // run_now asked while this run was in flight
+    waiters = std::exchange(j->waiting_this, {});
     update_stuck_locked();
     if (was_stuck) {
       // Late return of a timed-out run: its result is stale; the timeout stays the job's last result.
@@ -236,6 +269,7 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
   }
   if (removed) return;
   sink_(o);
+  for (auto& d : waiters) d(o);
 }
 
 // Called on every state change; it must not walk every job (that made each finished run cost

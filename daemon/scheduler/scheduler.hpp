@@ -79,6 +79,11 @@ class Scheduler {
   void set_jobs(std::vector<JobSpec> jobs);
   // Dispatches every due job and times out overdue runs. Returns when the next thing is due.
   SteadyTime tick();
+  // Runs the job `key` now, as one of its scheduled runs (same timeout, accounting and sink), and
+  // then calls `done` with its outcome, after the sink. A job already running runs again as soon as
+  // that run returns; the schedule continues one interval after the run. A job that a reload removes
+  // before its run reports a failure. False (and `done` is never called) when no job has that key.
+  bool run_now(const std::string& key, Sink done);
   // Asks every in-flight run to stop (SIGTERM path).
   void cancel_all();
   std::size_t in_flight() const;
@@ -102,6 +107,7 @@ class Scheduler {
     std::shared_ptr<std::stop_source> stop;
     std::shared_ptr<BatchQueue> batch;  // the queue this run waits in, for batched probes
     std::uint64_t runs = 0, timeouts = 0, failures = 0;
+    std::vector<Sink> waiting_next, waiting_this;  // run_now callers: for the next run, for the one in flight
   };
   // Due runs of one batched probe, drained in order by one task (a second task takes over the rest
   // when a run in it gets stuck).

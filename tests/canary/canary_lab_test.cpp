@@ -24,6 +24,7 @@
 #include "probes/canary/scanner.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/lab.hpp"
+#include "tests/support/private_bus.hpp"
 #include "tests/support/support.hpp"
 
 namespace fsaudit::canary {
@@ -854,6 +855,14 @@ TEST(CanaryLab, BuildsSignsAddsAndTearsDown) {
 }
 
 // ------------------------------------------------------------------ the real daemon
+// The stack as one entry of a daemon's canary.canaries list (interval 1h: only the first run is scheduled in a test).
+std::string entry(const Stack& s) {
+  std::string devs;
+  for (auto& x : s.devices()) devs += (devs.empty() ? "" : ", ") + x;
+  return "    - {name: " + s.name + ", fs: " + s.fs_ + ", layout: " + s.layout + ", devices: [" + devs +
+         "], mountpoint: " + s.mnt().string() + ", interval: 1h}\n";
+}
+
 TEST(CanaryDaemon, VerdictAndMetricInARealScrapeAndCrashRecovery) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   auto raid = make_stack("btrfs-raid1");
@@ -862,12 +871,6 @@ TEST(CanaryDaemon, VerdictAndMetricInARealScrapeAndCrashRecovery) {
   ASSERT_TRUE(xfs);
   TempDir d("canary-daemon");
   int port = free_port();
-  auto entry = [](const Stack& s) {
-    std::string devs;
-    for (auto& x : s.devices()) devs += (devs.empty() ? "" : ", ") + x;
-    return "    - {name: " + s.name + ", fs: " + s.fs_ + ", layout: " + s.layout + ", devices: [" + devs +
-           "], mountpoint: " + s.mnt().string() + ", interval: 1h}\n";
-  };
   std::string yaml = "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (d / "state").string() +
                      "\ntargets: {discover: false}\ncanary:\n  canaries:\n" + entry(*raid) + entry(*xfs);
   auto cfg = config::parse_config(yaml, "daemon.yaml");
@@ -946,6 +949,114 @@ TEST(CanaryDaemon, LabModeShowsEveryVerdict) {
   EXPECT_EQ(loops.find((d / "state" / "lab").string()), std::string::npos) << loops;
   auto mi = *read_file("/proc/self/mountinfo");
   EXPECT_EQ(mi.find((d / "state" / "lab").string()), std::string::npos) << "lab mount left behind";
+}
+
+}  // namespace
+}  // namespace fsaudit::canary
+
+namespace fsaudit::canary {
+namespace {
+
+// An operator's first canary, over D-Bus: the daemon starts with two unsigned btrfs canaries (their
+// scheduled run is refused), `fsauditctl canary init` signs them, and a run asked for now reports
+// its job, its progress, the completion signal and the verdict, which `canary status` then shows.
+// Manual runs are runs of the probe: they count in its self-metrics like scheduled ones.
+TEST(CanaryDBus, InitThenRunNowOverTheBus) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  FSAUDIT_LAB_NEEDS(lab_tool_missing("dbus-daemon", "dbus"));
+  auto raid = make_stack("btrfs-raid1");
+  ASSERT_TRUE(raid);
+  auto single = make_stack("btrfs-single");
+  ASSERT_TRUE(single);
+  TempDir d("canary-dbus");
+  PrivateBus bus(d.path());
+  ASSERT_FALSE(bus.address().empty());
+  int port = free_port();
+  std::string yaml = "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (d / "state").string() +
+                     "\ndbus_address: " + bus.address() + "\ntargets: {discover: false}\nlatency: {enabled: false}\ncanary:\n  canaries:\n" +
+                     entry(*raid) + entry(*single);
+  DaemonProcess dp(d.path(), yaml, port);
+  const std::string praid = "canary:" + raid->name, psingle = "canary:" + single->name;
+  auto runs = [](const std::string& text, const std::string& probe) {
+    return scrape_value(text, "fsaudit_probe_runs_total", {{"probe", probe}});
+  };
+  // The scheduled first runs (interval 1h, so the only ones in this test) find no signature.
+  auto text = dp.wait_for([&](const std::string& t) { return runs(t, praid) >= 1 && runs(t, psingle) >= 1; }, 240);
+  ASSERT_EQ(runs(text, praid), 1) << dp.log();
+  ASSERT_EQ(runs(text, psingle), 1) << dp.log();
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", {{"probe", praid}}), 0) << scrape_lines(text, "fsaudit_probe_failure_info");
+  auto ctl = [&](std::vector<std::string> args) { return run_ctl(FSAUDITCTL_BINARY, bus.address(), args, "", 600); };
+  for (int i = 0; i < 600 && ctl({"status"}).exit_code != 0; ++i) DaemonProcess::sleep_ms(100);
+
+  for (const auto* s : {raid.get(), single.get()}) {
+    auto in = ctl({"canary", "init", s->name});
+    EXPECT_EQ(in.exit_code, 0) << in.out << in.err << dp.log();
+    EXPECT_NE(in.out.find("done: " + s->name + ": canary " + s->name + " initialised"), std::string::npos) << in.out;
+    EXPECT_TRUE(fs::exists(s->mnt() / kSignatureFile));
+  }
+
+  // The D-Bus job API: a job id at once, its state while it runs, JobFinished with the verdict.
+  Bus api(bus.address());
+  ASSERT_TRUE(api.watch_jobs());
+  sd_bus_message* m = nullptr;
+  std::string msg;
+  ASSERT_EQ(api.call("RunCanary", &m, &msg, "s", raid->name.c_str()), "") << msg;
+  std::uint64_t job = 0;
+  sd_bus_message_read(m, "t", &job);
+  sd_bus_message_unref(m);
+  ASSERT_GT(job, 0u);
+  ASSERT_EQ(api.call("GetJob", &m, &msg, "t", job), "") << msg;
+  const char *kind = nullptr, *subject = nullptr, *state = nullptr, *result = nullptr;
+  sd_bus_message_read(m, "ssss", &kind, &subject, &state, &result);
+  EXPECT_STREQ(kind, "probe");
+  EXPECT_EQ(std::string(subject), praid + " on host");
+  EXPECT_TRUE(std::string(state) == "queued" || std::string(state) == "running" || std::string(state) == "done") << state;
+  sd_bus_message_unref(m);
+  auto fin = api.wait_finished(job, 600);
+  ASSERT_TRUE(fin.arrived) << dp.log();
+  EXPECT_EQ(fin.state, "done");
+  EXPECT_EQ(fin.result, "verdict repaired");
+  ASSERT_EQ(api.call("GetJob", &m, &msg, "t", job), "") << msg;
+  sd_bus_message_read(m, "ssss", &kind, &subject, &state, &result);
+  EXPECT_STREQ(state, "done");
+  EXPECT_STREQ(result, "verdict repaired");
+  sd_bus_message_unref(m);
+
+  // fsauditctl: canary run --wait (JSON), and run PROBE --wait (text) on the single-copy canary.
+  auto r = ctl({"--json", "canary", "run", single->name, "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << dp.log();
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["state"], "done") << r.out;
+  EXPECT_EQ(j["result"], "verdict detected") << r.out;
+  EXPECT_EQ(j["subject"], psingle + " on host");
+  r = ctl({"run", psingle, "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("done: " + psingle + " on host: verdict detected"), std::string::npos) << r.out;
+
+  // What the operator reads afterwards.
+  r = ctl({"canary", "status", raid->name});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("canary " + raid->name + " (btrfs raid1, mounted at " + raid->mnt().string() + ")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("last verdict: repaired"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected:     repaired (met)"), std::string::npos) << r.out;
+  r = ctl({"--json", "canary", "status", single->name});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "detected") << r.out;
+  EXPECT_EQ(j["expectation_met"], true) << r.out;
+  EXPECT_NE(j["story"].get<std::string>().find("detected"), std::string::npos) << r.out;
+
+  // Self-metrics: every manual run is a run of the probe (1 scheduled + 1 or 2 asked for).
+  text = dp.scrape();
+  EXPECT_EQ(runs(text, praid), 2) << scrape_lines(text, "fsaudit_probe_runs_total");
+  EXPECT_EQ(runs(text, psingle), 3) << scrape_lines(text, "fsaudit_probe_runs_total");
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", {{"probe", praid}}), 1) << scrape_lines(text, "fsaudit_probe_failure_info");
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_failures_total", {{"probe", praid}}), 1);
+  EXPECT_EQ(scrape_value(text, "fsaudit_canary_runs_total", {{"target", single->name}, {"verdict", "detected"}}), 2);
+  EXPECT_EQ(dp.stop(120), 0) << dp.log();
+  auto cfg = config::parse_config(yaml, "dbus.yaml");
+  expect_clean_after_cycle(*raid, cfg);
+  expect_clean_after_cycle(*single, cfg);
 }
 
 }  // namespace

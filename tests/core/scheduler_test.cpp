@@ -20,6 +20,7 @@ class CountingProbe : public Probe {
   ProbeResult run(const Target& t, ProbeContext& ctx) override {
     std::lock_guard l(mu);
     starts.push_back({t.name, ctx.clock.now()});
+    requested.push_back(ctx.requested);
     return ProbeResult::ok({});
   }
   size_t count() {
@@ -28,6 +29,7 @@ class CountingProbe : public Probe {
   }
   std::mutex mu;
   std::vector<std::pair<std::string, SteadyTime>> starts;
+  std::vector<bool> requested;  // ctx.requested of each run
 
  private:
   std::string name_;
@@ -469,4 +471,98 @@ TEST(Scheduler, RemovedJobsAreNotReported) {
   s.set_jobs({});
   ex.run_all();
   EXPECT_TRUE(h.outcomes.empty());
+}
+
+// A run asked for now is one of the job's runs: counted like a scheduled one, reported to the sink
+// first, then to the caller; the schedule continues one interval after it.
+TEST(Scheduler, RunNowIsAScheduledRunOfTheJob) {
+  Harness h;
+  InlineExecutor ex;
+  auto s = h.make(ex);
+  auto p = std::make_shared<CountingProbe>();
+  s.set_jobs({job(p, "/a", 1h)});
+  s.tick();
+  ASSERT_EQ(p->count(), 1u);
+  h.clock.advance(10min);
+  std::vector<JobOutcome> got;
+  std::size_t sink_seen_before_caller = 0;
+  ASSERT_TRUE(s.run_now(job(p, "/a", 1h).key(), [&](const JobOutcome& o) {
+    got.push_back(o);
+    sink_seen_before_caller = h.outcomes.size();
+  }));
+  EXPECT_TRUE(got.empty()) << "the run starts from the scheduler's loop, not inside run_now";
+  s.tick();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(p->count(), 2u);
+  EXPECT_EQ(got[0].result.outcome, Outcome::ok);
+  EXPECT_EQ(got[0].probe_totals.runs, 2u);
+  EXPECT_EQ(sink_seen_before_caller, 2u);
+  EXPECT_EQ(s.status()[0].runs, 2u);
+  // Next scheduled run: one interval after the manual one, not at the old time.
+  h.clock.advance(55min);
+  s.tick();
+  EXPECT_EQ(p->count(), 2u);
+  h.clock.advance(5min);
+  s.tick();
+  EXPECT_EQ(p->count(), 3u);
+  EXPECT_EQ(got.size(), 1u) << "a caller hears about its own run only";
+  EXPECT_EQ(p->requested, (std::vector<bool>{false, true, false})) << "only the run asked for is marked requested";
+  EXPECT_FALSE(s.run_now("nope\x1f/a", [](const JobOutcome&) { ADD_FAILURE(); }));
+}
+
+// Asked while a run is in flight: the caller gets a fresh run right after it, never the one that
+// started before the request (a canary run just after `canary init` must not report the old run).
+TEST(Scheduler, RunNowWhileRunningRunsAgainAfterwards) {
+  Harness h;
+  ManualExecutor ex;
+  auto s = h.make(ex);
+  auto p = std::make_shared<CountingProbe>();
+  s.set_jobs({job(p, "/a", 1h)});
+  s.tick();
+  ASSERT_EQ(ex.queue.size(), 1u);
+  int calls = 0;
+  ASSERT_TRUE(s.run_now(job(p, "/a", 1h).key(), [&](const JobOutcome&) { ++calls; }));
+  s.tick();
+  EXPECT_EQ(ex.queue.size(), 1u) << "no overlap with the run in flight";
+  ex.run_all();
+  EXPECT_EQ(calls, 0);
+  s.tick();
+  ASSERT_EQ(ex.queue.size(), 1u) << "the requested run starts as soon as the previous one returned";
+  ex.run_all();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(p->count(), 2u);
+}
+
+// Timed out: the caller hears the timeout. Removed by a reload before it ran: the caller hears why.
+TEST(Scheduler, RunNowReportsTimeoutsAndRemovals) {
+  Harness h;
+  ThreadPool pool(1);
+  auto s = h.make(pool);
+  auto p = std::make_shared<Hanging>();
+  s.set_jobs({job(p, "/a", 1h, 0ms, 5s)});
+  std::vector<std::string> reasons;
+  std::mutex mu;
+  auto record = [&](const JobOutcome& o) {
+    std::lock_guard l(mu);
+    reasons.push_back(o.result.reason);
+  };
+  ASSERT_TRUE(s.run_now(job(p, "/a", 1h).key(), record));
+  s.tick();
+  p->wait_entered(1);
+  h.clock.advance(6s);
+  s.tick();
+  {
+    std::lock_guard l(mu);
+    ASSERT_EQ(reasons.size(), 1u);
+    EXPECT_NE(reasons[0].find("timed out after 5s"), std::string::npos) << reasons[0];
+  }
+  ASSERT_TRUE(s.run_now(job(p, "/a", 1h).key(), record));  // waits for the stuck run to return
+  s.set_jobs({});
+  {
+    std::lock_guard l(mu);
+    ASSERT_EQ(reasons.size(), 2u);
+    EXPECT_NE(reasons[1].find("no longer scheduled"), std::string::npos) << reasons[1];
+  }
+  p->release();
+  while (s.in_flight() > 0) std::this_thread::sleep_for(1ms);
 }

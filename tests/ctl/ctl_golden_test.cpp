@@ -47,7 +47,25 @@ TEST(CtlGolden, StatusColour) {
 }
 TEST(CtlGolden, Targets) { golden("targets.txt", ctl::render_targets(status_json(), {})); }
 TEST(CtlGolden, Canaries) { golden("canary_list.txt", ctl::render_canaries(status_json(), {}, kNow)); }
-TEST(CtlGolden, CanaryStatus) { golden("canary_status.txt", ctl::render_canary(status_json()["canaries"][1], {}, kNow)); }
+// `canary status NAME` for every canary of the fixture, as text and as `--json` prints it.
+TEST(CtlGolden, CanaryStatusEveryVerdictTextAndJson) {
+  auto s = status_json();
+  ASSERT_EQ(s["canaries"].size(), 2u);
+  for (const auto& c : s["canaries"]) {
+    std::string name = c["name"].get<std::string>();
+    golden("canary_status_" + name + ".txt", ctl::render_canary(c, {}, kNow));
+    golden("canary_status_" + name + ".json", c.dump(2) + "\n");
+  }
+}
+// What `canary run` / `run` print for a job: queued without --wait, finished with it.
+TEST(CtlGolden, Jobs) {
+  json done = {{"job", 7}, {"kind", "probe"}, {"subject", "canary:btrfs-raid1 on host"}, {"state", "done"}, {"result", "verdict repaired"}};
+  json failed = {{"job", 8}, {"kind", "probe"}, {"subject", "canary:xfs-canary on host"}, {"state", "failed"},
+                 {"result", "failed: canary xfs-canary: refused: no signature"}};
+  json queued = {{"job", 9}, {"kind", "canary_init"}, {"subject", "xfs-canary"}, {"state", "queued"}, {"result", ""}};
+  golden("jobs.txt", ctl::render_job(done, true) + ctl::render_job(failed, true) + ctl::render_job(queued, false));
+  golden("job.json", done.dump(2) + "\n");
+}
 TEST(CtlGolden, Scrubs) { golden("scrub_list.txt", ctl::render_scrubs(status_json(), {})); }
 TEST(CtlGolden, Probes) {
   json p = json::parse(R"([{"name":"capacity","scope":"per_target","interval_ms":30000,"timeout_ms":10000,"targets":["/srv","/data"]},

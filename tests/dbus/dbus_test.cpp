@@ -13,6 +13,7 @@
 
 #include "daemon/dbus/service.hpp"
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/private_bus.hpp"
 #include "tests/support/support.hpp"
 
 using namespace fsaudit::testing;
@@ -21,46 +22,6 @@ using nlohmann::json;
 namespace {
 
 std::string ctl_binary() { return FSAUDITCTL_BINARY; }
-
-// A dbus-daemon of the test's own, with the policy file from the repository.
-class PrivateBus {
- public:
-  explicit PrivateBus(const std::filesystem::path& dir) {
-    std::filesystem::permissions(dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_exec |
-                                          std::filesystem::perms::others_exec);
-    auto sock = dir / "bus.sock";
-    write_text(dir / "bus.conf", "<busconfig>\n  <type>custom</type>\n  <listen>unix:path=" + sock.string() +
-                                     "</listen>\n  <auth>EXTERNAL</auth>\n"
-                                     "  <policy context=\"default\">\n    <allow user=\"*\"/>\n    <allow own=\"*\"/>\n"
-                                     "    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n    <allow eavesdrop=\"true\"/>\n  </policy>\n  <include>" FSAUDIT_SOURCE_DIR
-                                     "/dbus/org.fsaudit.Daemon1.conf</include>\n</busconfig>\n");
-    // --fork with the addresses in a file: a forked daemon holding run()'s pipe would stall it.
-    auto info = dir / "bus.info";
-    // std::system waits for the shell only; dbus-daemon --fork leaves with no pipe of ours open.
-    std::string cmd = "dbus-daemon --config-file='" + (dir / "bus.conf").string() + "' --fork --print-address=3 --print-pid=4 3>'" +
-                      info.string() + "' 4>'" + info.string() + ".pid' </dev/null >/dev/null 2>&1";
-    EXPECT_EQ(std::system(cmd.c_str()), 0);
-    std::string text;
-    for (int i = 0; i < 50; ++i) {
-      std::ifstream in(info);
-      text.assign(std::istreambuf_iterator<char>(in), {});
-      if (!text.empty() && text.back() == '\n') break;
-      DaemonProcess::sleep_ms(100);
-    }
-    address_ = text.substr(0, text.find('\n'));
-    std::ifstream pid(info.string() + ".pid");
-    pid >> pid_;
-    ::chmod(sock.c_str(), 0666);
-  }
-  ~PrivateBus() {
-    if (pid_ > 0) ::kill(pid_, SIGTERM);
-  }
-  const std::string& address() const { return address_; }
-
- private:
-  std::string address_;
-  int pid_ = -1;
-};
 
 class DBusApi : public ::testing::Test {
  protected:
@@ -80,42 +41,11 @@ class DBusApi : public ::testing::Test {
     // The name is taken right after the listener starts; wait until it answers.
     for (int i = 0; i < 50 && ctl({"status"}).exit_code != 0; ++i) DaemonProcess::sleep_ms(100);
   }
-  Cmd ctl(std::vector<std::string> args, const std::string& as = "") {
-    std::vector<std::string> argv;
-    if (as == "nobody") argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
-    if (as == "adm") argv = {"setpriv", "--reuid=65534", "--regid=65534", "--groups=4"};
-    argv.push_back(ctl_binary());
-    argv.push_back("--bus");
-    argv.push_back(bus_->address());
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run(argv, 60);
-  }
+  Cmd ctl(std::vector<std::string> args, const std::string& as = "") { return run_ctl(ctl_binary(), bus_->address(), args, as); }
   TempDir dir_;
   std::unique_ptr<PrivateBus> bus_;
   std::unique_ptr<DaemonProcess> daemon_;
   int port_ = 0;
-};
-
-struct Bus {
-  sd_bus* b = nullptr;
-  explicit Bus(const std::string& address) {
-    EXPECT_GE(sd_bus_new(&b), 0);
-    sd_bus_set_address(b, address.c_str());
-    sd_bus_set_bus_client(b, 1);
-    EXPECT_GE(sd_bus_start(b), 0);
-  }
-  ~Bus() { sd_bus_flush_close_unref(b); }
-  // Returns the error name ("" on success); the reply goes to *out.
-  template <class... A>
-  std::string call(const char* method, sd_bus_message** out, std::string* msg, const char* sig, A... args) {
-    sd_bus_error e = SD_BUS_ERROR_NULL;
-    int r = sd_bus_call_method(b, fsaudit::dbus::kBusName, fsaudit::dbus::kObjectPath, fsaudit::dbus::kInterface, method, &e, out,
-                               sig, args...);
-    std::string name = r < 0 ? (e.name ? e.name : "errno") : "";
-    if (msg) *msg = e.message ? e.message : "";
-    sd_bus_error_free(&e);
-    return name;
-  }
 };
 
 }  // namespace
@@ -160,33 +90,16 @@ TEST_F(DBusApi, EveryMethodAnswers) {
   free(version);
 
   // RunProbe: a job id, then JobFinished and GetJob say how it ended.
-  ASSERT_GE(sd_bus_match_signal(bus.b, nullptr, nullptr, fsaudit::dbus::kObjectPath, fsaudit::dbus::kInterface, "JobFinished",
-                                nullptr, nullptr), 0);
+  ASSERT_TRUE(bus.watch_jobs());
   ASSERT_EQ(bus.call("RunProbe", &m, &msg, "ss", "capacity", "scratch"), "") << msg;
   uint64_t job = 0;
   sd_bus_message_read(m, "t", &job);
   sd_bus_message_unref(m);
   EXPECT_GT(job, 0u);
-  bool signalled = false;
-  for (int i = 0; i < 100 && !signalled; ++i) {
-    sd_bus_message* sig = nullptr;
-    while (sd_bus_process(bus.b, &sig) > 0) {
-      if (sig && sd_bus_message_is_signal(sig, fsaudit::dbus::kInterface, "JobFinished")) {
-        uint64_t id = 0;
-        const char *state = nullptr, *result = nullptr;
-        sd_bus_message_read(sig, "tss", &id, &state, &result);
-        if (id == job) {
-          signalled = true;
-          EXPECT_STREQ(state, "done");
-          EXPECT_STREQ(result, "ok");
-        }
-      }
-      sd_bus_message_unref(sig);
-      sig = nullptr;
-    }
-    if (!signalled) sd_bus_wait(bus.b, 100000);
-  }
-  EXPECT_TRUE(signalled);
+  auto fin = bus.wait_finished(job, 60);
+  EXPECT_TRUE(fin.arrived) << daemon_->log();
+  EXPECT_EQ(fin.state, "done");
+  EXPECT_EQ(fin.result, "ok");
   ASSERT_EQ(bus.call("GetJob", &m, &msg, "t", job), "") << msg;
   const char *kind = nullptr, *subject = nullptr, *state = nullptr, *result = nullptr;
   sd_bus_message_read(m, "ssss", &kind, &subject, &state, &result);

@@ -22,6 +22,15 @@ deb=$(ls "$build"/fsaudit_*_*.deb | head -1)
 [ -f "$deb" ] || fail "no .deb in $build"
 dpkg-deb -I "$deb" | grep -q "^ Depends: .*libsystemd0" || fail "Depends not from shlibdeps: $(dpkg-deb -f "$deb" Depends)"
 
+# lintian: no errors, and no warning beyond the one a package built outside a Debian source tree
+# cannot avoid (its changelog closes no ITP bug).
+lintian_allowed="initial-upload-closes-no-bugs"
+out=$(lintian --tag-display-limit 0 "$deb" 2>&1) || true
+echo "$out" | sed 's/^/lintian: /'
+echo "$out" | grep -q "^E: " && fail "lintian reports errors"
+unexpected=$(echo "$out" | grep "^W: " | grep -v -E "W: fsaudit: ($(echo $lintian_allowed | tr ' ' '|'))( |$)" || true)
+[ -z "$unexpected" ] || fail "lintian warnings beyond the known ones: $unexpected"
+
 installed=1
 dpkg -i "$deb" || fail "dpkg -i"
 for f in /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /usr/libexec/fsaudit/fsaudit-helper \
@@ -31,6 +40,7 @@ for f in /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /
          /usr/share/fsaudit/alerts/fsaudit.rules.yml /usr/share/fsaudit/grafana/dashboards/fsaudit-fleet.json \
          /usr/share/fsaudit/grafana/provisioning/dashboards/fsaudit.yml \
          /usr/share/man/man8/fsauditd.8.gz /usr/share/man/man8/fsauditctl.8.gz /usr/share/man/man5/fsaudit.yaml.5.gz \
+         /usr/share/man/man8/fsaudit-scrub-detach.8.gz \
          /usr/share/doc/fsaudit/copyright; do
   [ -e "$f" ] || fail "missing after install: $f"
 done
