@@ -101,6 +101,7 @@ class Daemon {
   bool start_exposer();
   void start_bus();
   void run_control();
+  void run_request(const dbus::JobRequest& r);
   void refresh_targets(bool force);
   void publish_build_info();
   void publish_run_config();
@@ -446,6 +447,10 @@ void Daemon::run_control() {
       });
       continue;
     }
+    if (r.kind == "scrub") {
+      run_request(r);
+      continue;
+    }
     std::shared_ptr<Probe> probe;
     for (const auto& p : probes_)
       if (p->name() == r.probe) probe = p;
@@ -485,6 +490,33 @@ void Daemon::run_control() {
       bus->job_finished(id, o.result.outcome != Outcome::failed, text);
     });
   }
+}
+
+// An operator's request to a probe (scrub start|pause|cancel TARGET): the probe carries it out,
+// then runs once so that what fsauditctl reads next already shows the effect.
+void Daemon::run_request(const dbus::JobRequest& r) {
+  std::shared_ptr<Probe> probe;
+  for (const auto& p : probes_)
+    if (p->name() == r.kind) probe = p;
+  if (!probe) {
+    bus_->job_finished(r.id, false, "the " + r.kind + " probe is not running (disabled in the configuration?)");
+    return;
+  }
+  JobSpec spec;
+  spec.probe = probe;
+  spec.target = Target::host();
+  auto own = probe->own_schedule();
+  spec.timeout = own ? own->timeout : cfg_.schedule(probe->name()).timeout;
+  bus_->job_started(r.id);
+  pool_->submit([this, spec, r, bus = bus_] {
+    std::stop_source stop;
+    ProbeContext ctx = make_context(stop.get_token(), std::chrono::steady_clock::now() + spec.timeout);
+    auto done = spec.probe->request(r.action, r.target, ctx);
+    ProbeContext after = make_context(stop.get_token(), std::chrono::steady_clock::now() + spec.timeout);
+    auto result = spec.probe->run(spec.target, after);
+    if (result.outcome != Outcome::failed) store_->publish(spec.key(), result.metrics);
+    bus->job_finished(r.id, done.ok(), done ? *done : done.error());
+  });
 }
 
 int Daemon::run(bool once) {
