@@ -53,26 +53,18 @@ std::optional<double> size_of(std::string s) {
 
 }  // namespace
 
-double BcachefsScrub::checked_bytes() const {
+namespace {
+double sum(const std::vector<BcachefsScrubDevice>& devices, double BcachefsScrubDevice::*field) {
   double s = 0;
-  for (const auto& d : devices) s += d.checked_bytes;
+  for (const auto& d : devices) s += d.*field;
   return s;
 }
-double BcachefsScrub::total_bytes() const {
-  double s = 0;
-  for (const auto& d : devices) s += d.total_bytes;
-  return s;
-}
-double BcachefsScrub::corrected_bytes() const {
-  double s = 0;
-  for (const auto& d : devices) s += d.corrected_bytes;
-  return s;
-}
-double BcachefsScrub::uncorrected_bytes() const {
-  double s = 0;
-  for (const auto& d : devices) s += d.uncorrected_bytes;
-  return s;
-}
+}  // namespace
+
+double BcachefsScrub::checked_bytes() const { return sum(devices, &BcachefsScrubDevice::checked_bytes); }
+double BcachefsScrub::total_bytes() const { return sum(devices, &BcachefsScrubDevice::total_bytes); }
+double BcachefsScrub::corrected_bytes() const { return sum(devices, &BcachefsScrubDevice::corrected_bytes); }
+double BcachefsScrub::uncorrected_bytes() const { return sum(devices, &BcachefsScrubDevice::uncorrected_bytes); }
 bool BcachefsScrub::complete() const {
   if (devices.empty()) return false;
   for (const auto& d : devices)

@@ -6,12 +6,8 @@
 
 namespace fsaudit::zfs {
 
-using scrub::DriverEnv;
-using scrub::Observation;
-using scrub::Outcome;
-using scrub::Phase;
-using scrub::ScrubTarget;
-using scrub::TargetState;
+using namespace fsaudit::scrub;  // the driver interface's types
+using scrub::Outcome;           // not fsaudit::Outcome (a probe run's)
 
 namespace {
 
