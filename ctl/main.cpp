@@ -35,7 +35,7 @@ const char* kUsageText =
     "  canary run NAME [--wait]    run a canary cycle now\n"
     "  canary init NAME            sign a new canary (waits for the result)\n"
     "  scrub list                  scrub state, age and findings per filesystem\n"
-    "  scrub start|pause|cancel TARGET\n"
+    "  scrub start|pause|cancel TARGET  start (or resume), pause or cancel a scrub now (waits)\n"
     "  run PROBE [TARGET] [--wait] run a probe now\n"
     "  reload                      reload the configuration (as systemctl reload fsauditd)\n"
     "\n"
@@ -230,7 +230,8 @@ int run(std::vector<std::string> args, bool as_json, bool color, const std::stri
       return kOk;
     }
     need(3, "TARGET");
-    return finish_job(c, read_job_id(c.call("Scrub", "ss", args[1].c_str(), args[2].c_str())), wait, as_json);
+    // A request takes a command or two: always wait, so the answer says what happened.
+    return finish_job(c, read_job_id(c.call("Scrub", "ss", args[1].c_str(), args[2].c_str())), true, as_json);
   }
   if (cmd == "run") {
     if (args.size() < 2 || args.size() > 3) throw Fail{kUsage, "run: expected PROBE [TARGET]"};

@@ -343,8 +343,10 @@ def pool_detail():
             w=8, unit="s", description="Duration of the latest finished scrub.", options=TS, custom=ts_custom())
     d.panel("timeseries", "Last scrub findings",
             [q(f'fsaudit_zfs_scan_errors{{{I}, {P}}}', "zfs {{pool}} errors"),
-             q(f'fsaudit_scrub_last_errors{{{I}, {T}}}', "{{target}} {{kind}}")],
-            w=8, unit="short", description="Errors found / repaired / uncorrectable by the latest scrub.",
+             q(f'fsaudit_scrub_last_errors{{{I}, {T}}}', "{{target}} {{kind}}"),
+             q(f'fsaudit_scrub_last_device_errors{{{I}, {T}}}', "{{target}} {{device}} {{kind}}")],
+            w=8, unit="short", description="Errors found / repaired / uncorrectable by the latest scrub, in total and "
+                                           "per member device where the tool says (btrfs).",
             options=TS, custom=ts_custom(draw="bars", fill=80))
     d.panel("timeseries", "Scrub rate",
             [q(f'fsaudit_scrub_last_rate_bytes_per_second{{{I}, {T}}} or on (instance, target) '

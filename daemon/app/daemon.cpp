@@ -111,6 +111,7 @@ class Daemon {
   bool start_exposer();
   void start_bus();
   void run_control();
+  void run_request(const dbus::JobRequest& r);
   void refresh_targets(bool force);
   void publish_build_info();
   void publish_run_config();
@@ -456,6 +457,10 @@ void Daemon::run_control() {
       });
       continue;
     }
+    if (r.kind == "scrub") {
+      run_request(r);
+      continue;
+    }
     // A run asked for over D-Bus is one of the scheduler's runs of that job: same timeout, no
     // overlap with a scheduled run, and counted in the probe's runs, failures and success gauge.
     bus_->job_started(r.id);
@@ -473,6 +478,35 @@ void Daemon::run_control() {
     });
     if (!queued) bus_->job_finished(r.id, false, r.probe + " on " + r.target + " is no longer scheduled (reloaded meanwhile?)");
   }
+}
+
+// An operator's request to a probe (scrub start|pause|cancel TARGET): the probe carries it out,
+// then runs once so that what fsauditctl reads next already shows the effect.
+void Daemon::run_request(const dbus::JobRequest& r) {
+  std::shared_ptr<Probe> probe;
+  for (const auto& p : probes_)
+    if (p->name() == r.kind) probe = p;
+  if (!probe) {
+    bus_->job_finished(r.id, false, "the " + r.kind + " probe is not running (disabled in the configuration?)");
+    return;
+  }
+  JobSpec spec;
+  spec.probe = probe;
+  spec.target = Target::host();
+  auto own = probe->own_schedule();
+  spec.timeout = own ? own->timeout : cfg_.schedule(probe->name()).timeout;
+  bus_->job_started(r.id);
+  pool_->submit([this, spec, r, bus = bus_] {
+    std::stop_source stop;
+    ProbeContext ctx = make_context(stop.get_token(), std::chrono::steady_clock::now() + spec.timeout);
+    auto done = spec.probe->request(r.action, r.target, ctx);
+    // Then one of the scheduler's runs of that probe, so the next read shows the effect and the run
+    // is counted like any other; the job ends when that run has published.
+    bool ok = done.ok();
+    std::string text = done ? *done : done.error();
+    if (!scheduler_->run_now(spec.key(), [bus, id = r.id, ok, text](const JobOutcome&) { bus->job_finished(id, ok, text); }))
+      bus->job_finished(r.id, ok, text);
+  });
 }
 
 int Daemon::run(bool once) {

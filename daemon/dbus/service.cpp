@@ -175,10 +175,16 @@ int m_scrub(sd_bus_message* m, void* u, sd_bus_error* e) {
   std::string a = action;
   if (a != "start" && a != "pause" && a != "cancel")
     return fail(e, SD_BUS_ERROR_INVALID_ARGS, "scrub action must be start, pause or cancel, not '" + a + "'");
-  const auto& ok = self(u)->hooks_.scrub_actions;
-  if (std::find(ok.begin(), ok.end(), a) == ok.end())
-    return fail(e, "org.fsaudit.Error.NotSupported",
-                "fsauditd cannot " + a + " a scrub on request yet; it starts and pauses scrubs by its schedule (scrub: in the config)");
+  // The scrub probe's targets as it last published them (its discovery under the scrub config);
+  // the probe checks again when it carries the request out.
+  auto ex = http::parse_exposition(self(u)->hooks_.exposition());
+  if (!ex) return fail(e, "org.fsaudit.Error.Failed", ex.error());
+  std::vector<std::string> targets;
+  for (const auto* s : ex->find("fsaudit_scrub_mode_info")) targets.push_back(s->label("target"));
+  if (std::find(targets.begin(), targets.end(), target) == targets.end())
+    return fail(e, "org.fsaudit.Error.UnknownTarget",
+                "no scrub target named '" + std::string(target) + "'; scrub targets: " + join(targets) +
+                    (targets.empty() ? " (scrub disabled, nothing scrubbable, or its first run has not happened yet)" : ""));
   return queue(m, self(u), JobRequest{0, "scrub", "", target, a});
 }
 

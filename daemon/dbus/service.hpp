@@ -52,7 +52,6 @@ struct Hooks {
   // Queue `r` for the main loop (which later calls Service::job_started / job_finished).
   std::function<void(const JobRequest&)> submit;
   std::function<void()> reload;
-  std::vector<std::string> scrub_actions;  // supported scrub actions (empty: none)
 };
 
 class Service {

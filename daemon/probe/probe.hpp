@@ -13,6 +13,7 @@
 
 #include "daemon/core/clock.hpp"
 #include "daemon/core/host_paths.hpp"
+#include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/runner/runner.hpp"
 #include "daemon/scheduler/window.hpp"
@@ -111,6 +112,11 @@ class Probe {
   // Called on a worker thread. Must not throw (the scheduler catches anyway and reports the text).
   // Different targets of the same probe may run concurrently; one target never overlaps itself.
   virtual ProbeResult run(const Target& target, ProbeContext& ctx) = 0;
+  // An operator's request (over D-Bus), e.g. the scrub probe's start|pause|cancel TARGET: carried
+  // out now, on a worker thread; the answer is one sentence for the operator.
+  virtual Result<std::string> request(const std::string& action, const std::string& target, ProbeContext&) {
+    return err(name() + " takes no requests (asked to " + action + " " + target + ")");
+  }
 };
 
 }  // namespace fsaudit

@@ -366,81 +366,6 @@ metrics::Batch btrfs_metrics(const Target& t, const Observation& obs) {
     }
   }
 
-  if (obs.scrub || obs.scrub_file) {
-    metrics::Labels l{{"target", target}};
-    ScrubState state = ScrubState::unknown;
-    if (obs.scrub) state = obs.scrub->total.state;
-    else if (obs.scrub_file) state = obs.scrub_file->state();
-    b.stateset("fsaudit_btrfs_scrub_state",
-               "State of the last btrfs scrub (btrfs scrub status): never, running, finished, aborted, "
-               "interrupted, unknown.",
-               l, scrub_states(), std::string(to_string(state)));
-    std::optional<std::int64_t> start;
-    if (obs.scrub_file && obs.scrub_file->t_start > 0) start = obs.scrub_file->t_start;
-    else if (obs.scrub && obs.scrub->total.started_epoch) start = obs.scrub->total.started_epoch;
-    if (start)
-      b.gauge("fsaudit_btrfs_scrub_last_start_timestamp_seconds", "Start time of the last btrfs scrub (Unix time).",
-              l, static_cast<double>(*start));
-    if (obs.scrub) {
-      const auto& s = obs.scrub->total;
-      if (s.duration_seconds)
-        b.gauge("fsaudit_btrfs_scrub_duration_seconds",
-                "Run time of the last (or running) btrfs scrub, as btrfs scrub status reports it.", l,
-                *s.duration_seconds);
-      if (s.progress_ratio)
-        b.gauge("fsaudit_btrfs_scrub_progress_ratio", "Fraction of the btrfs scrub done (1 when finished).", l,
-                *s.progress_ratio);
-      if (s.scrubbed_bytes)
-        b.gauge("fsaudit_btrfs_scrub_scrubbed_bytes", "Bytes read and verified by the last btrfs scrub.", l,
-                *s.scrubbed_bytes);
-    }
-    // Error counts: the scrub's own, which some kernels (6.12) did not add to the device counters.
-    auto scrub_errors = [&](const ScrubSection& s, metrics::Labels base, const std::string& prefix) {
-      std::optional<ScrubRawCounters> raw = s.raw;
-      std::map<std::string, std::optional<std::uint64_t>> kinds;
-      if (raw) {
-        kinds = {{"read", raw->read_errors}, {"csum", raw->csum_errors}, {"verify", raw->verify_errors},
-                 {"super", raw->super_errors}};
-      } else if (s.errors_found()) {
-        for (const auto* k : {"read", "csum", "verify", "super"}) {
-          auto it = s.error_details.find(k);
-          kinds[k] = it == s.error_details.end() ? 0 : it->second;
-        }
-      }
-      for (const auto& [kind, v] : kinds) {
-        auto lk = base;
-        lk["kind"] = kind;
-        b.gauge(prefix + "errors",
-                "Errors the last btrfs scrub found, by kind (read, csum, verify, super); from the scrub's own "
-                "report, not the device counters.",
-                lk, static_cast<double>(v.value_or(0)));
-      }
-      if (auto c = s.corrected_errors())
-        b.gauge(prefix + "corrected_errors", "Errors the last btrfs scrub repaired from a good copy.", base,
-                static_cast<double>(*c));
-      if (auto u = s.uncorrectable_errors())
-        b.gauge(prefix + "uncorrectable_errors",
-                "Errors the last btrfs scrub could not repair (no good copy): data is lost or damaged.", base,
-                static_cast<double>(*u));
-    };
-    if (obs.scrub && state != ScrubState::never) {
-      scrub_errors(obs.scrub->total, l, "fsaudit_btrfs_scrub_");
-      for (const auto& d : obs.scrub->devices) {
-        if (d.state == ScrubState::never) continue;
-        std::string name = strip_dev(d.device);
-        if (d.devid) {
-          auto it = devid_names.find(*d.devid);
-          if (it != devid_names.end()) name = it->second;
-        }
-        scrub_errors(d, {{"target", target}, {"device", name}, {"devid", d.devid ? std::to_string(*d.devid) : ""}},
-                     "fsaudit_btrfs_scrub_device_");
-      }
-    } else if (!obs.scrub && obs.scrub_file && obs.scrub_file->t_start > 0) {
-      ScrubSection s;
-      s.raw = obs.scrub_file->counters;
-      scrub_errors(s, l, "fsaudit_btrfs_scrub_");
-    }
-  }
   return b;
 }
 
@@ -541,36 +466,9 @@ class BtrfsProbe final : public Probe {
       else problems.push_back("btrfs device stats " + t.mountpoint + ": " + (r.ok() || r.truncated ? parsed.error() : r.describe()));
     }
 
-    auto r = run_tool_or_helper(ctx, {"scrub", "status", "-d", "-R"}, t.mountpoint, "btrfs-scrub-status");
-    if (!r.truncated && (r.ok() || !r.out.empty())) {
-      auto parsed = parse_scrub_status(r.out);
-      if (parsed) {
-        obs.scrub = std::move(*parsed);
-        if (fsid.empty()) fsid = obs.scrub->uuid;
-      } else {
-        problems.push_back("btrfs scrub status " + t.mountpoint + ": " + (r.ok() ? parsed.error() : r.describe()));
-      }
-    } else {
-      problems.push_back("btrfs scrub status " + t.mountpoint + ": " + r.describe());
-    }
-
-    if (!fsid.empty()) {
-      auto path = ctx.host.rootfs / "var/lib/btrfs" / ("scrub.status." + fsid);
-      std::error_code ec;
-      if (fs::exists(path, ec)) {
-        auto text = read_file(path);
-        if (text) {
-          auto f = parse_scrub_status_file(*text);
-          if (f) obs.scrub_file = f->aggregate(fsid);
-          else problems.push_back(path.string() + ": " + f.error());
-        }
-        // Unreadable while btrfs-progs holds its lock or rewrites it: the command output suffices.
-      }
-    }
-
     auto batch = btrfs_metrics(t, obs);
     bool have_counters = counters_complete || obs.device_stats;
-    if (!have_counters || !obs.scrub) {
+    if (!have_counters) {
       std::string why;
       for (const auto& p : problems) why += (why.empty() ? "" : "; ") + p;
       if (why.empty()) why = "no btrfs data gathered";

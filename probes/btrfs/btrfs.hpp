@@ -1,12 +1,12 @@
 #pragma once
 // btrfs health: per-device error counters, missing devices, block-group profiles (can the data heal
-// itself?), and the last scrub's own counts.
+// itself?). The last scrub's own counts are the scrub probe's (fsaudit_scrub_*{fs="btrfs"}, through
+// scrub_driver.hpp): one command and one metric family for scrubs of every filesystem.
 //
 // Sources, in order of preference:
 //  * <sysfs>/fs/btrfs/<fsid>/devinfo/<devid>/{error_stats,missing}  (kernel >= 5.14)
 //  * `btrfs device stats <mnt>` when error_stats is absent (older kernels)
 //  * <sysfs>/fs/btrfs/<fsid>/allocation/{data,metadata,system}/<profile>/{total,used}_bytes
-//  * `btrfs scrub status -d -R <mnt>` and /var/lib/btrfs/scrub.status.<fsid> (exact start epoch)
 //
 // The mount is mapped to its fsid by its source device: the kernel name of `source` (symlinks such
 // as /dev/mapper/x resolved under devfs) is looked up in <fsid>/devices/, then by major:minor
@@ -83,8 +83,6 @@ Result<std::uint64_t> read_superblock_devid(const std::filesystem::path& device,
 struct Observation {
   std::optional<SysfsFilesystem> sysfs;
   std::optional<std::vector<DeviceStatsEntry>> device_stats;  // fallback for the counters
-  std::optional<ScrubStatus> scrub;
-  std::optional<ScrubFileRecord> scrub_file;  // aggregate of /var/lib/btrfs/scrub.status.<fsid>
 };
 // Pure: the metrics for `target` from what was observed.
 metrics::Batch btrfs_metrics(const Target& target, const Observation& obs);

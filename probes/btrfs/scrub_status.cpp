@@ -4,6 +4,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "daemon/core/dates.hpp"
 #include "daemon/core/strings.hpp"
 #include "daemon/core/units.hpp"
 
@@ -297,50 +298,45 @@ std::optional<double> parse_scrub_duration(std::string_view text) {
   return total + days * 86400;
 }
 
-std::optional<std::int64_t> parse_ctime_local(std::string_view text) {
-  std::string s(trim(text));
-  if (s.empty()) return std::nullopt;
-  std::tm tm{};
-  const char* end = strptime(s.c_str(), "%a %b %d %H:%M:%S %Y", &tm);
-  if (end == nullptr || *end != '\0') return std::nullopt;
-  tm.tm_isdst = -1;
-  std::time_t t = std::mktime(&tm);
-  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
-  return static_cast<std::int64_t>(t);
-}
+std::optional<std::int64_t> parse_ctime_local(std::string_view text) { return parse_c_date(text); }
 
-Result<ScrubStatus> parse_scrub_status(std::string_view text) {
+namespace {
+
+// What one line of `btrfs scrub status` was: not of this kind, understood, or understood and proof
+// that the text is scrub status output at all.
+enum class Line { unknown, seen, recognised };
+
+// One pass over the text: the filesystem section, -d device sections, and the section lines go to.
+struct StatusReader {
   ScrubStatus st;
   ScrubSection fs;
   std::vector<ScrubSection> devs;
   ScrubSection* cur = &fs;
-  bool recognised = false;
 
-  for (auto line : lines(text)) {
-    auto t = trim(line);
-    if (t.empty()) continue;
+  Line read(std::string_view t) {
+    for (auto kind : {&StatusReader::header, &StatusReader::new_format, &StatusReader::old_format, &StatusReader::raw_counter})
+      if (Line l = (this->*kind)(t); l != Line::unknown) return l;
+    return Line::unknown;  // anything else (warnings, blank decorations) is ignored
+  }
 
-    // Headers and section starts.
+  // Headers and section starts.
+  Line header(std::string_view t) {
     if (auto v = field(t, "UUID")) {
       st.uuid = std::string(*v);
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (t.starts_with("scrub status for ")) {
       st.uuid = std::string(trim(t.substr(17)));
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (t.starts_with("scrub done for ") || t.starts_with("scrub canceled for ") ||
         t.starts_with("scrub started for ")) {
       st.uuid = std::string(trim(t.substr(t.find(" for ") + 5)));
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (t.starts_with("Starting scrub on devid") || t.starts_with("scrub started on ") ||
         t.starts_with("scrub resumed on ")) {
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (starts_with_ci(t, "scrub device ")) {
       // "scrub device /dev/sda (id 1) history" / "Scrub device /dev/sda2 (id 1) done"
@@ -357,55 +353,51 @@ Result<ScrubStatus> parse_scrub_status(std::string_view text) {
       }
       devs.push_back(std::move(d));
       cur = &devs.back();
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (t.starts_with("ERROR:")) {
       st.error_lines.emplace_back(t);
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (t.starts_with("*** WARNING: memory allocation failed")) {
       cur->malloc_warning = true;
-      continue;
+      return Line::seen;
     }
+    return Line::unknown;
+  }
 
-    // New format fields.
+  // "Key: value" fields of progs >= 5.x.
+  Line new_format(std::string_view t) {
     if (auto v = field(t, "Scrub started")) {
       cur->started_text = std::string(*v);
       cur->started_epoch = parse_ctime_local(*v);
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (auto v = field(t, "Scrub resumed")) {
       cur->started_text = std::string(*v);
       cur->started_epoch = parse_ctime_local(*v);
       cur->resumed = true;
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (auto v = field(t, "Status")) {
       cur->state = state_from(*v);
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (auto v = field(t, "Duration")) {
       cur->duration_seconds = parse_scrub_duration(*v);
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (auto v = field(t, "Time left")) {
       cur->time_left_seconds = parse_scrub_duration(*v);
-      continue;
+      return Line::seen;
     }
     if (auto v = field(t, "ETA")) {
       cur->eta_text = std::string(*v);
-      continue;
+      return Line::seen;
     }
     if (auto v = field(t, "Total to scrub")) {
       if (auto b = parse_human_bytes(*v)) cur->total_bytes = *b;
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (auto v = field(t, "Bytes scrubbed")) {
       auto ws = split_ws(*v);
@@ -418,40 +410,40 @@ Result<ScrubStatus> parse_scrub_status(std::string_view text) {
         if (pct.ends_with("%")) pct.remove_suffix(1);
         if (auto p = parse_double(pct)) cur->progress_ratio = *p / 100.0;
       }
-      continue;
+      return Line::seen;
     }
     if (auto v = field(t, "Rate")) {
       cur->rate_bytes_per_second = parse_rate(*v);
-      continue;
+      return Line::seen;
     }
     if (auto v = field(t, "Error summary")) {
       cur->summary_seen = true;
-      recognised = true;
       if (*v != "no errors found") parse_details(*v, cur->error_details);
-      continue;
+      return Line::recognised;
     }
     if (auto v = field(t, "Corrected")) {
       cur->corrected = parse_u64(*v);
-      continue;
+      return Line::seen;
     }
     if (auto v = field(t, "Uncorrectable")) {
       cur->uncorrectable = parse_u64(*v);
-      continue;
+      return Line::seen;
     }
     if (auto v = field(t, "Unverified")) {
       cur->unverified = parse_u64(*v);
-      continue;
+      return Line::seen;
     }
+    return Line::unknown;
+  }
 
-    // Old format lines.
+  // Lines of progs 4.x.
+  Line old_format(std::string_view t) {
     if (parse_old_started_line(t, *cur)) {
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (t == "no stats available") {
       cur->state = ScrubState::never;
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (t.starts_with("total bytes scrubbed: ")) {
       // "total bytes scrubbed: 1.23GiB with 0 errors"
@@ -460,13 +452,12 @@ Result<ScrubStatus> parse_scrub_status(std::string_view text) {
         if (auto b = parse_human_bytes(ws[0])) cur->scrubbed_bytes = *b;
       if (ws.size() >= 3 && ws[1] == "with") cur->old_total_errors = parse_u64(ws[2]);
       cur->summary_seen = true;
-      recognised = true;
-      continue;
+      return Line::recognised;
     }
     if (auto v = field(t, "error details")) {
       parse_details(*v, cur->error_details);
       cur->summary_seen = true;
-      continue;
+      return Line::seen;
     }
     if (t.starts_with("corrected errors: ")) {
       // "corrected errors: 0, uncorrectable errors: 0, unverified errors: 0"
@@ -480,10 +471,13 @@ Result<ScrubStatus> parse_scrub_status(std::string_view text) {
         else if (key == "uncorrectable errors") cur->uncorrectable = n;
         else if (key == "unverified errors") cur->unverified = n;
       }
-      continue;
+      return Line::seen;
     }
+    return Line::unknown;
+  }
 
-    // Raw counters (-R), old and new format alike.
+  // Raw counters (-R), old and new format alike.
+  Line raw_counter(std::string_view t) {
     auto colon = t.find(':');
     if (colon != std::string_view::npos) {
       auto key = trim(t.substr(0, colon));
@@ -492,35 +486,46 @@ Result<ScrubStatus> parse_scrub_status(std::string_view text) {
         if (set_raw_counter(probe_c, key, *n)) {
           if (!cur->raw) cur->raw = ScrubRawCounters{};
           set_raw_counter(*cur->raw, key, *n);
-          recognised = true;
-          continue;
+          return Line::recognised;
         }
       }
     }
-    // Anything else (warnings, blank decorations) is ignored.
+    return Line::unknown;
   }
 
+  ScrubStatus finish() {
+    auto done = [](ScrubSection& s) {
+      if (s.raw) s.scrubbed_bytes = static_cast<double>(s.raw->data_bytes_scrubbed + s.raw->tree_bytes_scrubbed);
+      if (!s.progress_ratio && s.state == ScrubState::finished) s.progress_ratio = 1.0;
+    };
+    done(fs);
+    for (auto& d : devs) done(d);
+    if (!devs.empty() && !section_has_content(fs)) {
+      st.total = aggregate(devs);
+      st.total_aggregated = true;
+    } else {
+      st.total = std::move(fs);
+    }
+    st.devices = std::move(devs);
+    return std::move(st);
+  }
+};
+
+}  // namespace
+
+Result<ScrubStatus> parse_scrub_status(std::string_view text) {
+  StatusReader r;
+  bool recognised = false;
+  for (auto line : lines(text)) {
+    auto t = trim(line);
+    if (!t.empty() && r.read(t) == Line::recognised) recognised = true;
+  }
   if (!recognised) {
     auto ls = lines(text);
     std::string first = ls.empty() ? std::string("(empty output)") : std::string(trim(ls.front()).substr(0, 80));
     return err("btrfs scrub status output not recognised; first line: '" + first + "'");
   }
-
-  auto finish = [](ScrubSection& s) {
-    if (s.raw) s.scrubbed_bytes = static_cast<double>(s.raw->data_bytes_scrubbed + s.raw->tree_bytes_scrubbed);
-    if (!s.progress_ratio && s.state == ScrubState::finished) s.progress_ratio = 1.0;
-  };
-  finish(fs);
-  for (auto& d : devs) finish(d);
-
-  if (!devs.empty() && !section_has_content(fs)) {
-    st.total = aggregate(devs);
-    st.total_aggregated = true;
-  } else {
-    st.total = std::move(fs);
-  }
-  st.devices = std::move(devs);
-  return st;
+  return r.finish();
 }
 
 ScrubState ScrubFileRecord::state() const {

@@ -19,6 +19,7 @@
 #include "daemon/core/helper_client.hpp"
 #include "probes/canary/identity.hpp"
 #include "probes/canary/journal.hpp"
+#include "probes/scrub/helper_verbs.hpp"
 
 namespace fsaudit::canary {
 
@@ -69,6 +70,7 @@ std::string answer(bool ok, const std::string& what, const json& body = nullptr)
 }  // namespace
 
 std::string handle_helper_request(std::string_view line, const config::Config& own, CommandRunner& runner) {
+  if (auto scrub = scrub::handle_scrub_helper_request(line, own, runner)) return *scrub;
   auto req = parse_helper_request(line);
   if (!req) return answer(false, req.error());
   if (auto why = check_helper_request(*req, own); !why.empty()) return answer(false, why);

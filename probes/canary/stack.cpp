@@ -6,7 +6,9 @@
 #include "daemon/core/strings.hpp"
 #include "daemon/core/units.hpp"
 #include "probes/btrfs/btrfs.hpp"
+#include "probes/btrfs/scrub_driver.hpp"
 #include "probes/btrfs/scrub_status.hpp"
+#include "probes/zfs/scrub_driver.hpp"
 #include "probes/zfs/status.hpp"
 
 namespace fsaudit::canary {
@@ -195,7 +197,7 @@ ScrubOutcome StackOps::scrub() {
   auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   if (t_.fs == "btrfs") {
     o.supported = true;
-    auto r = run({env_.tool("btrfs"), "scrub", "start", "-B", "-R", t_.mountpoint});
+    auto r = run(btrfs::scrub_start_argv(env_.tool("btrfs"), t_.mountpoint));  // the scrub driver's start
     o.seconds = secs();
     auto st = btrfs::parse_scrub_status(r.out + "\n" + r.err);
     if (!st) {
@@ -215,7 +217,7 @@ ScrubOutcome StackOps::scrub() {
   if (t_.fs == "zfs") {
     o.supported = true;
     auto before = counters();
-    auto r = run({env_.tool("zpool"), "scrub", t_.pool});
+    auto r = run(zfs::scrub_start_argv(env_.tool("zpool"), t_.pool));  // the scrub driver's start
     if (!r.ok()) {
       o.error = "zpool scrub " + t_.pool + ": " + r.describe();
       return o;

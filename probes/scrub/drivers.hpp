@@ -1,8 +1,9 @@
 #pragma once
-// One small interface per scrubbing filesystem: observe (status/progress/result), start, pause,
-// resume, cancel. Every command goes through ctx.runner, every host path through ctx.host. Long
-// commands (btrfs scrub start -B, xfs_scrub, bcachefs scrub) run detached through
-// fsaudit-scrub-detach so a probe run never waits for a scrub.
+// The one interface every scrubbing filesystem implements: observe (status/progress/result), start,
+// pause, resume, cancel. The drivers themselves live with their filesystem (probes/<fs>/
+// scrub_driver.*); this header holds what they share. Every command goes through ctx.runner, every
+// host path through ctx.host. Long commands (btrfs scrub start -B, xfs_scrub, bcachefs scrub) run
+// detached through fsaudit-scrub-detach so a probe run never waits for a scrub.
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -11,7 +12,6 @@
 
 #include "daemon/core/result.hpp"
 #include "daemon/probe/probe.hpp"
-#include "probes/btrfs/scrub_status.hpp"
 #include "probes/scrub/model.hpp"
 
 namespace fsaudit::scrub {
@@ -54,13 +54,25 @@ class Driver {
   virtual Result<void> cancel(const ScrubTarget& t, TargetState& st, DriverEnv& env) = 0;
 };
 
-std::unique_ptr<Driver> make_driver(const std::string& fs);
+// Drivers whose scrub is one long foreground command (xfs_scrub, bcachefs scrub): the detached job
+// is the scrub; its output and exit status are the result.
+class JobDriver : public Driver {
+ public:
+  Result<Observation> observe(const ScrubTarget& t, TargetState& st, DriverEnv& env) override;
+  Result<void> cancel(const ScrubTarget& t, TargetState& st, DriverEnv& env) override;
 
-// Pure mappings from the reused parsers' results to an Observation (tested on the real fixtures).
-std::string extract_zfs_scan_block(std::string_view zpool_status);  // "scan:"/"scrub:" block
-Observation observation_from_zpool_status(std::string_view text);
-Observation observation_from_btrfs(const btrfs::ScrubSection& total);
-Observation observation_from_btrfs_file(const btrfs::ScrubFile& f, const std::string& fsid);
+ protected:
+  virtual std::string exe() const = 0;
+  virtual std::string also_arg() const { return ""; }
+  virtual void fill_progress(Observation&, const std::string&) {}
+  virtual void fill_result(Observation& o, const JobStatus& job, TargetState& st, double now) = 0;
+};
+
+// One short command through the runner, bounded by the probe's deadline (at most `cap`).
+CommandResult run_command(DriverEnv& env, std::vector<std::string> argv,
+                          std::chrono::milliseconds cap = std::chrono::seconds(15));
+// A small host file's content, trimmed; nullopt when unreadable.
+std::optional<std::string> read_trimmed(const std::filesystem::path& p);
 
 // Helpers shared by the drivers and the probe (exposed for tests).
 JobStatus read_job(const HostPaths& host, const std::filesystem::path& dir, int pid);

@@ -18,6 +18,13 @@ struct Errors {
   std::optional<std::uint64_t> uncorrectable;
 };
 
+// What a tool says beyond the totals (btrfs): errors by cause ("read", "csum", "verify", "super")
+// and per member device (kernel name, as every probe names devices).
+struct ErrorDetail {
+  std::map<std::string, std::uint64_t> causes;
+  std::map<std::string, Errors> devices;
+};
+
 // One poll of a target by its driver.
 struct Observation {
   bool supported = true;
@@ -35,6 +42,7 @@ struct Observation {
   std::optional<double> rate;   // bytes per second as the tool reports it
   std::optional<double> repaired_bytes;  // ZFS reports repaired bytes, not a count
   Errors errors;                // of the current/last scrub
+  ErrorDetail error_detail;     // of the current/last scrub, where the tool breaks it down
   std::string detail;           // one line for logs
 };
 
@@ -42,6 +50,7 @@ struct RunRecord {
   double start = 0, end = 0, duration = 0;
   std::optional<double> bytes, rate, repaired_bytes;
   Errors errors;
+  ErrorDetail error_detail;
   std::string result;  // ok | errors | canceled | failed
   bool by_us = false;
 };
@@ -51,7 +60,8 @@ struct TargetState {
   double first_seen = 0;
   bool running = false;       // a run is in progress or paused (ours or observed)
   bool by_us = false;         // the current run was started by fsaudit
-  bool paused_by_us = false;  // fsaudit paused it at the window's end
+  bool paused_by_us = false;  // fsaudit paused it at the window's end (or on an operator's request)
+  bool by_operator = false;   // the current run was started or paused on an operator's request
   double run_start = 0;
   std::optional<double> run_bytes;  // last progress seen of the current run
   int job_pid = 0;            // detached job (btrfs/xfs/bcachefs) running the scrub command

@@ -35,6 +35,7 @@ void close_run(TargetState& st, const Observation& obs, double start, double end
   if (!r.rate && r.bytes && r.duration > 0) r.rate = *r.bytes / r.duration;
   r.repaired_bytes = obs.repaired_bytes;
   r.errors = obs.errors;
+  r.error_detail = obs.error_detail;
   r.result = result_of(obs);
   r.by_us = st.by_us;
   if (r.result == "ok" || r.result == "errors") st.last_completed_end = std::max(st.last_completed_end, end);
@@ -43,6 +44,7 @@ void close_run(TargetState& st, const Observation& obs, double start, double end
   st.running = false;
   st.by_us = false;
   st.paused_by_us = false;
+  st.by_operator = false;
   st.run_start = 0;
   st.run_bytes.reset();
   st.job_pid = 0;
@@ -151,6 +153,14 @@ Decision plan(const PlanInput& in, const TargetState& st, const Observation& obs
     if (st.running) d.next_due.reset();  // a run is under way
   }
 
+  // Started or paused on an operator's request: the operator decides when it stops or resumes.
+  if (st.running && st.by_operator) {
+    bool paused = obs.phase != Phase::running;
+    d.code = paused ? "paused" : "running";
+    d.reason = paused ? "paused on an operator's request (fsauditctl scrub start resumes it)"
+                      : "scrub started on an operator's request is running";
+    return d;
+  }
   // Our own run: window end handling and resuming after a pause.
   if (st.running && st.by_us) {
     if (obs.phase == Phase::running) {

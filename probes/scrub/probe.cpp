@@ -14,29 +14,15 @@
 #include "probes/scrub/parsers.hpp"
 #include "probes/scrub/planner.hpp"
 #include "probes/scrub/timers.hpp"
+#include "probes/bcachefs/scrub_driver.hpp"
+#include "probes/btrfs/scrub_driver.hpp"
+#include "probes/md/scrub_driver.hpp"
+#include "probes/xfs/scrub_driver.hpp"
+#include "probes/zfs/scrub_driver.hpp"
 
 namespace fsaudit::scrub {
 namespace fs = std::filesystem;
 
-namespace {
-
-struct Item {
-  ScrubTarget target;
-  std::unique_ptr<Driver> driver;
-  TargetState state;
-  Observation obs;
-  bool observed = false;
-  std::string error;
-  Decision decision;
-  const config::ScrubPolicy* policy = nullptr;
-  std::string timer;
-};
-
-bool mentions_missing_tool(const std::string& e) {
-  return e.find("not found") != std::string::npos || e.find("not installed") != std::string::npos;
-}
-
-}  // namespace
 
 ScrubProbe::ScrubProbe(config::ScrubConfig cfg, TargetSelection selection)
     : cfg_(std::move(cfg)), selection_(std::move(selection)) {}
@@ -112,54 +98,129 @@ std::optional<double> ScrubProbe::io_load(ProbeContext& ctx, std::string& source
   return u;
 }
 
-ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
-  if (!cfg_.enabled) return ProbeResult::not_applicable("scrub.enabled is false");
+// One run's shared view: the clock, the state directory, the drivers' environment, host load.
+struct ScrubProbe::Pass {
+  ProbeContext& ctx;
+  double now;
+  long tz;
+  fs::path dir;
+  DriverEnv env;
+  DistroSchedulers distro;
+  std::optional<double> load;
+  std::string load_source;
+  int running = 0;  // scrubs running on the host now (anybody's)
   std::vector<std::string> notes;
-  auto targets = discover(ctx, notes);
-  if (targets.empty()) {
-    std::string why = "no scrub-capable targets (ZFS pools, btrfs/xfs/bcachefs mounts, md arrays)";
-    for (const auto& n : notes) why += "; " + n;
-    return ProbeResult::not_applicable(why);
-  }
+};
+
+ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
   const double now = ctx.clock.wall_seconds();
-  const long tz = tz_offset_ ? *tz_offset_ : CalendarWindow::local_offset();
   fs::path dir = ctx.state_dir / "scrub";
   std::error_code ec;
   fs::create_directories(dir, ec);
-  DriverEnv env{ctx, dir / "jobs", detach_helper(ctx), now};
-  auto distro = scan_distro_schedulers(ctx.host.rootfs);
-  std::string load_source;
-  auto load = io_load(ctx, load_source);
+  Pass pass{ctx, now, tz_offset_ ? *tz_offset_ : CalendarWindow::local_offset(), dir,
+            DriverEnv{ctx, dir / "jobs", detach_helper(ctx), now}, scan_distro_schedulers(ctx.host.rootfs),
+            std::nullopt, "", 0, {}};
+  pass.load = io_load(ctx, pass.load_source);
+  return pass;
+}
 
-  std::vector<Item> items;
-  int running = 0;
-  for (auto& t : targets) {
-    Item it;
-    it.target = t;
-    it.driver = make_driver(t.fs);
-    it.policy = &cfg_.policy_for(t.name);
-    it.timer = scheduler_for(distro, t.fs, t.fs == "zfs" ? t.pool : t.name);
-    if (auto s = read_file(dir / (t.key() + ".state"))) it.state = TargetState::parse(*s);
-    auto o = it.driver->observe(t, it.state, env);
-    if (o) {
-      it.obs = *o;
-      it.observed = true;
-      if (!it.obs.supported && it.state.unsupported_reason.empty()) {
-        // Keep the reason for metrics; JobDrivers learn it from a failed run.
-      }
-      if (absorb(it.state, it.obs, now)) {
-        it.state.job_dir.clear();
-        it.state.job_pid = 0;
-      }
-      if (it.obs.phase == Phase::running) ++running;
-    } else {
-      it.error = o.error();
-      if (it.state.first_seen <= 0) it.state.first_seen = now;
-    }
-    items.push_back(std::move(it));
+namespace {
+
+struct Item {
+  ScrubTarget target;
+  std::unique_ptr<Driver> driver;
+  TargetState state;
+  Observation obs;
+  bool observed = false;
+  std::string error;
+  Decision decision;
+  const config::ScrubPolicy* policy = nullptr;
+  std::string timer;
+};
+
+bool mentions_missing_tool(const std::string& e) {
+  return e.find("not found") != std::string::npos || e.find("not installed") != std::string::npos;
+}
+
+std::unique_ptr<Driver> make_driver(const std::string& f) {
+  if (f == "zfs") return zfs::make_scrub_driver();
+  if (f == "btrfs") return btrfs::make_scrub_driver();
+  if (f == "xfs") return xfs::make_scrub_driver();
+  if (f == "bcachefs") return bcachefs::make_scrub_driver();
+  if (f == "md") return md::make_scrub_driver();
+  return nullptr;
+}
+
+// Reads the remembered state and asks the driver what the target is doing now.
+Item observe_target(const ScrubTarget& t, const config::ScrubConfig& cfg, ScrubProbe::Pass& pass) {
+  Item it;
+  it.target = t;
+  it.driver = make_driver(t.fs);
+  it.policy = &cfg.policy_for(t.name);
+  it.timer = scheduler_for(pass.distro, t.fs, t.fs == "zfs" ? t.pool : t.name);
+  if (auto s = read_file(pass.dir / (t.key() + ".state"))) it.state = TargetState::parse(*s);
+  auto o = it.driver->observe(t, it.state, pass.env);
+  if (!o) {
+    it.error = o.error();
+    if (it.state.first_seen <= 0) it.state.first_seen = pass.now;
+    return it;
   }
+  it.obs = *o;
+  it.observed = true;
+  if (absorb(it.state, it.obs, pass.now)) {
+    it.state.job_dir.clear();
+    it.state.job_pid = 0;
+  }
+  if (it.obs.phase == Phase::running) ++pass.running;
+  return it;
+}
 
-  // Most overdue first, so the concurrency slot goes to the target that waited longest.
+// Carries out the planner's decision; returns the driver's error, if any.
+Result<void> act(Item& it, ScrubProbe::Pass& pass) {
+  auto& st = it.state;
+  const Action a = it.decision.action;
+  if (a == Action::start || a == Action::resume) {
+    st.last_attempt = pass.now;
+    auto r = a == Action::start ? it.driver->start(it.target, st, pass.env) : it.driver->resume(it.target, st, pass.env);
+    if (!r) {
+      st.last_attempt_error = r.error();
+      if (mentions_missing_tool(r.error()) && r.error().find("fsaudit-scrub-detach") == std::string::npos) {
+        st.unsupported_reason = r.error();
+        st.unsupported_since = pass.now;
+      }
+      return r;
+    }
+    st.last_attempt_error.clear();
+    if (a == Action::start) {
+      st.running = true;
+      st.by_us = true;
+      st.run_start = pass.now;
+      st.run_bytes.reset();
+    }
+    st.paused_by_us = false;
+    ++pass.running;
+    return {};
+  }
+  if (a == Action::pause) {
+    if (it.driver->pause(it.target, st, pass.env)) {
+      st.paused_by_us = true;
+      --pass.running;
+      return {};
+    }
+    // Cannot pause: cancel instead.
+  }
+  if (a == Action::pause || a == Action::cancel) {
+    auto c = it.driver->cancel(it.target, st, pass.env);
+    if (!c) return c;
+    st.paused_by_us = false;
+    --pass.running;
+  }
+  return {};
+}
+
+// Plans every observed target, most overdue first, so the concurrency slot goes to the target that
+// waited longest.
+void plan_and_act(std::vector<Item>& items, const config::ScrubConfig& cfg, ScrubProbe::Pass& pass) {
   std::vector<Item*> order;
   for (auto& it : items) order.push_back(&it);
   std::stable_sort(order.begin(), order.end(), [](Item* a, Item* b) {
@@ -174,155 +235,199 @@ ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
     PlanInput in;
     in.policy = it->policy;
     in.key = it->target.key();
-    in.now = now;
-    in.tz_offset = tz;
-    in.io_load = load;
-    in.running_on_host = running;
-    in.max_concurrent = cfg_.max_concurrent;
+    in.now = pass.now;
+    in.tz_offset = pass.tz;
+    in.io_load = pass.load;
+    in.running_on_host = pass.running;
+    in.max_concurrent = cfg.max_concurrent;
     in.timer = it->timer;
     in.can_pause = it->driver->can_pause(it->state);
     it->decision = plan(in, it->state, it->obs);
-    auto& st = it->state;
-    Result<void> r;
-    switch (it->decision.action) {
-      case Action::none: break;
-      case Action::start:
-      case Action::resume: {
-        st.last_attempt = now;
-        r = it->decision.action == Action::start ? it->driver->start(it->target, st, env)
-                                                 : it->driver->resume(it->target, st, env);
-        if (r) {
-          st.last_attempt_error.clear();
-          if (it->decision.action == Action::start) {
-            st.running = true;
-            st.by_us = true;
-            st.run_start = now;
-            st.run_bytes.reset();
-          }
-          st.paused_by_us = false;
-          ++running;
-        } else {
-          st.last_attempt_error = r.error();
-          if (mentions_missing_tool(r.error()) && r.error().find("fsaudit-scrub-detach") == std::string::npos) {
-            st.unsupported_reason = r.error();
-            st.unsupported_since = now;
-          }
-        }
-        break;
-      }
-      case Action::pause:
-        r = it->driver->pause(it->target, st, env);
-        if (r) {
-          st.paused_by_us = true;
-          --running;
-          break;
-        }
-        [[fallthrough]];  // cannot pause: cancel instead
-      case Action::cancel: {
-        auto c = it->driver->cancel(it->target, st, env);
-        if (!c) r = c;
-        else {
-          st.paused_by_us = false;
-          r = {};
-          --running;
-        }
-        break;
-      }
-    }
-    if (!r) it->decision.reason += " (failed: " + r.error() + ")";
+    if (auto r = act(*it, pass); !r) it->decision.reason += " (failed: " + r.error() + ")";
   }
+}
+
+void last_run_metrics(metrics::Batch& b, const Item& it, const metrics::Labels& l) {
+  const auto& last = it.state.last;
+  b.gauge("fsaudit_scrub_last_end_timestamp_seconds", "End of the last scrub that ended (finished or canceled).", l, last.end);
+  b.gauge("fsaudit_scrub_last_duration_seconds", "Duration of the last scrub that ended.", l, last.duration);
+  if (last.bytes) b.gauge("fsaudit_scrub_last_scrubbed_bytes", "Bytes the last scrub read and verified.", l, *last.bytes);
+  if (last.rate) b.gauge("fsaudit_scrub_last_rate_bytes_per_second", "Average rate of the last scrub.", l, *last.rate);
+  if (last.repaired_bytes)
+    b.gauge("fsaudit_scrub_last_repaired_bytes", "Bytes the last scrub repaired (ZFS reports bytes, not counts).", l,
+            *last.repaired_bytes);
+  auto errors = [&](const char* name, const char* help, metrics::Labels base, const Errors& e) {
+    for (const auto& [kind, v] : {std::pair{"found", e.found}, {"repaired", e.repaired}, {"uncorrectable", e.uncorrectable}}) {
+      if (!v) continue;
+      auto lk = base;
+      lk["kind"] = kind;
+      b.gauge(name, help, lk, static_cast<double>(*v));
+    }
+  };
+  errors("fsaudit_scrub_last_errors",
+         "Errors the last scrub reported: found, repaired, uncorrectable (absent when the tool does not say).", l, last.errors);
+  for (const auto& [cause, n] : last.error_detail.causes) {
+    auto lc = l;
+    lc["cause"] = cause;
+    b.gauge("fsaudit_scrub_last_error_causes",
+            "Errors the last scrub found, by cause (btrfs: read, csum, verify, super), from the scrub's own report.", lc,
+            static_cast<double>(n));
+  }
+  for (const auto& [dev, e] : last.error_detail.devices) {
+    auto ld = l;
+    ld["device"] = dev;
+    errors("fsaudit_scrub_last_device_errors",
+           "Errors the last scrub reported per member device (kernel name): found, repaired, uncorrectable.", ld, e);
+  }
+  b.info("fsaudit_scrub_last_result_info", "How the last scrub ended (ok, errors, canceled, failed) and who started it.",
+         {{"target", it.target.name}, {"fs", it.target.fs}, {"result", last.result},
+          {"started_by", last.by_us ? "fsaudit" : "other"}});
+}
+
+void target_metrics(metrics::Batch& b, const Item& it, double now) {
+  const auto& st = it.state;
+  metrics::Labels l{{"target", it.target.name}, {"fs", it.target.fs}};
+  b.gauge("fsaudit_scrub_observe_success", "1 if the scrub state of the target could be read on the last run.", l,
+          it.observed ? 1 : 0);
+  bool run_now = it.observed && it.obs.phase == Phase::running;
+  bool started_now = it.decision.action == Action::start || it.decision.action == Action::resume;
+  b.gauge("fsaudit_scrub_running", "1 while a scrub (fsaudit's or anybody's) runs on the target.", l,
+          (run_now || (started_now && it.decision.reason.find("(failed") == std::string::npos)) ? 1 : 0);
+  b.gauge("fsaudit_scrub_paused", "1 while a scrub on the target is paused (by fsaudit at its window's end, or by others).",
+          l, (st.running && !run_now && !started_now) ? 1 : 0);
+  if (st.running && it.obs.progress)
+    b.gauge("fsaudit_scrub_progress_ratio", "Progress of the running or paused scrub, 0..1.", l, *it.obs.progress);
+  double last_start = st.running ? st.run_start : st.last.start;
+  if (last_start > 0)
+    b.gauge("fsaudit_scrub_last_start_timestamp_seconds", "Start of the running scrub, else of the last one.", l, last_start);
+  if (st.last.end > 0) last_run_metrics(b, it, l);
+  const char* age_help = "Seconds since the last completed scrub (+Inf if never): alert when above the interval.";
+  if (st.last_completed_end > 0) {
+    b.gauge("fsaudit_scrub_last_completed_timestamp_seconds", "End of the last scrub that ran to completion.", l,
+            st.last_completed_end);
+    b.gauge("fsaudit_scrub_last_completed_age_seconds", age_help, l, std::max(0.0, now - st.last_completed_end));
+  } else if (it.observed && it.obs.supported) {
+    b.gauge("fsaudit_scrub_last_completed_age_seconds", age_help, l, std::numeric_limits<double>::infinity());
+  }
+  if (it.decision.next_due)
+    b.gauge("fsaudit_scrub_next_scheduled_timestamp_seconds",
+            "When fsaudit will start the next scrub (earliest; in the window, subject to load and concurrency).", l,
+            *it.decision.next_due);
+  b.info("fsaudit_scrub_mode_info",
+         "How the target is scrubbed: scheduled (by fsaudit), observed-timer (a distro timer/cron job does it), "
+         "observe_only, unsupported.",
+         {{"target", it.target.name}, {"fs", it.target.fs}, {"mode", mode_name(it.decision.mode)},
+          {"timer", it.decision.mode == Mode::observed_timer ? it.timer : ""}});
+  b.info("fsaudit_scrub_decision_info", "What the scheduler decided on its last run, and why (code is bounded).",
+         {{"target", it.target.name}, {"fs", it.target.fs}, {"code", it.decision.code}});
+  for (const char* res : {"ok", "errors", "canceled", "failed"}) {
+    auto f = st.runs.find(res);
+    auto l4 = l;
+    l4["result"] = res;
+    b.counter("fsaudit_scrub_runs_total", "Scrubs seen ending on the target, by result (fsaudit's and others').", l4,
+              f == st.runs.end() ? 0 : static_cast<double>(f->second));
+  }
+}
+
+void save_state(const Item& it, ScrubProbe::Pass& pass) {
+  if (auto w = write_file_atomic(pass.dir / (it.target.key() + ".state"), it.state.serialize()); !w)
+    pass.notes.push_back("cannot save scrub state: " + w.error());
+}
+
+}  // namespace
+
+ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
+  if (!cfg_.enabled) return ProbeResult::not_applicable("scrub.enabled is false");
+  std::lock_guard serial(run_mu_);  // one pass at a time over the state files (scheduled or requested)
+  std::vector<std::string> notes;
+  auto targets = discover(ctx, notes);
+  if (targets.empty()) {
+    std::string why = "no scrub-capable targets (ZFS pools, btrfs/xfs/bcachefs mounts, md arrays)";
+    for (const auto& n : notes) why += "; " + n;
+    return ProbeResult::not_applicable(why);
+  }
+  Pass pass = begin_pass(ctx);
+  std::vector<Item> items;
+  for (const auto& t : targets) items.push_back(observe_target(t, cfg_, pass));
+  plan_and_act(items, cfg_, pass);
 
   metrics::Batch b;
   int failed = 0;
-  for (auto& it : items) {
-    auto& st = it.state;
-    if (auto w = write_file_atomic(dir / (it.target.key() + ".state"), st.serialize()); !w) {
-      notes.push_back("cannot save scrub state: " + w.error());
-    }
-    metrics::Labels l{{"target", it.target.name}, {"fs", it.target.fs}};
-    b.gauge("fsaudit_scrub_observe_success", "1 if the scrub state of the target could be read on the last run.", l,
-            it.observed ? 1 : 0);
+  for (const auto& it : items) {
+    save_state(it, pass);
+    target_metrics(b, it, pass.now);
     if (!it.observed) ++failed;
-    bool run_now = it.observed && it.obs.phase == Phase::running;
-    bool started_now = it.decision.action == Action::start || it.decision.action == Action::resume;
-    b.gauge("fsaudit_scrub_running", "1 while a scrub (fsaudit's or anybody's) runs on the target.", l,
-            (run_now || (started_now && it.decision.reason.find("(failed") == std::string::npos)) ? 1 : 0);
-    b.gauge("fsaudit_scrub_paused", "1 while a scrub on the target is paused (by fsaudit at its window's end, or by others).",
-            l, (st.running && !run_now && !started_now) ? 1 : 0);
-    if (st.running && it.obs.progress)
-      b.gauge("fsaudit_scrub_progress_ratio", "Progress of the running or paused scrub, 0..1.", l, *it.obs.progress);
-    double last_start = st.running ? st.run_start : st.last.start;
-    if (last_start > 0)
-      b.gauge("fsaudit_scrub_last_start_timestamp_seconds", "Start of the running scrub, else of the last one.", l, last_start);
-    if (st.last.end > 0) {
-      b.gauge("fsaudit_scrub_last_end_timestamp_seconds", "End of the last scrub that ended (finished or canceled).", l,
-              st.last.end);
-      b.gauge("fsaudit_scrub_last_duration_seconds", "Duration of the last scrub that ended.", l, st.last.duration);
-      if (st.last.bytes)
-        b.gauge("fsaudit_scrub_last_scrubbed_bytes", "Bytes the last scrub read and verified.", l, *st.last.bytes);
-      if (st.last.rate)
-        b.gauge("fsaudit_scrub_last_rate_bytes_per_second", "Average rate of the last scrub.", l, *st.last.rate);
-      if (st.last.repaired_bytes)
-        b.gauge("fsaudit_scrub_last_repaired_bytes", "Bytes the last scrub repaired (ZFS reports bytes, not counts).", l,
-                *st.last.repaired_bytes);
-      auto err_metric = [&](const char* kind, const std::optional<std::uint64_t>& v) {
-        if (!v) return;
-        auto l2 = l;
-        l2["kind"] = kind;
-        b.gauge("fsaudit_scrub_last_errors",
-                "Errors the last scrub reported: found, repaired, uncorrectable (absent when the tool does not say).", l2,
-                static_cast<double>(*v));
-      };
-      err_metric("found", st.last.errors.found);
-      err_metric("repaired", st.last.errors.repaired);
-      err_metric("uncorrectable", st.last.errors.uncorrectable);
-      auto l3 = l;
-      l3["result"] = st.last.result;
-      b.info("fsaudit_scrub_last_result_info", "How the last scrub ended (ok, errors, canceled, failed) and who started it.",
-             {{"target", it.target.name}, {"fs", it.target.fs}, {"result", st.last.result},
-              {"started_by", st.last.by_us ? "fsaudit" : "other"}});
-    }
-    if (st.last_completed_end > 0) {
-      b.gauge("fsaudit_scrub_last_completed_timestamp_seconds", "End of the last scrub that ran to completion.", l,
-              st.last_completed_end);
-      b.gauge("fsaudit_scrub_last_completed_age_seconds",
-              "Seconds since the last completed scrub (+Inf if never): alert when above the interval.", l,
-              std::max(0.0, now - st.last_completed_end));
-    } else if (it.observed && it.obs.supported) {
-      b.gauge("fsaudit_scrub_last_completed_age_seconds",
-              "Seconds since the last completed scrub (+Inf if never): alert when above the interval.", l,
-              std::numeric_limits<double>::infinity());
-    }
-    if (it.decision.next_due)
-      b.gauge("fsaudit_scrub_next_scheduled_timestamp_seconds",
-              "When fsaudit will start the next scrub (earliest; in the window, subject to load and concurrency).", l,
-              *it.decision.next_due);
-    b.info("fsaudit_scrub_mode_info",
-           "How the target is scrubbed: scheduled (by fsaudit), observed-timer (a distro timer/cron job does it), "
-           "observe_only, unsupported.",
-           {{"target", it.target.name}, {"fs", it.target.fs}, {"mode", mode_name(it.decision.mode)},
-            {"timer", it.decision.mode == Mode::observed_timer ? it.timer : ""}});
-    b.info("fsaudit_scrub_decision_info", "What the scheduler decided on its last run, and why (code is bounded).",
-           {{"target", it.target.name}, {"fs", it.target.fs}, {"code", it.decision.code}});
-    for (const char* res : {"ok", "errors", "canceled", "failed"}) {
-      auto f = st.runs.find(res);
-      auto l4 = l;
-      l4["result"] = res;
-      b.counter("fsaudit_scrub_runs_total", "Scrubs seen ending on the target, by result (fsaudit's and others').", l4,
-                f == st.runs.end() ? 0 : static_cast<double>(f->second));
-    }
   }
-  b.gauge("fsaudit_scrubs_running", "Scrubs running on this host now.", {}, running);
-  if (load)
+  b.gauge("fsaudit_scrubs_running", "Scrubs running on this host now.", {}, pass.running);
+  if (pass.load)
     b.gauge("fsaudit_scrub_host_io_load_percent",
             "Host I/O load the scheduler compares with io_load_threshold (PSI some avg10, else busiest disk).",
-            {{"source", load_source}}, *load);
+            {{"source", pass.load_source}}, *pass.load);
   if (failed == static_cast<int>(items.size())) {
     std::string why = "could not read the scrub state of any target";
     for (const auto& it : items) why += "; " + it.target.name + ": " + it.error;
     return ProbeResult::failed(why, std::move(b));
   }
   return ProbeResult::ok(std::move(b));
+}
+
+Result<std::string> ScrubProbe::request(const std::string& action, const std::string& target, ProbeContext& ctx) {
+  if (action != "start" && action != "pause" && action != "cancel")
+    return err("scrub action must be start, pause or cancel, not '" + action + "'");
+  if (!cfg_.enabled) return err("scrub.enabled is false in the configuration");
+  std::lock_guard serial(run_mu_);
+  std::vector<std::string> notes;
+  auto targets = discover(ctx, notes);
+  auto t = std::find_if(targets.begin(), targets.end(), [&](const ScrubTarget& x) { return x.name == target; });
+  if (t == targets.end()) return err(unknown_target_message(target, targets));
+  Pass pass = begin_pass(ctx);
+  Item it = observe_target(*t, cfg_, pass);
+  if (!it.observed) return err("cannot read the scrub state of " + target + ": " + it.error);
+  if (!it.obs.supported) return err(target + " cannot be scrubbed here: " + it.obs.unsupported_reason);
+  auto done = carry_out(action, it.target, *it.driver, it.state, it.obs, pass);
+  save_state(it, pass);
+  if (!done) return err(done.error());
+  return *done;
+}
+
+Result<std::string> ScrubProbe::carry_out(const std::string& action, const ScrubTarget& t, Driver& driver, TargetState& st,
+                                          const Observation& obs, Pass& pass) {
+  const bool running = obs.phase == Phase::running;
+  const bool paused = st.running && !running;  // ours paused, or paused by its tool
+  if (action == "start") {
+    if (running) return err("a scrub is already running on " + t.name);
+    auto r = paused ? driver.resume(t, st, pass.env) : driver.start(t, st, pass.env);
+    if (!r) return err(r.error());
+    if (!paused) {
+      st.running = true;
+      st.run_start = pass.now;
+      st.run_bytes.reset();
+    }
+    st.by_us = st.by_operator = true;
+    st.paused_by_us = false;
+    st.last_attempt = pass.now;
+    st.last_attempt_error.clear();
+    return std::string(paused ? "resumed" : "started") + " the scrub of " + t.name;
+  }
+  if (!running) return err("no scrub is running on " + t.name + (paused ? " (it is paused)" : ""));
+  if (action == "pause") {
+    // Tools that cannot pause (md) stop instead; btrfs' cancel keeps the position for a resume.
+    auto r = driver.can_pause(st) ? driver.pause(t, st, pass.env) : driver.cancel(t, st, pass.env);
+    if (!r) return err(r.error());
+    st.paused_by_us = st.by_operator = true;
+    return "paused the scrub of " + t.name;
+  }
+  auto r = driver.cancel(t, st, pass.env);
+  if (!r) return err(r.error());
+  st.paused_by_us = false;
+  st.by_operator = true;
+  return "canceled the scrub of " + t.name;
+}
+
+std::string ScrubProbe::unknown_target_message(const std::string& target, const std::vector<ScrubTarget>& targets) {
+  std::string names;
+  for (const auto& x : targets) names += (names.empty() ? "" : ", ") + x.name;
+  return "no scrub target named '" + target + "'; scrub targets: " + (names.empty() ? "(none)" : names);
 }
 
 std::unique_ptr<Probe> make_scrub_probe(const config::Config& cfg) {

@@ -24,11 +24,21 @@ class ScrubProbe final : public Probe {
   std::string name() const override { return "scrub"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
+  // An operator's request (fsauditctl scrub start|pause|cancel TARGET): `target` must be one of
+  // the targets this probe scrubs (its discovery under the scrub config). The driver carries it
+  // out now; the planner then leaves that run to the operator (no window end, no automatic resume).
+  Result<std::string> request(const std::string& action, const std::string& target, ProbeContext& ctx) override;
 
   // Tests: the local time zone offset used for windows (default: the host's).
   void set_tz_offset(long seconds) { tz_offset_ = seconds; }
 
+  struct Pass;  // one run's shared view (probe.cpp)
+
  private:
+  Pass begin_pass(ProbeContext& ctx);
+  static Result<std::string> carry_out(const std::string& action, const ScrubTarget& t, Driver& driver, TargetState& st,
+                                       const Observation& obs, Pass& pass);
+  static std::string unknown_target_message(const std::string& target, const std::vector<ScrubTarget>& targets);
   std::vector<ScrubTarget> discover(ProbeContext& ctx, std::vector<std::string>& notes);
   std::optional<double> io_load(ProbeContext& ctx, std::string& source);
   std::string detach_helper(ProbeContext& ctx) const;
@@ -36,6 +46,7 @@ class ScrubProbe final : public Probe {
   config::ScrubConfig cfg_;
   TargetSelection selection_;
   std::optional<long> tz_offset_;
+  std::mutex run_mu_;  // a scheduled run and a request never overlap
   std::mutex mu_;
   std::map<std::string, std::uint64_t> last_diskstats_;
   double last_diskstats_ms_ = 0;

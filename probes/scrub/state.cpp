@@ -27,6 +27,17 @@ std::string escape(const std::string& s) {
   return r;
 }
 
+// "<device>.<found|repaired|uncorrectable>" (kernel names hold no '.': split at the last one).
+void parse_device_errors(ErrorDetail& d, const std::string& key, std::optional<std::uint64_t> v) {
+  auto dot = key.rfind('.');
+  if (dot == std::string::npos || dot == 0) return;
+  auto& e = d.devices[key.substr(0, dot)];
+  auto what = key.substr(dot + 1);
+  if (what == "found") e.found = v;
+  else if (what == "repaired") e.repaired = v;
+  else if (what == "uncorrectable") e.uncorrectable = v;
+}
+
 }  // namespace
 
 // One "key=value" per line: easy to read when debugging, tolerant of keys added later.
@@ -37,6 +48,7 @@ std::string TargetState::serialize() const {
   put(o, "running", running ? "1" : "0");
   put(o, "by_us", by_us ? "1" : "0");
   put(o, "paused_by_us", paused_by_us ? "1" : "0");
+  put(o, "by_operator", by_operator ? "1" : "0");
   put(o, "run_start", num(run_start));
   put_opt(o, "run_bytes", run_bytes);
   put(o, "job_pid", std::to_string(job_pid));
@@ -55,6 +67,12 @@ std::string TargetState::serialize() const {
   put_opt(o, "last.found", last.errors.found);
   put_opt(o, "last.repaired", last.errors.repaired);
   put_opt(o, "last.uncorrectable", last.errors.uncorrectable);
+  for (const auto& [cause, n] : last.error_detail.causes) put(o, "last.cause." + cause, std::to_string(n));
+  for (const auto& [dev, e] : last.error_detail.devices) {
+    put_opt(o, "last.device." + dev + ".found", e.found);
+    put_opt(o, "last.device." + dev + ".repaired", e.repaired);
+    put_opt(o, "last.device." + dev + ".uncorrectable", e.uncorrectable);
+  }
   put(o, "last.result", last.result);
   put(o, "last.by_us", last.by_us ? "1" : "0");
   put(o, "last_completed_end", num(last_completed_end));
@@ -77,6 +95,7 @@ TargetState TargetState::parse(const std::string& text) {
     else if (k == "running") s.running = b();
     else if (k == "by_us") s.by_us = b();
     else if (k == "paused_by_us") s.paused_by_us = b();
+    else if (k == "by_operator") s.by_operator = b();
     else if (k == "run_start") s.run_start = d();
     else if (k == "run_bytes") s.run_bytes = od();
     else if (k == "job_pid") s.job_pid = static_cast<int>(parse_i64(v).value_or(0));
@@ -98,6 +117,8 @@ TargetState TargetState::parse(const std::string& text) {
     else if (k == "last.result") s.last.result = v;
     else if (k == "last.by_us") s.last.by_us = b();
     else if (k == "last_completed_end") s.last_completed_end = d();
+    else if (k.rfind("last.cause.", 0) == 0) s.last.error_detail.causes[k.substr(11)] = parse_u64(v).value_or(0);
+    else if (k.rfind("last.device.", 0) == 0) parse_device_errors(s.last.error_detail, k.substr(12), ou());
     else if (k.rfind("runs.", 0) == 0) s.runs[k.substr(5)] = parse_u64(v).value_or(0);
   }
   return s;

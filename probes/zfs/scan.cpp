@@ -5,6 +5,7 @@
 #include <regex>
 #include <vector>
 
+#include "daemon/core/dates.hpp"
 #include "daemon/core/strings.hpp"
 #include "daemon/core/units.hpp"
 
@@ -110,19 +111,7 @@ void parse_clause(std::string_view clause, ZfsScan& s) {
 }  // namespace
 
 std::optional<std::int64_t> parse_zpool_date(std::string_view text, ScanTimeZone tz) {
-  std::string c = collapse_ws(text);
-  std::tm tm{};
-  const char* end = ::strptime(c.c_str(), "%a %b %d %H:%M:%S %Y", &tm);
-  if (end == nullptr || *end != '\0') return std::nullopt;
-  std::time_t t;
-  if (tz == ScanTimeZone::utc) {
-    t = ::timegm(&tm);
-  } else {
-    tm.tm_isdst = -1;
-    t = ::mktime(&tm);
-  }
-  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
-  return static_cast<std::int64_t>(t);
+  return parse_c_date(text, tz == ScanTimeZone::utc);
 }
 
 std::optional<double> parse_zpool_elapsed(std::string_view text) {

@@ -21,7 +21,7 @@
 #include "probes/btrfs/btrfs.hpp"
 #include "probes/btrfs/scrub_status.hpp"
 #include "probes/kernel_log/classify.hpp"
-#include "probes/scrub/parsers.hpp"
+#include "probes/xfs/scrub_output.hpp"
 #include "probes/xfs/xfs.hpp"
 #include "probes/zfs/probe.hpp"
 #include "probes/zfs/scan.hpp"
@@ -229,7 +229,7 @@ Facts facts_for(const std::string& parser, const std::string& text, const json& 
       f[k + "last_physical"] = c.counters.last_physical;
     }
   } else if (parser == "xfs_scrub") {
-    auto r = scrub::parse_xfs_scrub(text);
+    auto r = xfs::parse_xfs_scrub(text);
     f["corruption_lines"] = r.corruption_lines;
     f["unfixable_lines"] = r.unfixable_lines;
     f["optimization_lines"] = r.optimization_lines;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/dbus/service.hpp"
+#include "tests/dbus/private_bus.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/private_bus.hpp"
 #include "tests/support/support.hpp"
@@ -117,7 +118,9 @@ TEST_F(DBusApi, EveryMethodAnswers) {
   EXPECT_EQ(bus.call("RunCanary", &m, &msg, "s", "nope"), "org.fsaudit.Error.UnknownCanary");
   EXPECT_NE(msg.find("no canary named 'nope'"), std::string::npos) << msg;
   EXPECT_EQ(bus.call("InitCanary", &m, &msg, "s", "nope"), "org.fsaudit.Error.UnknownCanary");
-  EXPECT_EQ(bus.call("Scrub", &m, &msg, "ss", "start", "scratch"), "org.fsaudit.Error.NotSupported");
+  // scratch is no scrub target (no filesystem that scrubs): the error names what is.
+  EXPECT_EQ(bus.call("Scrub", &m, &msg, "ss", "start", "scratch"), "org.fsaudit.Error.UnknownTarget");
+  EXPECT_NE(msg.find("no scrub target named 'scratch'; scrub targets: "), std::string::npos) << msg;
   EXPECT_EQ(bus.call("Scrub", &m, &msg, "ss", "explode", "scratch"), "org.freedesktop.DBus.Error.InvalidArgs");
   EXPECT_NE(msg.find("start, pause or cancel"), std::string::npos) << msg;
 }
@@ -146,7 +149,8 @@ TEST_F(DBusApi, BadArgumentsGetUsefulErrors) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("usage: fsauditctl"), std::string::npos);
   r = ctl({"scrub", "start", "scratch"});
-  EXPECT_EQ(r.exit_code, 6);
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_NE(r.err.find("no scrub target named 'scratch'"), std::string::npos) << r.err;
 }
 
 TEST_F(DBusApi, PolicyRefusesCallersWhoMayNotAsk) {

@@ -5,7 +5,9 @@
 #include <fstream>
 #include <optional>
 
+#include "daemon/config/config.hpp"
 #include "probes/btrfs/btrfs.hpp"
+#include "probes/scrub/probe.hpp"
 #include "daemon/core/strings.hpp"
 #include "tests/fshealth/lab_util.hpp"
 #include "tests/support/lab.hpp"
@@ -33,6 +35,19 @@ metrics::Batch probe_now(const std::string& mnt, ProbeResult* full = nullptr) {
   auto r = probe->run(*t, c.ctx);
   EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
   if (full) *full = r;
+  return r.metrics;
+}
+
+// The scrub's own counts come from the scrub probe (one family for every filesystem), watching only
+// here: observe_only, so it never starts a scrub itself. `state` keeps what it saw between calls.
+metrics::Batch scrub_now(const std::string& mnt, const fs::path& state) {
+  auto cfg = config::parse_config("scrub:\n  filesystems: [btrfs]\n  observe_only: true\n", "lab.yaml");
+  cfg.targets.include = {mnt};
+  scrub::ScrubProbe probe(cfg.scrub, cfg.targets);
+  fs::create_directories(state);
+  testing::LiveContext c(state);
+  auto r = probe.run(Target::host(), c.ctx);
+  EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
   return r.metrics;
 }
 
@@ -78,7 +93,9 @@ TEST(BtrfsLab, Raid1CorruptOneCopyCounterRisesOnlyForThatDevice) {
   EXPECT_EQ(corruption(before, a.device()), 0);
   EXPECT_EQ(corruption(before, b.device()), 0);
   EXPECT_EQ(before.value("fsaudit_filesystem_data_redundancy", {{"target", mnt.string()}, {"fs", "btrfs"}}), 1);
-  EXPECT_EQ(before.value("fsaudit_btrfs_scrub_state", {{"state", "never"}}), 1);
+  auto scrub_before = scrub_now(mnt.string(), dir / "scrub-state");
+  EXPECT_EQ(scrub_before.value("fsaudit_scrub_observe_success", {{"target", mnt.string()}, {"fs", "btrfs"}}), 1);
+  EXPECT_FALSE(scrub_before.has("fsaudit_scrub_last_result_info", {{"target", mnt.string()}}));  // never scrubbed
 
   const std::string marker = "FSAUDIT-LAB-R1-" + std::to_string(::getpid()) + "-BLOCK";
   auto expected = write_pattern_file(mnt / "data.bin", marker);
@@ -116,13 +133,15 @@ TEST(BtrfsLab, Raid1CorruptOneCopyCounterRisesOnlyForThatDevice) {
   auto scrub = run({"btrfs", "scrub", "start", "-B", "-d", mnt.string()}, 300);
   EXPECT_EQ(scrub.exit_code, 0) << scrub.out << scrub.err;  // all repaired
   auto after = probe_now(mnt.string());
-  EXPECT_EQ(after.value("fsaudit_btrfs_scrub_state", {{"state", "finished"}}), 1);
-  EXPECT_EQ(after.value("fsaudit_btrfs_scrub_errors", {{"kind", "csum"}}), 1);
-  EXPECT_EQ(after.value("fsaudit_btrfs_scrub_corrected_errors"), 1);
-  EXPECT_EQ(after.value("fsaudit_btrfs_scrub_uncorrectable_errors"), 0);
-  EXPECT_EQ(after.value("fsaudit_btrfs_scrub_device_errors", {{"device", kname(a.device())}, {"kind", "csum"}}), 1);
-  EXPECT_EQ(after.value("fsaudit_btrfs_scrub_device_errors", {{"device", kname(b.device())}, {"kind", "csum"}}), 0);
-  EXPECT_GT(after.value("fsaudit_btrfs_scrub_last_start_timestamp_seconds"), 1.7e9);
+  auto scrubbed = scrub_now(mnt.string(), dir / "scrub-state");
+  const std::string target = mnt.string();
+  EXPECT_TRUE(scrubbed.has("fsaudit_scrub_last_result_info", {{"target", target}, {"result", "errors"}, {"started_by", "other"}}));
+  EXPECT_EQ(scrubbed.value("fsaudit_scrub_last_error_causes", {{"target", target}, {"cause", "csum"}}), 1);
+  EXPECT_EQ(scrubbed.value("fsaudit_scrub_last_errors", {{"target", target}, {"kind", "repaired"}}), 1);
+  EXPECT_EQ(scrubbed.value("fsaudit_scrub_last_errors", {{"target", target}, {"kind", "uncorrectable"}}), 0);
+  EXPECT_EQ(scrubbed.value("fsaudit_scrub_last_device_errors", {{"device", kname(a.device())}, {"kind", "found"}}), 1);
+  EXPECT_EQ(scrubbed.value("fsaudit_scrub_last_device_errors", {{"device", kname(b.device())}, {"kind", "found"}}), 0);
+  EXPECT_GT(scrubbed.value("fsaudit_scrub_last_start_timestamp_seconds", {{"target", target}}), 1.7e9);
   // Kernel 6.12 did not bump the device counter on scrub errors; kernels that do show it here.
   EXPECT_GE(corruption(after, a.device()), a_before_scrub);
   EXPECT_EQ(corruption(after, b.device()), 0);
@@ -165,11 +184,12 @@ TEST(BtrfsLab, SingleDataCorruptionIsEioAndUncorrectable) {
   auto scrub = run({"btrfs", "scrub", "start", "-B", mnt.string()}, 300);
   EXPECT_EQ(scrub.exit_code, 3) << "btrfs scrub exits 3 on uncorrectable errors: " << scrub.out << scrub.err;
   auto scrubbed = probe_now(mnt.string());
-  EXPECT_GE(scrubbed.value("fsaudit_btrfs_scrub_uncorrectable_errors"), 1);
-  EXPECT_EQ(scrubbed.value("fsaudit_btrfs_scrub_corrected_errors"), 0);
-  EXPECT_GE(scrubbed.value("fsaudit_btrfs_scrub_device_uncorrectable_errors", {{"device", kname(a.device())}}), 1);
+  auto scrub_counts = scrub_now(mnt.string(), dir / "scrub-state");
+  EXPECT_GE(scrub_counts.value("fsaudit_scrub_last_errors", {{"kind", "uncorrectable"}}), 1);
+  EXPECT_EQ(scrub_counts.value("fsaudit_scrub_last_errors", {{"kind", "repaired"}}), 0);
+  EXPECT_GE(scrub_counts.value("fsaudit_scrub_last_device_errors", {{"device", kname(a.device())}, {"kind", "uncorrectable"}}), 1);
   std::cout << "[lab] single: corruption counter " << kname(a.device()) << " = " << corruption(scrubbed, a.device())
-            << ", scrub uncorrectable = " << scrubbed.value("fsaudit_btrfs_scrub_uncorrectable_errors") << "\n";
+            << ", scrub uncorrectable = " << scrub_counts.value("fsaudit_scrub_last_errors", {{"kind", "uncorrectable"}}) << "\n";
 }
 
 }  // namespace

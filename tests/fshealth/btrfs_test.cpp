@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "probes/btrfs/btrfs.hpp"
+#include "probes/btrfs/scrub_status.hpp"
 #include "tests/fshealth/fshealth_util.hpp"
 #include "tests/support/support.hpp"
 
@@ -268,8 +269,8 @@ TEST(BtrfsProbeAdapter, Raid1TreeCountersProfilesAndScrub) {
   auto r = probe->run(tg, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   const auto& b = r.metrics;
-  // sysfs counters: no need for `btrfs device stats`.
-  EXPECT_EQ(runner.calls, std::vector<std::string>{"btrfs scrub status -d -R /mnt/r1"});
+  // sysfs counters: no need for `btrfs device stats`; the scrub is the scrub probe's (no command).
+  EXPECT_EQ(runner.calls, std::vector<std::string>{});
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"kind", "corruption"}}), 1);
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"devid", "2"}, {"kind", "read"}}), 0);
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"devid", "1"}, {"kind", "corruption"}}), 1);
@@ -281,17 +282,8 @@ TEST(BtrfsProbeAdapter, Raid1TreeCountersProfilesAndScrub) {
   EXPECT_EQ(b.value("fsaudit_btrfs_allocated_bytes", {{"type", "metadata"}, {"profile", "raid1"}}), 54525952);
   EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 0);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
-  // Scrub: state, exact start time from the status file, the scrub's own counts.
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_state", {{"state", "finished"}}), 1);
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_state", {{"state", "running"}}), 0);
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_last_start_timestamp_seconds"), 1795997139);
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_errors", {{"kind", "csum"}}), 1);
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_corrected_errors"), 1);
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_uncorrectable_errors"), 0);
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_scrubbed_bytes"), 2 * (262144 + 147456));
-  // Per device, named by devid through the superblock -> loop4, not the printed /dev/loop4 path.
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_device_errors", {{"device", "loop4"}, {"kind", "csum"}}), 1);
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_device_errors", {{"device", "loop3"}, {"kind", "csum"}}), 0);
+  // The scrub's counts are the scrub probe's (tests/scrub/probe_test.cpp, same fixtures).
+  EXPECT_FALSE(b.has("fsaudit_btrfs_scrub_errors"));
 }
 
 TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
@@ -309,10 +301,6 @@ TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
   EXPECT_EQ(b.value("fsaudit_btrfs_profile_redundant", {{"type", "metadata"}, {"profile", "dup"}}), 1);
   EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 262144);
   EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "metadata"}}), 0);
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_uncorrectable_errors"), 1);
-  EXPECT_EQ(b.value("fsaudit_btrfs_scrub_device_uncorrectable_errors", {{"device", "loop3"}}), 1);
-  // No status file in this tree: the start time comes from the printed (local) time.
-  EXPECT_TRUE(b.has("fsaudit_btrfs_scrub_last_start_timestamp_seconds"));
 }
 
 TEST(BtrfsProbeAdapter, NoSysfsFallsBackToDeviceStatsCommand) {
@@ -330,18 +318,19 @@ TEST(BtrfsProbeAdapter, NoSysfsFallsBackToDeviceStatsCommand) {
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   // Named by the kernel name behind /dev/mapper/cryptdata, as sysfs and the kernel log name it.
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "dm-0"}, {"kind", "corruption"}}), 412);
-  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_scrub_uncorrectable_errors", {{"target", "/data"}}), 48211);
-  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_scrub_errors", {{"kind", "csum"}}), 48211);
   EXPECT_FALSE(r.metrics.has("fsaudit_filesystem_data_redundancy"));  // unknown without sysfs
 }
 
 TEST(BtrfsProbeAdapter, MissingToolIsAClearFailureButKeepsSysfsCounters) {
   Tree t("tree-raid1");
+  // devid 1's sysfs counters unreadable: only `btrfs device stats` could fill them in.
+  testing::write_text(t.dir / "sys/fs/btrfs" / kRaid1Fsid / "devinfo/1/error_stats",
+                      "write_errs invalid\nread_errs 0\nflush_errs 0\ncorruption_errs 0\ngeneration_errs 0\n");
   testing::FakeRunner runner;  // answers nothing: "btrfs: not found in PATH"
   testing::ContextHolder c(t.host(), runner);
   auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::failed);
-  EXPECT_NE(r.reason.find("btrfs scrub status /mnt/r1"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("btrfs device stats /mnt/r1"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("not found"), std::string::npos) << r.reason;
   // Without superblocks the two devices cannot be named: devid labels keep them apart.
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_errors", {{"device", "devid-2"}, {"kind", "corruption"}}), 1);

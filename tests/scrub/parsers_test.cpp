@@ -9,8 +9,13 @@
 
 #include "daemon/core/files.hpp"
 #include "probes/btrfs/scrub_status.hpp"
-#include "probes/scrub/drivers.hpp"
+#include "probes/bcachefs/scrub_output.hpp"
+#include "probes/btrfs/scrub_driver.hpp"
+#include "probes/md/scrub_output.hpp"
 #include "probes/scrub/parsers.hpp"
+#include "probes/xfs/scrub_output.hpp"
+#include "probes/zfs/scrub_driver.hpp"
+#include "probes/zfs/status.hpp"
 #include "probes/scrub/timers.hpp"
 #include "tests/support/support.hpp"
 
@@ -18,6 +23,17 @@ namespace fsaudit::scrub {
 namespace {
 
 using testing::fixture;
+using namespace fsaudit::bcachefs;
+using btrfs::observation_from_btrfs_file;
+using md::parse_md_sync_completed;
+using xfs::parse_xfs_scrub;
+
+// Every ZFS case must parse: unrecognised text is an error, never an empty observation.
+Observation observation_from_zpool_status(std::string_view text) {
+  auto o = zfs::observation_from_zpool_status(text);
+  EXPECT_TRUE(o.ok()) << (o ? "" : o.error());
+  return o ? *o : Observation{};
+}
 
 class Utc : public ::testing::Environment {
  public:
@@ -104,8 +120,11 @@ TEST(ScrubZfs, NeverScrubbed) {
   EXPECT_FALSE(o.degraded);
 }
 
-TEST(ScrubZfs, ExtractsOnlyTheFirstScanBlock) {
-  auto b = extract_zfs_scan_block(fixture("written/zfs/zpool-status-openzfs-scrub-in-progress-scanned-issued-total.txt"));
+TEST(ScrubZfs, ReadsOnlyTheScanBlock) {
+  auto rep = zfs::parse_zpool_status(fixture("written/zfs/zpool-status-openzfs-scrub-in-progress-scanned-issued-total.txt"));
+  ASSERT_TRUE(rep.ok() && !rep->pools.empty());
+  const auto& b = rep->pools.front().scan.text;
+  EXPECT_EQ(observation_from_zpool_status(fixture("written/zfs/zpool-status-openzfs-scrub-in-progress-scanned-issued-total.txt")).detail, b);
   EXPECT_NE(b.find("scrub in progress since"), std::string::npos);
   EXPECT_NE(b.find("17.18% done"), std::string::npos);
   EXPECT_EQ(b.find("NAME"), std::string::npos);
@@ -115,7 +134,7 @@ TEST(ScrubZfs, ExtractsOnlyTheFirstScanBlock) {
 Observation btrfs_obs(const std::string& name) {
   auto p = btrfs::parse_scrub_status(fixture(name));
   EXPECT_TRUE(p.ok()) << (p ? "" : p.error());
-  return p ? observation_from_btrfs(p->total) : Observation{};
+  return p ? btrfs::observation_from_btrfs(*p) : Observation{};
 }
 
 TEST(ScrubBtrfs, StatusRawFinished) {
@@ -228,7 +247,7 @@ TEST(ScrubBtrfs, CapturedHereRaid1CorrectedAndSingleUncorrectable) {
                         "scrub/btrfs-scrub-status-R-raid1-corrected-progs-6.2.txt"}) {
     auto p = btrfs::parse_scrub_status(local(f));
     ASSERT_TRUE(p.ok()) << f;
-    auto o = observation_from_btrfs(p->total);
+    auto o = btrfs::observation_from_btrfs(*p);
     EXPECT_EQ(o.last_outcome, Outcome::finished) << f;
     EXPECT_EQ(o.errors.found, 1u) << f;
     EXPECT_EQ(o.errors.repaired, 1u) << f;
@@ -239,7 +258,7 @@ TEST(ScrubBtrfs, CapturedHereRaid1CorrectedAndSingleUncorrectable) {
                         "scrub/btrfs-scrub-status-R-single-uncorrectable-progs-6.2.txt"}) {
     auto p = btrfs::parse_scrub_status(local(f));
     ASSERT_TRUE(p.ok()) << f;
-    auto o = observation_from_btrfs(p->total);
+    auto o = btrfs::observation_from_btrfs(*p);
     EXPECT_EQ(o.errors.uncorrectable, 1u) << f;
     EXPECT_EQ(o.errors.repaired, 0u) << f;
   }

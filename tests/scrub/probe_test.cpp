@@ -11,6 +11,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "probes/scrub/probe.hpp"
+#include "tests/fshealth/fshealth_util.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
 
@@ -260,7 +261,7 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
     if (!argv.empty() && argv[0] == "/bin/true") return FakeRunner::exited(0, "pid=4242\n");
     return FakeRunner::not_found(argv.empty() ? "" : argv[0]);
   };
-  const std::string status_cmd = "btrfs scrub status -R /mnt/r1";
+  const std::string status_cmd = "btrfs scrub status -d -R /mnt/r1";
   h.runner.answer(status_cmd, btrfs_status("\tno stats available\n", 0, 0, 0, 0));
   ScrubProbe p(cfg.scrub, cfg.targets);
   metrics::Labels l{{"target", "/mnt/r1"}, {"fs", "btrfs"}};
@@ -302,6 +303,51 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "errors"}}), 1);
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "canceled"}}), 0);
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 0);
+}
+
+// The btrfs scrub's own counts, in the one scrub family: by cause, per device (kernel names), on the
+// captured `scrub status -d -R` texts the btrfs probe used to export them from.
+struct BtrfsObserved {
+  Host h;
+  ProbeResult r;
+  BtrfsObserved(const std::string& mnt, const std::string& source, const std::string& status_text) {
+    write_text(h.dir / "proc/self/mountinfo", "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+                                              "40 22 0:45 / " + mnt + " rw,relatime shared:20 - btrfs " + source + " rw\n");
+    h.runner.answer("btrfs scrub status -d -R " + mnt, status_text);
+    auto cfg = cfg_from("scrub:\n  filesystems: [btrfs]\n  observe_only: true\n");
+    ScrubProbe p(cfg.scrub, cfg.targets);
+    r = h.run(p);
+  }
+};
+
+TEST(ScrubProbe, BtrfsScrubCountsByCauseAndDevice) {
+  BtrfsObserved raid1("/mnt/r1", "/dev/loop3", testing::fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  ASSERT_EQ(raid1.r.outcome, fsaudit::Outcome::ok) << raid1.r.reason;
+  const auto& b = raid1.r.metrics;
+  metrics::Labels l{{"target", "/mnt/r1"}, {"fs", "btrfs"}};
+  EXPECT_EQ(raid1.h.runner.count("btrfs scrub status -d -R /mnt/r1"), 1);
+  EXPECT_TRUE(b.has("fsaudit_scrub_last_result_info", {{"target", "/mnt/r1"}, {"result", "errors"}, {"started_by", "other"}}));
+  EXPECT_EQ(b.value("fsaudit_scrub_last_error_causes", {{"target", "/mnt/r1"}, {"cause", "csum"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_scrub_last_error_causes", {{"target", "/mnt/r1"}, {"cause", "read"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_scrub_last_errors", {{"target", "/mnt/r1"}, {"kind", "repaired"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_scrub_last_errors", {{"target", "/mnt/r1"}, {"kind", "uncorrectable"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_scrub_last_scrubbed_bytes", l), 2 * (262144 + 147456));
+  EXPECT_GT(b.value("fsaudit_scrub_last_start_timestamp_seconds", l), 1.7e9);
+  // Per device, by kernel name (the printed /dev/loop4 resolved through the one block-device seam).
+  EXPECT_EQ(b.value("fsaudit_scrub_last_device_errors", {{"device", "loop4"}, {"kind", "found"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_scrub_last_device_errors", {{"device", "loop4"}, {"kind", "repaired"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_scrub_last_device_errors", {{"device", "loop3"}, {"kind", "found"}}), 0);
+
+  BtrfsObserved single("/mnt/s", "/dev/loop3", testing::fshealth_data("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
+  ASSERT_EQ(single.r.outcome, fsaudit::Outcome::ok) << single.r.reason;
+  EXPECT_EQ(single.r.metrics.value("fsaudit_scrub_last_errors", {{"target", "/mnt/s"}, {"kind", "uncorrectable"}}), 1);
+  EXPECT_EQ(single.r.metrics.value("fsaudit_scrub_last_device_errors", {{"device", "loop3"}, {"kind", "uncorrectable"}}), 1);
+  EXPECT_TRUE(single.r.metrics.has("fsaudit_scrub_last_start_timestamp_seconds", {{"target", "/mnt/s"}}));
+
+  BtrfsObserved mapped("/data", "/dev/mapper/cryptdata", testing::fixture("written/btrfs/scrub-status-finished-csum-48211-uncorrectable.txt"));
+  ASSERT_EQ(mapped.r.outcome, fsaudit::Outcome::ok) << mapped.r.reason;
+  EXPECT_EQ(mapped.r.metrics.value("fsaudit_scrub_last_errors", {{"target", "/data"}, {"kind", "uncorrectable"}}), 48211);
+  EXPECT_EQ(mapped.r.metrics.value("fsaudit_scrub_last_error_causes", {{"target", "/data"}, {"cause", "csum"}}), 48211);
 }
 
 TEST(ScrubProbe, NothingToScrubIsNotApplicable) {
