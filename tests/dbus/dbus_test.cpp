@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/dbus/service.hpp"
-#include "tests/dbus/private_bus.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/private_bus.hpp"
 #include "tests/support/support.hpp"

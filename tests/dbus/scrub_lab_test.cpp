@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/core/strings.hpp"
-#include "tests/dbus/private_bus.hpp"
+#include "tests/support/private_bus.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/lab.hpp"
 #include "tests/support/support.hpp"
