@@ -245,11 +245,8 @@ void remove_marker(const fs::path& state_dir, const std::string& name) {
 }
 
 bool is_online(const config::CanaryTarget& t, const HostPaths& host) {
-  auto mounts = read_mounts(host);
-  if (!mounts) return false;
-  for (const auto& e : *mounts)
-    if (e.mountpoint == t.mountpoint) return true;
-  return false;
+  auto m = mounted_at(host, t.mountpoint);
+  return m && *m;
 }
 
 bool wait_online(const config::CanaryTarget& t, const HostPaths& host, int tenths = 100) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "daemon/core/block_device.hpp"
 #include "probes/canary/helper_protocol.hpp"
 #include "probes/canary/journal.hpp"
 #include "probes/canary/stack.hpp"
@@ -48,7 +49,7 @@ metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& 
             static_cast<double>(s.caused_errors_cleared));
   if (!s.last) return b;
   const auto& r = *s.last;
-  // The last verdict as a state set with label `verdict` (the name the issue asks for).
+  // The last verdict as a state set with label `verdict` (the name dashboards and alert rules use).
   for (const auto& v : verdicts()) {
     auto l = base;
     l["verdict"] = v;
@@ -82,18 +83,6 @@ metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& 
   return b;
 }
 
-std::string kernel_device_name(const HostPaths& host, const std::string& path) {
-  namespace fs = std::filesystem;
-  fs::path p = path;
-  if (path.starts_with("/dev/")) p = host.dev(path.substr(5));
-  std::error_code ec;
-  auto c = fs::canonical(p, ec);
-  if (!ec && !c.filename().empty()) return c.filename().string();
-  auto l = fs::read_symlink(p, ec);  // dangling link (device gone): still name its target
-  if (!ec && !l.filename().empty()) return l.filename().string();
-  return fs::path(path).filename().string();
-}
-
 void canary_identity_metrics(metrics::Batch& b, const config::CanaryTarget& t, const HostPaths& host) {
   b.info("fsaudit_canary_info",
          "A configured injected-corruption canary (value 1): its mount point and ZFS pool (\"\" if none). Errors on "
@@ -103,7 +92,7 @@ void canary_identity_metrics(metrics::Batch& b, const config::CanaryTarget& t, c
     b.info("fsaudit_canary_device_info",
            "A member device of a canary (value 1): `device` is the kernel name as the kernel log and btrfs probes "
            "print it, `path` as configured. Errors on it are caused on purpose: alert rules exclude them.",
-           {{"target", t.name}, {"device", kernel_device_name(host, d)}, {"path", d}});
+           {{"target", t.name}, {"device", block::kernel_name_or_target(host, d)}, {"path", d}});
   b.gauge("fsaudit_canary_interval_seconds", "The canary's configured cycle interval.", {{"target", t.name}},
           std::chrono::duration<double>(t.interval).count());
 }

@@ -29,10 +29,11 @@ bool is_member_mount(const MountEntry& e, const std::vector<DeviceIdentity>& mem
 
 }  // namespace
 
-Result<std::vector<MountEntry>> read_mounts(const HostPaths& host) {
-  auto t = read_file(host.proc("self/mountinfo"));
-  if (!t) return err(t.error());
-  return parse_mountinfo(*t);
+Result<bool> mounted_at(const HostPaths& host, const std::string& mountpoint) {
+  auto mounts = read_mount_table(host);
+  if (!mounts) return err(mounts.error());
+  return std::any_of((*mounts)->begin(), (*mounts)->end(),
+                     [&](const MountEntry& e) { return e.mountpoint == mountpoint; });
 }
 
 std::string mount_conflict(const std::vector<MountEntry>& mounts, const std::vector<DeviceIdentity>& members,
@@ -100,9 +101,9 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
     }
     ids.push_back(*id);
   }
-  auto mounts = read_mounts(host);
-  if (!mounts) return err("cannot read the mount table: " + mounts.error());
-  std::string why = mount_conflict(*mounts, ids, t, online);
+  auto mounts = read_mount_table(host);
+  if (!mounts) return err(mounts.error());
+  std::string why = mount_conflict(**mounts, ids, t, online);
   if (!why.empty()) return err(why);
   if (online && stack && (t.fs == "btrfs" || t.fs == "zfs")) {
     auto m = stack->members();

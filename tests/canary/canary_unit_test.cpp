@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/block_device.hpp"
 #include "probes/canary/cli.hpp"
 #include "probes/canary/cycle.hpp"
 #include "probes/canary/lab.hpp"
@@ -509,10 +510,10 @@ TEST(CanaryProbe, IdentityMetricsLinkCanaryToMountPoolAndDevices) {
 
   // Plain /dev names; a member that vanished (dangling link) still gets its kernel name.
   testing::write_text(d / "dev/loop3", "");
-  EXPECT_EQ(kernel_device_name(host, "/dev/loop3"), "loop3");
+  EXPECT_EQ(block::kernel_name_or_target(host, "/dev/loop3"), "loop3");
   std::filesystem::create_symlink("../../sdz1", d / "dev/disk/by-id/gone-part1");
-  EXPECT_EQ(kernel_device_name(host, "/dev/disk/by-id/gone-part1"), "sdz1");
-  EXPECT_EQ(kernel_device_name(host, "/var/lib/fsaudit/lab/zfs-0.img"), "zfs-0.img");
+  EXPECT_EQ(block::kernel_name_or_target(host, "/dev/disk/by-id/gone-part1"), "sdz1");
+  EXPECT_EQ(block::kernel_name_or_target(host, "/var/lib/fsaudit/lab/zfs-0.img"), "zfs-0.img");
 }
 
 TEST(CanaryProbe, OnePerCanaryWithItsSchedule) {
