@@ -1,5 +1,5 @@
 #pragma once
-// One canary cycle (issue 4): write -> locate -> offline -> inject -> online -> read -> scrub ->
+// One canary cycle: write -> locate -> offline -> inject -> online -> read -> scrub ->
 // verify -> clean up, with an in-flight marker in the state dir so that a crash at any point is
 // found and cleaned up on the next run.
 #include <chrono>
