@@ -33,8 +33,8 @@ metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& 
   metrics::Labels base{{"target", t.name}, {"fs", t.fs}, {"layout", t.layout}};
   for (const auto& v : verdicts()) {
     auto l = base;
-    l["verdict"] = v;
-    auto it = s.runs.find(v);
+    l["verdict"] = std::string(to_string(v));
+    auto it = s.runs.find(l["verdict"]);
     b.counter("fsaudit_canary_runs_total", "Canary cycles by verdict.", l,
               it == s.runs.end() ? 0.0 : static_cast<double>(it->second));
   }
@@ -52,7 +52,7 @@ metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& 
   // The last verdict as a state set with label `verdict` (the name dashboards and alert rules use).
   for (const auto& v : verdicts()) {
     auto l = base;
-    l["verdict"] = v;
+    l["verdict"] = std::string(to_string(v));
     b.gauge("fsaudit_canary_last_verdict", "Verdict of the last canary cycle (state set: 1 for the current verdict).", l,
             v == r.verdict ? 1.0 : 0.0);
   }
@@ -124,8 +124,8 @@ ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
       if (rep->busy) return ProbeResult::failed("canary " + canary_ + ": " + rep->reason, canary_metrics(*t, state));
       state = record_cycle(ctx.state_dir, *rep);
       auto b = canary_metrics(*t, state);
-      if (rep->verdict == "error" || rep->verdict == "refused")
-        return ProbeResult::failed("canary " + canary_ + ": " + rep->verdict + ": " + rep->reason, std::move(b));
+      if (rep->verdict == Verdict::error || rep->verdict == Verdict::refused)
+        return ProbeResult::failed("canary " + canary_ + ": " + std::string(to_string(rep->verdict)) + ": " + rep->reason, std::move(b));
       return ProbeResult::ok(std::move(b));
     }
     CycleEnv env(ctx.host, ctx.runner, ctx.tools, ctx.clock, ctx.state_dir, ctx.stop);
@@ -138,8 +138,8 @@ ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
     state = record_cycle(ctx.state_dir, report);
     journal_cycle(report);
     auto b = canary_metrics(*t, state);
-    if (report.verdict == "error" || report.verdict == "refused")
-      return ProbeResult::failed("canary " + canary_ + ": " + report.verdict + ": " + report.reason, std::move(b));
+    if (report.verdict == Verdict::error || report.verdict == Verdict::refused)
+      return ProbeResult::failed("canary " + canary_ + ": " + std::string(to_string(report.verdict)) + ": " + report.reason, std::move(b));
     return ProbeResult::ok(std::move(b));
   } catch (const std::exception& e) {
     return ProbeResult::failed(std::string("canary probe internal error: ") + e.what());

@@ -22,7 +22,7 @@ bool is_member_mount(const MountEntry& e, const std::vector<DeviceIdentity>& mem
   std::string src = resolve(e.source);
   for (const auto& m : members) {
     if (src == m.resolved) return true;
-    if (m.kind != "file" && m.major != 0 && e.major == m.major && e.minor == m.minor) return true;
+    if (m.kind != DeviceKind::file && m.major != 0 && e.major == m.major && e.minor == m.minor) return true;
   }
   return false;
 }
@@ -90,7 +90,7 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
     auto id = identify_device(d, host);
     if (!id) return err(id.error());
     if (!seen.insert(id->resolved).second) return err("device " + d + " is listed twice");
-    if (id->kind != "file") {
+    if (id->kind != DeviceKind::file) {
       fs::path holders = host.sys("dev/block/" + std::to_string(id->major) + ":" + std::to_string(id->minor)) / "holders";
       std::error_code ec;
       for (fs::directory_iterator it(holders, ec), end; !ec && it != end; it.increment(ec))

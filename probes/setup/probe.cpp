@@ -140,7 +140,7 @@ std::vector<CanaryProof> canary_proofs(const config::Config& cfg, GatherEnv& env
     if (st.last) {
       p.has_run = true;
       p.expectation_met = st.last->expectation_met;
-      p.verdict = st.last->verdict;
+      p.verdict = std::string(canary::to_string(st.last->verdict));
       p.expect = st.last->expect;
       p.finished = st.last->finished;
     }
