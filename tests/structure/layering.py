@@ -25,8 +25,8 @@ IMPURE_PROJECT = ("daemon/core/files.hpp", "daemon/core/host_paths.hpp", "daemon
                   "daemon/config/", "daemon/metrics/", "daemon/systemd/")
 # Config section parsers read YAML by design: they are not tool-output parsers.
 PARSE_RULE_EXEMPT_DIRS = ("daemon/config/",)
-# Files another change in flight is moving (see the note of this round); each must go from this list
-# when that lands. An entry that no longer violates its rule fails the check, so the list cannot rot.
+# Files another change in flight is moving; each goes from this list when that lands. An entry that
+# no longer violates its rule is reported (not failed), so merging that change stays green.
 PENDING = {
     "parse": {"probes/canary/helper_protocol.hpp", "probes/latency/stream.hpp"},
     "mountinfo": {"probes/latency/latency_probe.cpp", "probes/kernel_log/attribution.cpp"},
@@ -79,7 +79,8 @@ def impure_reach(root, rel, seen=None):
     return None
 
 
-def check(root):
+def check(root, notes=None):
+    notes = [] if notes is None else notes
     found = {"parse": {}, "daemon": {}, "prometheus": {}, "mountinfo": {}}
     for rel in sources(root):
         text = code_only(read(root, rel))
@@ -105,8 +106,8 @@ def check(root):
             if rel not in pending:
                 problems.append(rel + ": " + why)
         for rel in sorted(pending - set(hits)):
-            problems.append(rel + ": listed as pending for rule '" + rule + "' but no longer violates it: "
-                            "remove it from PENDING in tests/structure/layering.py")
+            notes.append(rel + ": listed as pending for rule '" + rule + "' but no longer violates it: "
+                         "remove it from PENDING in tests/structure/layering.py")
     return problems
 
 
@@ -127,7 +128,8 @@ def self_test():
             os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
             with open(os.path.join(d, rel), "w") as f:
                 f.write(text)
-        got = "\n".join(check(d))
+        notes = []
+        got = "\n".join(check(d, notes) + notes)
     want = ["probes/x/parse.hpp: declares parse_* but reaches probes/x/model.hpp -> <prometheus/family.h>",
             "daemon/app/a.cpp: daemon/ includes probes/x/parse.hpp",
             "probes/x/probe.cpp: includes <prometheus/counter.h> outside",
@@ -148,7 +150,10 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
-    problems = check(sys.argv[1])
+    notes = []
+    problems = check(sys.argv[1], notes)
+    for n in notes:
+        print("note: " + n)
     for p in problems:
         print(p)
     if problems:
