@@ -480,6 +480,87 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
   return story;
 }
 
+namespace {
+
+// Every physical copy of block `chosen` on the verified members: the scanner finds the blocks of
+// this cycle's file by nonce, and a copy counts only when it is byte-for-byte the block written.
+// Adds the scan's bytes and time to `r`; `other_blocks` counts the file's other blocks seen.
+Result<std::vector<Copy>> locate_copies(const Verified& vv, const PatternKey& key, std::uint64_t chosen,
+                                        const std::vector<unsigned char>& want, CycleEnv& env, CycleReport& r,
+                                        std::uint64_t& other_blocks) {
+  std::vector<Copy> copies;
+  ScanOptions so;
+  so.queue_depth = env.scan_queue_depth;
+  so.stop = env.stop;
+  for (const auto& m : vv.members) {
+    auto sr = scan_device(m.resolved, key.nonce, so);
+    if (!sr) return err("scan of " + m.resolved + ": " + sr.error());
+    r.scan_bytes += sr->bytes;
+    r.scan_seconds += sr->seconds;
+    for (const auto& h : sr->hits) {
+      if (h.index != chosen) {
+        ++other_blocks;
+        continue;
+      }
+      auto blk = read_direct(m.resolved, h.offset, want.size());
+      if (blk && *blk == want) copies.push_back({m.resolved, h.offset});
+    }
+  }
+  return copies;
+}
+
+// Which bytes of the located copy to flip: up to `corrupt_bytes` from 512 bytes into the block
+// (half a small block), each XORed with 0xA5. `before`/`after` get the original and corrupt bytes.
+Injection plan_injection(const Copy& victim, const std::vector<unsigned char>& block, std::uint64_t index,
+                         std::uint64_t corrupt_bytes, std::vector<unsigned char>& before,
+                         std::vector<unsigned char>& after) {
+  std::uint64_t bs = block.size();
+  std::uint64_t within = std::min<std::uint64_t>(512, bs / 2);
+  std::size_t nbytes = static_cast<std::size_t>(std::min<std::uint64_t>(corrupt_bytes, bs - within));
+  before.assign(block.begin() + static_cast<std::ptrdiff_t>(within),
+                block.begin() + static_cast<std::ptrdiff_t>(within + nbytes));
+  after = before;
+  for (auto& b : after) b ^= 0xA5;
+  Injection I;
+  I.device = victim.device;
+  I.offset = victim.offset + within;
+  I.before_hex = to_hex(before);
+  I.after_hex = to_hex(after);
+  I.block_index = index;
+  I.block_offset = victim.offset;
+  I.block_size = bs;
+  return I;
+}
+
+// What reading the file back says on its own: EIO is detected, wrong bytes are silent, right bytes
+// are repaired when the error counters rose meanwhile and unverified when not. nullopt when the
+// read itself failed.
+std::optional<Verdict> verdict_of_read(const std::string& read_result, std::uint64_t counted_errors) {
+  if (read_result == "eio") return Verdict::detected;
+  if (read_result == "mismatch") return Verdict::silent;
+  if (read_result == "ok") return counted_errors > 0 ? Verdict::repaired : Verdict::unverified;
+  return std::nullopt;
+}
+
+// Clears the error counters this cycle caused, and only those: when a device other than the
+// injected one counted errors too, that is a real error and the counters stay.
+void clear_caused_counters(StackOps& ops, const Counters& before, const std::string& injected_device,
+                           CycleReport& r) {
+  auto cend = ops.counters();
+  if (!cend || r.preexisting_errors != 0 || cend->total() == 0) return;
+  std::string others;
+  if (!only_injected_device_counted(before, *cend, injected_device, &others)) {
+    r.cleanup_errors.push_back("error counts rose on " + others +
+                               ", which the canary did not corrupt: a real error? Counters not cleared");
+  } else if (auto cl = ops.clear_counters(); cl) {
+    r.caused_errors_cleared = cend->total();
+  } else {
+    r.cleanup_errors.push_back(cl.error());
+  }
+}
+
+}  // namespace
+
 CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, CycleEnv& env) {
   CycleReport r;
   r.canary = name;
@@ -612,25 +693,10 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     // 2. locate every physical copy of the chosen block
     std::uint64_t chosen = t->file_blocks / 2;
     auto want = make_block(key, chosen, bs);
-    std::vector<Copy> copies;
     std::uint64_t other_blocks = 0;
-    ScanOptions so;
-    so.queue_depth = env.scan_queue_depth;
-    so.stop = env.stop;
-    for (const auto& m : vv->members) {
-      auto sr = scan_device(m.resolved, key.nonce, so);
-      if (!sr) return abort_cycle(Verdict::error, "scan of " + m.resolved + ": " + sr.error());
-      r.scan_bytes += sr->bytes;
-      r.scan_seconds += sr->seconds;
-      for (const auto& h : sr->hits) {
-        if (h.index != chosen) {
-          ++other_blocks;
-          continue;
-        }
-        auto blk = read_direct(m.resolved, h.offset, bs);
-        if (blk && *blk == want) copies.push_back({m.resolved, h.offset});
-      }
-    }
+    auto located = locate_copies(*vv, key, chosen, want, env, r, other_blocks);
+    if (!located) return abort_cycle(Verdict::error, located.error());
+    std::vector<Copy> copies = std::move(*located);
     r.copies_found = copies.size();
     for (const auto& c : copies) r.copies.push_back(c.device + "@" + std::to_string(c.offset));
     if (copies.empty())
@@ -649,20 +715,7 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     const Copy& victim = copies[st.cycles % copies.size()];
     const DeviceIdentity* member = find_member(*vv, victim.device);
     if (!member) return abort_cycle(Verdict::refused, victim.device + " is not a verified member of the canary");
-    std::uint64_t within = std::min<std::uint64_t>(512, bs / 2);
-    std::size_t nbytes = static_cast<std::size_t>(std::min<std::uint64_t>(t->corrupt_bytes, bs - within));
-    inj_before.assign(want.begin() + static_cast<std::ptrdiff_t>(within),
-                      want.begin() + static_cast<std::ptrdiff_t>(within + nbytes));
-    inj_after = inj_before;
-    for (auto& b : inj_after) b ^= 0xA5;
-    Injection I;
-    I.device = victim.device;
-    I.offset = victim.offset + within;
-    I.before_hex = to_hex(inj_before);
-    I.after_hex = to_hex(inj_after);
-    I.block_index = chosen;
-    I.block_offset = victim.offset;
-    I.block_size = bs;
+    Injection I = plan_injection(victim, want, chosen, t->corrupt_bytes, inj_before, inj_after);
     auto grant = grant_for(*member, victim.offset, victim.offset + bs);
     if (!grant) return abort_cycle(Verdict::refused, grant.error());
     grant->block = want;        // the whole located block, compared through the descriptor that writes
@@ -706,18 +759,10 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     auto c1 = ops_nostop.counters();
     std::uint64_t read_delta = (c0 && c1 && c1->total() > c0->total()) ? c1->total() - c0->total() : 0;
     r.errors_counted_on_read = read_delta;
-    Verdict verdict = Verdict::error;
-    if (r.read_result == "eio") {
-      verdict = Verdict::detected;
-      r.detected_by = "read";
-    } else if (r.read_result == "mismatch") {
-      verdict = Verdict::silent;
-    } else if (r.read_result == "ok") {
-      verdict = read_delta > 0 ? Verdict::repaired : Verdict::unverified;
-      if (read_delta > 0) r.detected_by = "read";
-    } else {
-      return abort_cycle(Verdict::error, "reading the canary back: " + r.read_result);
-    }
+    auto read_verdict = verdict_of_read(r.read_result, read_delta);
+    if (!read_verdict) return abort_cycle(Verdict::error, "reading the canary back: " + r.read_result);
+    Verdict verdict = *read_verdict;
+    if (verdict == Verdict::detected || verdict == Verdict::repaired) r.detected_by = "read";
     if (!r.detected_by.empty())
       r.time_to_detect_seconds = std::chrono::duration<double>(t_read - t_injected).count();
     if (verdict == Verdict::repaired) r.repair_verified = raw_fixed();
@@ -756,18 +801,7 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     // device only: a count elsewhere is a real error that arrived during the cycle)
     remove_canary_file(*t, &r.cleanup_errors);
     ::sync();
-    auto cend = ops_nostop.counters();
-    if (cend && r.preexisting_errors == 0 && cend->total() > 0) {
-      std::string others;
-      if (!only_injected_device_counted(*before_counters, *cend, I.device, &others)) {
-        r.cleanup_errors.push_back("error counts rose on " + others +
-                                   ", which the canary did not corrupt: a real error? Counters not cleared");
-      } else if (auto cl = ops_nostop.clear_counters(); cl) {
-        r.caused_errors_cleared = cend->total();
-      } else {
-        r.cleanup_errors.push_back(cl.error());
-      }
-    }
+    clear_caused_counters(ops_nostop, *before_counters, I.device, r);
     remove_marker(env.state_dir, name);
     std::string why;
     if (verdict == Verdict::silent) why = "wrong data returned with success";
