@@ -13,7 +13,6 @@
 #include <set>
 #include <thread>
 
-#include "daemon/app/registry.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/trust.hpp"
@@ -25,9 +24,6 @@
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/systemd/logging.hpp"
 #include "daemon/systemd/notify.hpp"
-#include "probes/canary/cli.hpp"
-#include "probes/canary/lab.hpp"
-#include "probes/canary/probe.hpp"
 
 #ifndef FSAUDIT_VERSION
 #define FSAUDIT_VERSION "0.0.0"
@@ -102,7 +98,8 @@ struct JobSelf {
 
 class Daemon {
  public:
-  Daemon(std::string config_path, config::Config cfg) : config_path_(std::move(config_path)), cfg_(std::move(cfg)) {}
+  Daemon(std::string config_path, config::Config cfg, const Extensions& ext)
+      : config_path_(std::move(config_path)), cfg_(std::move(cfg)), ext_(ext) {}
 
   int run(bool once);
 
@@ -144,7 +141,8 @@ class Daemon {
   std::shared_ptr<SignalState> sig_ = std::make_shared<SignalState>();
   std::map<std::string, JobSelf> self_;
   std::map<std::string, std::uint64_t> probe_seq_;
-  std::unique_ptr<canary::Lab> lab_;  // lab mode: loop-device canaries this process created
+  Extensions ext_;
+  std::unique_ptr<LabHandle> lab_;  // lab mode: loop-device canaries this process created
 
   std::mutex ctl_mu_;  // guards the two below: the D-Bus thread reads/writes them
   std::vector<dbus::JobRequest> ctl_queue_;
@@ -161,7 +159,7 @@ void Daemon::publish_build_info() {
   b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
   store_->publish("build", std::move(b));
   // From the config, not from a cycle: alert exclusions hold before, during and after any cycle.
-  store_->publish("canary-identity", canary::canary_identity_batch(cfg_.canary, cfg_.host));
+  if (ext_.config_metrics) store_->publish("canary-identity", ext_.config_metrics(cfg_));
 }
 
 bool Daemon::start_exposer() {
@@ -209,9 +207,9 @@ ProbeContext Daemon::make_context(std::stop_token stop, SteadyTime deadline) {
 
 void Daemon::apply_config() {
   std::vector<std::shared_ptr<Probe>> probes;
-  for (auto& p : make_probes(cfg_)) {
-    // --once never corrupts anything: a canary cycle belongs to the service (and its lock).
-    if (once_ && canary::canary_schedule(*p)) continue;
+  if (!ext_.make_probes) return;
+  for (auto& p : ext_.make_probes(cfg_)) {
+    if (once_ && ext_.skip_once && ext_.skip_once(*p)) continue;
     probes.push_back(std::move(p));
   }
   probes_ = std::move(probes);
@@ -450,9 +448,13 @@ void Daemon::run_control() {
   }
   for (const auto& r : q) {
     if (r.kind == "canary_init") {
+      if (!ext_.init_target) {
+        bus_->job_finished(r.id, false, "this build cannot initialise canaries");
+        continue;
+      }
       bus_->job_started(r.id);
       pool_->submit([this, r, bus = bus_, cfg = std::make_shared<const config::Config>(cfg_)] {
-        auto res = canary::init_canary(*cfg, r.target, runner_);
+        auto res = ext_.init_target(*cfg, r.target, runner_);
         bus->job_finished(r.id, res.ok(), res ? "canary " + r.target + " initialised" : res.error());
       });
       continue;
@@ -517,18 +519,8 @@ int Daemon::run(bool once) {
   if (ec)
     logging::log(spdlog::level::err, "cannot create state directory " + cfg_.state_dir.string() + ": " + ec.message() +
                                          " (state will not survive a restart)");
-  if (!once && cfg_.canary.lab.enabled) {
-    // Before the probes exist: the lab adds its canaries to the config they are made from.
-    spdlog::info("lab mode: building loop-device canaries (this takes a few seconds)");
-    auto lab = canary::Lab::setup(cfg_);
-    if (!lab) {
-      logging::log(spdlog::level::err, "lab mode: " + lab.error());
-    } else {
-      lab_ = std::move(*lab);
-      for (const auto& w : lab_->warnings()) logging::log(spdlog::level::warn, "lab mode: " + w);
-      spdlog::info("lab mode: {} canaries under {}", lab_->canaries().size(), lab_->dir().string());
-    }
-  }
+  // Before the probes exist: the lab adds its canaries to the config they are made from.
+  if (!once && cfg_.canary.lab.enabled && ext_.start_lab) lab_ = ext_.start_lab(cfg_);
   if (!once && !start_exposer()) return 1;
   publish_build_info();
 
@@ -646,7 +638,7 @@ int check_config(const std::string& path) {
   }
 }
 
-int run(const Options& opts) {
+int run(const Options& opts, const Extensions& ext) {
   std::string path = resolve_config_path(opts.config_path);
   config::Config cfg;
   try {
@@ -657,7 +649,7 @@ int run(const Options& opts) {
   }
   logging::init(cfg.log_level);
   spdlog::info("fsauditd {} starting with {}", FSAUDIT_VERSION, path.empty() ? "built-in defaults" : path);
-  Daemon d(path, std::move(cfg));
+  Daemon d(path, std::move(cfg), ext);
   return d.run(opts.once);
 }
 

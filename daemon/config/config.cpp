@@ -5,22 +5,27 @@
 
 namespace fsaudit::config {
 
-const std::vector<std::pair<std::string, ProbeSettings>>& known_probes() {
+const std::vector<ProbeType>& probe_types() {
   using namespace std::chrono_literals;
-  static const std::vector<std::pair<std::string, ProbeSettings>> probes = {
-      {"capacity", {true, 30s, 2s, 10s}},
-      {"mount", {true, 15s, 1s, 10s}},
-      {"zfs", {true, 30s, 2s, 20s}},
-      {"btrfs", {true, 30s, 2s, 20s}},
-      {"bcachefs", {true, 30s, 2s, 20s}},
-      {"xfs", {true, 60s, 3s, 20s}},
-      {"ext4", {true, 60s, 3s, 10s}},
-      {"md", {true, 30s, 2s, 10s}},
-      {"kernel_log", {true, 5s, 0s, 10s}},
-      {"scrub", {true, 30s, 2s, 20s}},
-      {"setup", {true, 5min, 30s, 60s}},
+  static const std::vector<ProbeType> types = {
+      {"capacity", ProbeSettings{true, 30s, 2s, 10s}, "", nullptr},
+      {"mount", ProbeSettings{true, 15s, 1s, 10s}, "", nullptr},
+      {"zfs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
+      {"btrfs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
+      {"bcachefs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
+      {"xfs", ProbeSettings{true, 60s, 3s, 20s}, "", nullptr},
+      {"ext4", ProbeSettings{true, 60s, 3s, 10s}, "", nullptr},
+      {"md", ProbeSettings{true, 30s, 2s, 10s}, "", nullptr},
+      {"kernel_log", ProbeSettings{true, 5s, 0s, 10s}, "kernel_log",
+       [](Section s, Config& c) { c.kernel_log = parse_kernel_log(std::move(s)); }},
+      {"canary", std::nullopt, "canary", [](Section s, Config& c) { c.canary = parse_canary(std::move(s)); }},
+      {"latency", std::nullopt, "latency", [](Section s, Config& c) { c.latency = parse_latency(std::move(s)); }},
+      {"scrub", ProbeSettings{true, 30s, 2s, 20s}, "scrub",
+       [](Section s, Config& c) { c.scrub = parse_scrub(std::move(s)); }},
+      {"setup", ProbeSettings{true, 5min, 30s, 60s}, "setup",
+       [](Section s, Config& c) { c.setup = parse_setup(std::move(s)); }},
   };
-  return probes;
+  return types;
 }
 
 const ProbeSettings& Config::schedule(const std::string& probe) const {
@@ -71,9 +76,10 @@ void parse_host(Section h, Config& c) {
 
 void parse_probes(Section& s, Config& c) {
   std::vector<std::string> names;
-  for (const auto& [n, sched] : known_probes()) {
-    names.push_back(n);
-    c.probes[n] = sched;
+  for (const auto& type : probe_types()) {
+    if (!type.schedule) continue;
+    names.push_back(type.name);
+    c.probes[type.name] = *type.schedule;
   }
   for (auto& [name, p] : s.named_sections("probes", names)) {
     auto& sched = c.probes[name];
@@ -105,11 +111,8 @@ Config parse_config(const std::string& yaml_text, const std::string& file_label)
   c.tools = root.string_map("tools");
   parse_targets(root.section("targets"), c);
   parse_probes(root, c);
-  c.kernel_log = parse_kernel_log(root.section("kernel_log"));
-  c.canary = parse_canary(root.section("canary"));
-  c.latency = parse_latency(root.section("latency"));
-  c.scrub = parse_scrub(root.section("scrub"));
-  c.setup = parse_setup(root.section("setup"));
+  for (const auto& type : probe_types())
+    if (type.parse_section) type.parse_section(root.section(type.section), c);
   root.finish();
   return c;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,6 @@ struct ProbeSettings {
   std::chrono::milliseconds jitter{std::chrono::seconds(2)};
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};
 };
-
-// Lightweight probes and their default schedules. Deep tests (canary, scrub) have their own sections.
-const std::vector<std::pair<std::string, ProbeSettings>>& known_probes();
 
 struct Config {
   std::string source;  // the file it came from, or "(defaults)"
@@ -51,6 +49,19 @@ struct Config {
 
   const ProbeSettings& schedule(const std::string& probe) const;
 };
+
+// Every probe type, in start order: the one registration table. Config reads each row's default
+// schedule and section parser from here; fsauditd/probes.cpp (the composition root) builds the probes
+// of each row by its name and refuses to start when a row has no factory.
+struct ProbeType {
+  std::string name;  // the probe's name() and its key under `probes:`
+  // The default of `probes.<name>`; nullopt when the probe's own section schedules it (canary,
+  // latency: not accepted under `probes:`).
+  std::optional<ProbeSettings> schedule;
+  std::string section;                               // the top-level section it owns, "" for none
+  void (*parse_section)(Section, Config&) = nullptr;  // fills that section's part of Config
+};
+const std::vector<ProbeType>& probe_types();
 
 // Throws ConfigError with "FILE:LINE:COL: key 'a.b': what is wrong; how to fix it".
 Config parse_config(const std::string& yaml_text, const std::string& file_label);

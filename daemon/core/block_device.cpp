@@ -33,11 +33,16 @@ std::optional<std::string> name_of_devnum(const HostPaths& host, unsigned major,
   return n;
 }
 
-Result<std::string> kernel_name(const HostPaths& host, std::string_view path) {
+namespace {
+
+// Follows `path` to its device; `last` is where the walk ended (the missing target of a dangling
+// link, or the device node).
+Result<std::string> walk(const HostPaths& host, std::string_view path, fs::path& last) {
   if (path.empty()) return err("empty device path");
   if (path.find('/') == std::string_view::npos) return std::string(path);
   if (!path.starts_with("/dev/")) return err(std::string(path) + ": not a device path under /dev");
-  fs::path p = host.devfs / std::string(path.substr(5));
+  fs::path& p = last;
+  p = host.devfs / std::string(path.substr(5));
   std::error_code ec;
   for (int hops = 0; hops < 40; ++hops) {
     auto st = fs::symlink_status(p, ec);
@@ -56,6 +61,20 @@ Result<std::string> kernel_name(const HostPaths& host, std::string_view path) {
     p = target.is_absolute() ? rebase(host, target) : (p.parent_path() / target).lexically_normal();
   }
   return err(std::string(path) + ": too many levels of symbolic links");
+}
+
+}  // namespace
+
+Result<std::string> kernel_name(const HostPaths& host, std::string_view path) {
+  fs::path last;
+  return walk(host, path, last);
+}
+
+std::string kernel_name_or_target(const HostPaths& host, std::string_view path) {
+  fs::path last;
+  if (auto n = walk(host, path, last)) return *n;
+  if (!last.empty() && !last.filename().empty() && last.filename() != "..") return last.filename().string();
+  return fs::path(std::string(path)).filename().string();
 }
 
 std::string kernel_name_or_last(const HostPaths& host, std::string_view path) {

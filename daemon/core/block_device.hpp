@@ -28,6 +28,11 @@ Result<std::string> kernel_name(const HostPaths& host, std::string_view path);
 // (for labels: better a printed name than none).
 std::string kernel_name_or_last(const HostPaths& host, std::string_view path);
 
+// Like kernel_name_or_last(), but a dangling link is named by the device it points to
+// (/dev/disk/by-id/x -> ../../sdz1 gives "sdz1"): a member that went away keeps the `device`
+// label its series had while it was there.
+std::string kernel_name_or_target(const HostPaths& host, std::string_view path);
+
 // Kernel name of the block device with this device number (<sysfs>/dev/block/M:m), if any.
 std::optional<std::string> name_of_devnum(const HostPaths& host, unsigned major, unsigned minor);
 

@@ -21,27 +21,9 @@
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/probe/probe.hpp"
+#include "probes/bcachefs/parse.hpp"
 
 namespace fsaudit::bcachefs {
-
-struct IoErrors {
-  std::map<std::string, std::uint64_t> since_creation;  // read, write, checksum (and any new kinds)
-  std::map<std::string, std::uint64_t> since_reset;     // the second section
-  std::string reset_age;                                // "7 y" from "IO errors since 7 y ago"
-};
-Result<IoErrors> parse_io_errors(std::string_view text);
-
-struct Counter {
-  double since_mount = 0;
-  double since_creation = 0;
-};
-Result<Counter> parse_counter(std::string_view text);
-
-// "[rw] ro evacuating failed spare" -> "rw"; a bare "rw" -> "rw".
-std::string parse_state(std::string_view text);
-
-// The `errors` file: error id -> count.
-std::map<std::string, std::uint64_t> parse_sb_errors(std::string_view text);
 
 struct Device {
   std::string dir;    // "dev-0"

@@ -286,85 +286,91 @@ void device_error_series(metrics::Batch& b, const std::string& target, const std
 
 std::string strip_dev(const std::string& d) { return d.starts_with("/dev/") ? d.substr(5) : d; }
 
+// Filesystem identity, member devices and their counters, block-group profiles and redundancy
+// from sysfs. Fills `devid_names` (devid -> device label) for the series that only know a devid.
+void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
+                  std::map<std::uint64_t, std::string>& devid_names) {
+  const std::string& target = t.name;
+  b.info("fsaudit_btrfs_filesystem_info", "btrfs filesystem of the target (value 1): fsid.",
+         {{"target", target}, {"fsid", f.fsid}});
+  int missing = 0;
+  for (const auto& d : f.devices) {
+    std::string name = d.name.empty() ? "devid-" + std::to_string(d.devid) : d.name;
+    devid_names[d.devid] = name;
+    if (d.missing) ++missing;
+    b.gauge("fsaudit_btrfs_device_missing", "1 if the btrfs member device is missing (devinfo/<devid>/missing).",
+            {{"target", target}, {"device", name}, {"devid", std::to_string(d.devid)}}, d.missing ? 1 : 0);
+    if (d.errors) device_error_series(b, target, name, std::to_string(d.devid), *d.errors);
+  }
+  b.gauge("fsaudit_btrfs_devices", "Number of member devices of the btrfs filesystem (devinfo entries).",
+          {{"target", target}}, static_cast<double>(f.devices.size()));
+  b.gauge("fsaudit_btrfs_devices_missing", "Number of missing member devices of the btrfs filesystem.",
+          {{"target", target}}, missing);
+
+  std::map<std::string, std::uint64_t> nonredundant;  // type -> used bytes
+  bool data_seen = false, data_redundant = true;
+  for (const auto& p : f.profiles) {
+    metrics::Labels l{{"target", target}, {"type", p.type}, {"profile", p.profile}};
+    b.gauge("fsaudit_btrfs_allocated_bytes", "Bytes allocated to btrfs block groups of this type and profile.", l,
+            static_cast<double>(p.total_bytes));
+    b.gauge("fsaudit_btrfs_used_bytes", "Bytes used in btrfs block groups of this type and profile.", l,
+            static_cast<double>(p.used_bytes));
+    bool red = profile_is_redundant(p.profile);
+    b.gauge("fsaudit_btrfs_profile_redundant",
+            "1 if this block-group profile keeps a second copy or parity (dup, raid1*, raid10, raid5/6), so "
+            "a bad copy can be repaired; 0 for single/raid0.",
+            l, red ? 1 : 0);
+    nonredundant[p.type] += red ? 0 : p.used_bytes;
+    if (p.type == "data" && (p.total_bytes > 0 || p.used_bytes > 0)) {
+      data_seen = true;
+      // Each missing member takes one spare copy (or parity) away: a raid1 with one member gone
+      // has a single copy left and can no longer repair anything. dup keeps both copies on one
+      // device, so a missing device takes both.
+      int spare = profile_spare_copies(p.profile);
+      if (missing > 0 && to_lower(p.profile) == "dup") spare = 0;
+      if (spare - missing <= 0) data_redundant = false;
+    }
+  }
+  for (const auto& type : {"data", "metadata", "system"}) {
+    if (!nonredundant.count(type)) continue;
+    b.gauge("fsaudit_btrfs_nonredundant_used_bytes",
+            "Bytes used in btrfs block groups without redundancy (single/raid0): a checksum error there "
+            "cannot be repaired.",
+            {{"target", target}, {"type", type}}, static_cast<double>(nonredundant[type]));
+  }
+  if (data_seen)
+    b.gauge("fsaudit_filesystem_data_redundancy",
+            "1 if a bad data copy can be repaired from another copy or parity (btrfs dup/raid1*/raid10/raid5/6 "
+            "data, bcachefs replicas>1); 0 if it cannot.",
+            {{"target", target}, {"fs", t.fstype.empty() ? "btrfs" : t.fstype}}, data_redundant ? 1 : 0);
+}
+
+// Counters from `btrfs device stats` for the devices sysfs had none for.
+void device_stats_series(metrics::Batch& b, const std::string& target, const Observation& obs,
+                         std::map<std::uint64_t, std::string>& devid_names) {
+  std::set<std::string> have;
+  if (obs.sysfs)
+    for (const auto& d : obs.sysfs->devices)
+      if (d.errors) have.insert(devid_names[d.devid]);
+  for (const auto& e : *obs.device_stats) {
+    std::string name = strip_dev(e.device);
+    if (have.count(name)) continue;
+    // The same devid as the device's other series: printed (-T), else the sysfs pairing by name.
+    std::optional<std::uint64_t> devid = e.devid;
+    for (const auto& [id, n] : devid_names)
+      if (!devid && n == name) devid = id;
+    device_error_series(b, target, name, devid ? std::to_string(*devid) : "", e.errors);
+  }
+}
+
 }  // namespace
 
 metrics::Batch btrfs_metrics(const Target& t, const Observation& obs) {
   metrics::Batch b;
   const std::string& target = t.name;
   std::map<std::uint64_t, std::string> devid_names;
-
-  if (obs.sysfs) {
-    const auto& f = *obs.sysfs;
-    b.info("fsaudit_btrfs_filesystem_info", "btrfs filesystem of the target (value 1): fsid.",
-           {{"target", target}, {"fsid", f.fsid}});
-    int missing = 0;
-    for (const auto& d : f.devices) {
-      std::string name = d.name.empty() ? "devid-" + std::to_string(d.devid) : d.name;
-      devid_names[d.devid] = name;
-      if (d.missing) ++missing;
-      b.gauge("fsaudit_btrfs_device_missing", "1 if the btrfs member device is missing (devinfo/<devid>/missing).",
-              {{"target", target}, {"device", name}, {"devid", std::to_string(d.devid)}}, d.missing ? 1 : 0);
-      if (d.errors) device_error_series(b, target, name, std::to_string(d.devid), *d.errors);
-    }
-    b.gauge("fsaudit_btrfs_devices", "Number of member devices of the btrfs filesystem (devinfo entries).",
-            {{"target", target}}, static_cast<double>(f.devices.size()));
-    b.gauge("fsaudit_btrfs_devices_missing", "Number of missing member devices of the btrfs filesystem.",
-            {{"target", target}}, missing);
-
-    std::map<std::string, std::uint64_t> nonredundant;  // type -> used bytes
-    bool data_seen = false, data_redundant = true;
-    for (const auto& p : f.profiles) {
-      metrics::Labels l{{"target", target}, {"type", p.type}, {"profile", p.profile}};
-      b.gauge("fsaudit_btrfs_allocated_bytes", "Bytes allocated to btrfs block groups of this type and profile.", l,
-              static_cast<double>(p.total_bytes));
-      b.gauge("fsaudit_btrfs_used_bytes", "Bytes used in btrfs block groups of this type and profile.", l,
-              static_cast<double>(p.used_bytes));
-      bool red = profile_is_redundant(p.profile);
-      b.gauge("fsaudit_btrfs_profile_redundant",
-              "1 if this block-group profile keeps a second copy or parity (dup, raid1*, raid10, raid5/6), so "
-              "a bad copy can be repaired; 0 for single/raid0.",
-              l, red ? 1 : 0);
-      nonredundant[p.type] += red ? 0 : p.used_bytes;
-      if (p.type == "data" && (p.total_bytes > 0 || p.used_bytes > 0)) {
-        data_seen = true;
-        // Each missing member takes one spare copy (or parity) away: a raid1 with one member gone
-        // has a single copy left and can no longer repair anything. dup keeps both copies on one
-        // device, so a missing device takes both.
-        int spare = profile_spare_copies(p.profile);
-        if (missing > 0 && to_lower(p.profile) == "dup") spare = 0;
-        if (spare - missing <= 0) data_redundant = false;
-      }
-    }
-    for (const auto& type : {"data", "metadata", "system"}) {
-      if (!nonredundant.count(type)) continue;
-      b.gauge("fsaudit_btrfs_nonredundant_used_bytes",
-              "Bytes used in btrfs block groups without redundancy (single/raid0): a checksum error there "
-              "cannot be repaired.",
-              {{"target", target}, {"type", type}}, static_cast<double>(nonredundant[type]));
-    }
-    if (data_seen)
-      b.gauge("fsaudit_filesystem_data_redundancy",
-              "1 if a bad data copy can be repaired from another copy or parity (btrfs dup/raid1*/raid10/raid5/6 "
-              "data, bcachefs replicas>1); 0 if it cannot.",
-              {{"target", target}, {"fs", t.fstype.empty() ? "btrfs" : t.fstype}}, data_redundant ? 1 : 0);
-  }
-
-  // Counters from `btrfs device stats` when sysfs had none for some device.
-  if (obs.device_stats) {
-    std::set<std::string> have;
-    if (obs.sysfs)
-      for (const auto& d : obs.sysfs->devices)
-        if (d.errors) have.insert(devid_names[d.devid]);
-    for (const auto& e : *obs.device_stats) {
-      std::string name = strip_dev(e.device);
-      if (have.count(name)) continue;
-      // The same devid as the device's other series: printed (-T), else the sysfs pairing by name.
-      std::optional<std::uint64_t> devid = e.devid;
-      for (const auto& [id, n] : devid_names)
-        if (!devid && n == name) devid = id;
-      device_error_series(b, target, name, devid ? std::to_string(*devid) : "", e.errors);
-    }
-  }
+  if (obs.sysfs) sysfs_series(b, t, *obs.sysfs, devid_names);
+  if (obs.device_stats) device_stats_series(b, target, obs, devid_names);
 
   return b;
 }

@@ -182,7 +182,7 @@ int canary_cli(int argc, char** argv) {
       record_cycle(cfg.state_dir, rep);
       journal_cycle(rep);
       std::cout << rep.to_json() << "\n";
-      if (rep.verdict == "refused" || rep.verdict == "error") return 2;
+      if (rep.verdict == Verdict::refused || rep.verdict == Verdict::error) return 2;
       return rep.expectation_met ? 0 : 1;
     }
     if (cmd == "status") {

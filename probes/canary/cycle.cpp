@@ -25,9 +25,30 @@ namespace fsaudit::canary {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::vector<std::string>& verdicts() {
-  static const std::vector<std::string> v = {"repaired", "detected",       "silent", "unverified",
-                                             "not_injectable", "refused", "error"};
+std::string_view to_string(Verdict v) {
+  switch (v) {
+    case Verdict::repaired: return "repaired";
+    case Verdict::detected: return "detected";
+    case Verdict::silent: return "silent";
+    case Verdict::unverified: return "unverified";
+    case Verdict::not_injectable: return "not_injectable";
+    case Verdict::refused: return "refused";
+    case Verdict::error: return "error";
+  }
+  return "error";
+}
+
+std::optional<Verdict> verdict_from(std::string_view s) {
+  for (auto v : verdicts())
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+std::ostream& operator<<(std::ostream& o, Verdict v) { return o << to_string(v); }
+
+const std::vector<Verdict>& verdicts() {
+  static const std::vector<Verdict> v = {Verdict::repaired, Verdict::detected,       Verdict::silent, Verdict::unverified,
+                                         Verdict::not_injectable, Verdict::refused, Verdict::error};
   return v;
 }
 
@@ -60,7 +81,7 @@ std::string CycleReport::to_json() const {
          {"fs", fs},
          {"layout", layout},
          {"expect", expect},
-         {"verdict", verdict},
+         {"verdict", to_string(verdict)},
          {"reason", reason},
          {"expectation_met", expectation_met},
          {"started", started},
@@ -102,7 +123,7 @@ std::optional<CycleReport> CycleReport::from_json(const std::string& text) {
     r.fs = j.value("fs", "");
     r.layout = j.value("layout", "");
     r.expect = j.value("expect", "");
-    r.verdict = j.value("verdict", "error");
+    r.verdict = verdict_from(j.value("verdict", "error")).value_or(Verdict::error);
     r.reason = j.value("reason", "");
     r.expectation_met = j.value("expectation_met", false);
     r.started = j.value("started", 0.0);
@@ -172,7 +193,7 @@ Result<void> save_state(const fs::path& state_dir, const std::string& name, cons
 
 CanaryState record_cycle(const fs::path& state_dir, const CycleReport& r) {
   auto s = load_state(state_dir, r.canary);
-  s.runs[r.verdict]++;
+  s.runs[std::string(to_string(r.verdict))]++;
   s.cycles++;
   if (!r.recovery.empty()) s.recoveries++;
   s.caused_errors_cleared += r.caused_errors_cleared;
@@ -245,11 +266,8 @@ void remove_marker(const fs::path& state_dir, const std::string& name) {
 }
 
 bool is_online(const config::CanaryTarget& t, const HostPaths& host) {
-  auto mounts = read_mounts(host);
-  if (!mounts) return false;
-  for (const auto& e : *mounts)
-    if (e.mountpoint == t.mountpoint) return true;
-  return false;
+  auto m = mounted_at(host, t.mountpoint);
+  return m && *m;
 }
 
 bool wait_online(const config::CanaryTarget& t, const HostPaths& host, int tenths = 100) {
@@ -462,17 +480,98 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
   return story;
 }
 
+namespace {
+
+// Every physical copy of block `chosen` on the verified members: the scanner finds the blocks of
+// this cycle's file by nonce, and a copy counts only when it is byte-for-byte the block written.
+// Adds the scan's bytes and time to `r`; `other_blocks` counts the file's other blocks seen.
+Result<std::vector<Copy>> locate_copies(const Verified& vv, const PatternKey& key, std::uint64_t chosen,
+                                        const std::vector<unsigned char>& want, CycleEnv& env, CycleReport& r,
+                                        std::uint64_t& other_blocks) {
+  std::vector<Copy> copies;
+  ScanOptions so;
+  so.queue_depth = env.scan_queue_depth;
+  so.stop = env.stop;
+  for (const auto& m : vv.members) {
+    auto sr = scan_device(m.resolved, key.nonce, so);
+    if (!sr) return err("scan of " + m.resolved + ": " + sr.error());
+    r.scan_bytes += sr->bytes;
+    r.scan_seconds += sr->seconds;
+    for (const auto& h : sr->hits) {
+      if (h.index != chosen) {
+        ++other_blocks;
+        continue;
+      }
+      auto blk = read_direct(m.resolved, h.offset, want.size());
+      if (blk && *blk == want) copies.push_back({m.resolved, h.offset});
+    }
+  }
+  return copies;
+}
+
+// Which bytes of the located copy to flip: up to `corrupt_bytes` from 512 bytes into the block
+// (half a small block), each XORed with 0xA5. `before`/`after` get the original and corrupt bytes.
+Injection plan_injection(const Copy& victim, const std::vector<unsigned char>& block, std::uint64_t index,
+                         std::uint64_t corrupt_bytes, std::vector<unsigned char>& before,
+                         std::vector<unsigned char>& after) {
+  std::uint64_t bs = block.size();
+  std::uint64_t within = std::min<std::uint64_t>(512, bs / 2);
+  std::size_t nbytes = static_cast<std::size_t>(std::min<std::uint64_t>(corrupt_bytes, bs - within));
+  before.assign(block.begin() + static_cast<std::ptrdiff_t>(within),
+                block.begin() + static_cast<std::ptrdiff_t>(within + nbytes));
+  after = before;
+  for (auto& b : after) b ^= 0xA5;
+  Injection I;
+  I.device = victim.device;
+  I.offset = victim.offset + within;
+  I.before_hex = to_hex(before);
+  I.after_hex = to_hex(after);
+  I.block_index = index;
+  I.block_offset = victim.offset;
+  I.block_size = bs;
+  return I;
+}
+
+// What reading the file back says on its own: EIO is detected, wrong bytes are silent, right bytes
+// are repaired when the error counters rose meanwhile and unverified when not. nullopt when the
+// read itself failed.
+std::optional<Verdict> verdict_of_read(const std::string& read_result, std::uint64_t counted_errors) {
+  if (read_result == "eio") return Verdict::detected;
+  if (read_result == "mismatch") return Verdict::silent;
+  if (read_result == "ok") return counted_errors > 0 ? Verdict::repaired : Verdict::unverified;
+  return std::nullopt;
+}
+
+// Clears the error counters this cycle caused, and only those: when a device other than the
+// injected one counted errors too, that is a real error and the counters stay.
+void clear_caused_counters(StackOps& ops, const Counters& before, const std::string& injected_device,
+                           CycleReport& r) {
+  auto cend = ops.counters();
+  if (!cend || r.preexisting_errors != 0 || cend->total() == 0) return;
+  std::string others;
+  if (!only_injected_device_counted(before, *cend, injected_device, &others)) {
+    r.cleanup_errors.push_back("error counts rose on " + others +
+                               ", which the canary did not corrupt: a real error? Counters not cleared");
+  } else if (auto cl = ops.clear_counters(); cl) {
+    r.caused_errors_cleared = cend->total();
+  } else {
+    r.cleanup_errors.push_back(cl.error());
+  }
+}
+
+}  // namespace
+
 CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, CycleEnv& env) {
   CycleReport r;
   r.canary = name;
   r.started = now_s(env.clock);
   auto t_start = std::chrono::steady_clock::now();
-  auto finish = [&](const std::string& verdict, const std::string& reason) {
+  auto finish = [&](Verdict verdict, const std::string& reason) {
     r.verdict = verdict;
     if (!reason.empty()) r.reason = reason;
     r.finished = now_s(env.clock);
     r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-    r.expectation_met = expectation_met(r.expect, r.verdict);
+    r.expectation_met = expectation_met(r.expect, std::string(to_string(r.verdict)));
     return r;
   };
   try {
@@ -480,17 +579,17 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     if (!t) {
       if (fs::exists(inflight_path(env.state_dir, name)))
         r.recovery = "found a pending cycle for a canary no longer in the config; left untouched";
-      return finish("refused", "\"" + name + "\" is not a canary in the config; only configured canaries may be corrupted");
+      return finish(Verdict::refused, "\"" + name + "\" is not a canary in the config; only configured canaries may be corrupted");
     }
     // One cycle per canary at a time, recovery included: a live cycle's marker is not a crash.
     auto lock = CanaryLock::acquire(env.state_dir, *t, env.host);
     if (!lock) {
       r.busy = true;
-      return finish("refused", lock.error());
+      return finish(Verdict::refused, lock.error());
     }
     r.recovery = recover_pending(cfg, name, env);
     if (fs::exists(inflight_path(env.state_dir, name)))
-      return finish("error", "a pending cycle could not be cleaned up: " + r.recovery);
+      return finish(Verdict::error, "a pending cycle could not be cleaned up: " + r.recovery);
     r.fs = t->fs;
     r.layout = t->layout;
     r.expect = t->expect.empty() ? default_expectation(t->fs, t->layout) : t->expect;
@@ -501,13 +600,13 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     StackOps ops_nostop(*t, StackEnv{env.runner, env.tools, {}, env.command_timeout});
 
     auto v = verify_canary(cfg, name, env.host, env.state_dir, &ops, true);
-    if (!v) return finish("refused", v.error());
+    if (!v) return finish(Verdict::refused, v.error());
     auto before_counters = ops.counters();
-    if (!before_counters) return finish("error", before_counters.error());
+    if (!before_counters) return finish(Verdict::error, before_counters.error());
     r.preexisting_errors = before_counters->total();
 
     struct statvfs sv {};
-    if (::statvfs(t->mountpoint.c_str(), &sv) != 0) return finish("error", "statvfs " + t->mountpoint + " failed");
+    if (::statvfs(t->mountpoint.c_str(), &sv) != 0) return finish(Verdict::error, "statvfs " + t->mountpoint + " failed");
     std::size_t bs = static_cast<std::size_t>(sv.f_bsize);
     if (bs < 512 || bs > 65536 || bs % 512) bs = 4096;
     r.block_size = bs;
@@ -522,7 +621,7 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     mk.counters_before_devices = before_counters->per_device;
     mk.pid = static_cast<long>(::getpid());
     mk.boot_id = boot_id(env.host);
-    if (auto w = write_marker(env.state_dir, name, mk); !w) return finish("error", "cannot write in-flight marker: " + w.error());
+    if (auto w = write_marker(env.state_dir, name, mk); !w) return finish(Verdict::error, "cannot write in-flight marker: " + w.error());
     phase(env, "marked");
 
     bool online = true;
@@ -531,7 +630,7 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     std::vector<unsigned char> inj_before, inj_after;
     // Any failure after this point goes through here: undo the injection while offline, back online,
     // verify, delete the file. The marker goes only when all of that worked.
-    auto abort_cycle = [&](const std::string& verdict, const std::string& reason) {
+    auto abort_cycle = [&](Verdict verdict, const std::string& reason) {
       bool clean = true;
       if (!online) {
         if (inj) {
@@ -574,14 +673,14 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     };
 
     // 1. write the canary file
-    if (auto w = write_canary_file(file, key, t->file_blocks, bs, t->fs != "zfs"); !w) return abort_cycle("error", w.error());
+    if (auto w = write_canary_file(file, key, t->file_blocks, bs, t->fs != "zfs"); !w) return abort_cycle(Verdict::error, w.error());
     mk.phase = "written";
     (void)write_marker(env.state_dir, name, mk);
     phase(env, "written");
-    if (env.stop.stop_requested()) return abort_cycle("error", "cancelled");
+    if (env.stop.stop_requested()) return abort_cycle(Verdict::error, "cancelled");
 
     // 3 (before 2, so that every copy is final on disk). Drop the caches: unmount / export.
-    if (auto off = ops.take_offline(); !off) return abort_cycle("error", off.error());
+    if (auto off = ops.take_offline(); !off) return abort_cycle(Verdict::error, off.error());
     online = false;
     mk.phase = "offline";
     (void)write_marker(env.state_dir, name, mk);
@@ -589,72 +688,44 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
 
     // The offline re-check: the scan and the write go to the members it verified, nothing else.
     auto vv = verify_canary(cfg, name, env.host, env.state_dir, nullptr, false);
-    if (!vv) return abort_cycle("refused", vv.error());
+    if (!vv) return abort_cycle(Verdict::refused, vv.error());
 
     // 2. locate every physical copy of the chosen block
     std::uint64_t chosen = t->file_blocks / 2;
     auto want = make_block(key, chosen, bs);
-    std::vector<Copy> copies;
     std::uint64_t other_blocks = 0;
-    ScanOptions so;
-    so.queue_depth = env.scan_queue_depth;
-    so.stop = env.stop;
-    for (const auto& m : vv->members) {
-      auto sr = scan_device(m.resolved, key.nonce, so);
-      if (!sr) return abort_cycle("error", "scan of " + m.resolved + ": " + sr.error());
-      r.scan_bytes += sr->bytes;
-      r.scan_seconds += sr->seconds;
-      for (const auto& h : sr->hits) {
-        if (h.index != chosen) {
-          ++other_blocks;
-          continue;
-        }
-        auto blk = read_direct(m.resolved, h.offset, bs);
-        if (blk && *blk == want) copies.push_back({m.resolved, h.offset});
-      }
-    }
+    auto located = locate_copies(*vv, key, chosen, want, env, r, other_blocks);
+    if (!located) return abort_cycle(Verdict::error, located.error());
+    std::vector<Copy> copies = std::move(*located);
     r.copies_found = copies.size();
     for (const auto& c : copies) r.copies.push_back(c.device + "@" + std::to_string(c.offset));
     if (copies.empty())
-      return abort_cycle("not_injectable", "block " + std::to_string(chosen) + " of the canary file was not found on any member device (" +
+      return abort_cycle(Verdict::not_injectable, "block " + std::to_string(chosen) + " of the canary file was not found on any member device (" +
                                                std::to_string(other_blocks) +
                                                " other canary blocks seen): compression, encryption or inline data?");
     // A layout that keeps N copies but shows another number is not the stack the verdict would describe.
     if (r.expected_copies != 0 && r.copies_found != r.expected_copies)
-      return abort_cycle("error", "found " + std::to_string(r.copies_found) + " copies of block " + std::to_string(chosen) +
+      return abort_cycle(Verdict::error, "found " + std::to_string(r.copies_found) + " copies of block " + std::to_string(chosen) +
                                       " but layout " + t->layout + " keeps " + std::to_string(r.expected_copies) +
                                       ": the configured layout does not match the filesystem");
-    if (env.stop.stop_requested()) return abort_cycle("error", "cancelled");
+    if (env.stop.stop_requested()) return abort_cycle(Verdict::error, "cancelled");
 
     // 4. corrupt a few bytes of ONE copy, through the gate and the raw writer
     auto st = load_state(env.state_dir, name);
     const Copy& victim = copies[st.cycles % copies.size()];
     const DeviceIdentity* member = find_member(*vv, victim.device);
-    if (!member) return abort_cycle("refused", victim.device + " is not a verified member of the canary");
-    std::uint64_t within = std::min<std::uint64_t>(512, bs / 2);
-    std::size_t nbytes = static_cast<std::size_t>(std::min<std::uint64_t>(t->corrupt_bytes, bs - within));
-    inj_before.assign(want.begin() + static_cast<std::ptrdiff_t>(within),
-                      want.begin() + static_cast<std::ptrdiff_t>(within + nbytes));
-    inj_after = inj_before;
-    for (auto& b : inj_after) b ^= 0xA5;
-    Injection I;
-    I.device = victim.device;
-    I.offset = victim.offset + within;
-    I.before_hex = to_hex(inj_before);
-    I.after_hex = to_hex(inj_after);
-    I.block_index = chosen;
-    I.block_offset = victim.offset;
-    I.block_size = bs;
+    if (!member) return abort_cycle(Verdict::refused, victim.device + " is not a verified member of the canary");
+    Injection I = plan_injection(victim, want, chosen, t->corrupt_bytes, inj_before, inj_after);
     auto grant = grant_for(*member, victim.offset, victim.offset + bs);
-    if (!grant) return abort_cycle("refused", grant.error());
+    if (!grant) return abort_cycle(Verdict::refused, grant.error());
     grant->block = want;        // the whole located block, compared through the descriptor that writes
     grant->exclusive = true;    // offline: a mount or another holder makes the open fail
     mk.phase = "injecting";
     mk.injection = I;
-    if (auto w = write_marker(env.state_dir, name, mk); !w) return abort_cycle("error", "cannot write in-flight marker: " + w.error());
+    if (auto w = write_marker(env.state_dir, name, mk); !w) return abort_cycle(Verdict::error, "cannot write in-flight marker: " + w.error());
     inj = I;  // from here on, abort_cycle restores the bytes (when they differ from the original)
     auto wr = raw_write(RawWriteRequest{I.device, I.offset, inj_after, inj_before}, {*grant});
-    if (!wr) return abort_cycle(wr.error().rfind("refused", 0) == 0 ? "refused" : "error", wr.error());
+    if (!wr) return abort_cycle(wr.error().rfind("refused", 0) == 0 ? Verdict::refused : Verdict::error, wr.error());
     inj_complete = true;
     r.injection = I;
     auto t_injected = std::chrono::steady_clock::now();
@@ -663,11 +734,11 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     phase(env, "injected");
 
     // back online (mount / import) with cold caches
-    if (auto on = ops_nostop.bring_online(); !on) return abort_cycle("error", on.error());
-    if (!wait_online(*t, env.host)) return abort_cycle("error", "canary did not come back online at " + t->mountpoint);
+    if (auto on = ops_nostop.bring_online(); !on) return abort_cycle(Verdict::error, on.error());
+    if (!wait_online(*t, env.host)) return abort_cycle(Verdict::error, "canary did not come back online at " + t->mountpoint);
     online = true;
     if (auto von = verify_canary(cfg, name, env.host, env.state_dir, &ops_nostop, true); !von)
-      return abort_cycle("refused", "after mounting: " + von.error());
+      return abort_cycle(Verdict::refused, "after mounting: " + von.error());
     mk.phase = "online";
     (void)write_marker(env.state_dir, name, mk);
     phase(env, "online");
@@ -688,24 +759,16 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     auto c1 = ops_nostop.counters();
     std::uint64_t read_delta = (c0 && c1 && c1->total() > c0->total()) ? c1->total() - c0->total() : 0;
     r.errors_counted_on_read = read_delta;
-    std::string verdict;
-    if (r.read_result == "eio") {
-      verdict = "detected";
-      r.detected_by = "read";
-    } else if (r.read_result == "mismatch") {
-      verdict = "silent";
-    } else if (r.read_result == "ok") {
-      verdict = read_delta > 0 ? "repaired" : "unverified";
-      if (read_delta > 0) r.detected_by = "read";
-    } else {
-      return abort_cycle("error", "reading the canary back: " + r.read_result);
-    }
+    auto read_verdict = verdict_of_read(r.read_result, read_delta);
+    if (!read_verdict) return abort_cycle(Verdict::error, "reading the canary back: " + r.read_result);
+    Verdict verdict = *read_verdict;
+    if (verdict == Verdict::detected || verdict == Verdict::repaired) r.detected_by = "read";
     if (!r.detected_by.empty())
       r.time_to_detect_seconds = std::chrono::duration<double>(t_read - t_injected).count();
-    if (verdict == "repaired") r.repair_verified = raw_fixed();
+    if (verdict == Verdict::repaired) r.repair_verified = raw_fixed();
 
     // 6. scrub when the read did not settle it (or the read-repair is not on disk yet)
-    bool want_scrub = verdict == "unverified" || verdict == "silent" || (verdict == "repaired" && r.repair_verified != 1);
+    bool want_scrub = verdict == Verdict::unverified || verdict == Verdict::silent || (verdict == Verdict::repaired && r.repair_verified != 1);
     r.scrub_supported = ops.checksumming();
     if (want_scrub && r.scrub_supported && !env.stop.stop_requested()) {
       auto cs0 = ops_nostop.counters();
@@ -721,15 +784,15 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
       r.scrub_uncorrectable = so2.uncorrectable;
       r.scrub_summary = so2.ok ? so2.summary : so2.error;
       r.repair_verified = raw_fixed();
-      if (verdict == "unverified" && r.scrub_found > 0) {
+      if (verdict == Verdict::unverified && r.scrub_found > 0) {
         r.detected_by = "scrub";
         r.time_to_detect_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_injected).count();
-        verdict = r.repair_verified == 1 ? "repaired" : "detected";
+        verdict = r.repair_verified == 1 ? Verdict::repaired : Verdict::detected;
       }
     } else if (!r.scrub_supported) {
       r.scrub_summary = t->fs + " has no data scrub (unsupported)";
     }
-    if (r.repair_verified == -1 && verdict != "repaired") r.repair_verified = raw_fixed();
+    if (r.repair_verified == -1 && verdict != Verdict::repaired) r.repair_verified = raw_fixed();
     mk.phase = "cleaning";
     (void)write_marker(env.state_dir, name, mk);
     phase(env, "cleaning");
@@ -738,25 +801,14 @@ CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, 
     // device only: a count elsewhere is a real error that arrived during the cycle)
     remove_canary_file(*t, &r.cleanup_errors);
     ::sync();
-    auto cend = ops_nostop.counters();
-    if (cend && r.preexisting_errors == 0 && cend->total() > 0) {
-      std::string others;
-      if (!only_injected_device_counted(*before_counters, *cend, I.device, &others)) {
-        r.cleanup_errors.push_back("error counts rose on " + others +
-                                   ", which the canary did not corrupt: a real error? Counters not cleared");
-      } else if (auto cl = ops_nostop.clear_counters(); cl) {
-        r.caused_errors_cleared = cend->total();
-      } else {
-        r.cleanup_errors.push_back(cl.error());
-      }
-    }
+    clear_caused_counters(ops_nostop, *before_counters, I.device, r);
     remove_marker(env.state_dir, name);
     std::string why;
-    if (verdict == "silent") why = "wrong data returned with success";
-    if (verdict == "unverified") why = "correct data, but no error was seen" + std::string(r.scrub_ran ? " even after a scrub" : "");
+    if (verdict == Verdict::silent) why = "wrong data returned with success";
+    if (verdict == Verdict::unverified) why = "correct data, but no error was seen" + std::string(r.scrub_ran ? " even after a scrub" : "");
     return finish(verdict, why);
   } catch (const std::exception& e) {
-    return finish("error", std::string("internal error: ") + e.what());
+    return finish(Verdict::error, std::string("internal error: ") + e.what());
   }
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// One canary cycle (issue 4): write -> locate -> offline -> inject -> online -> read -> scrub ->
+// One canary cycle: write -> locate -> offline -> inject -> online -> read -> scrub ->
 // verify -> clean up, with an in-flight marker in the state dir so that a crash at any point is
 // found and cleaned up on the next run.
 #include <chrono>
@@ -8,8 +8,10 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/config/sections/canary.hpp"
@@ -19,8 +21,14 @@
 
 namespace fsaudit::canary {
 
+enum class Verdict { repaired, detected, silent, unverified, not_injectable, refused, error };
+// The label value and the spelling in reports and state files: "repaired", ..., "not_injectable".
+std::string_view to_string(Verdict v);
+// The inverse of to_string(); nullopt for anything else.
+std::optional<Verdict> verdict_from(std::string_view s);
+std::ostream& operator<<(std::ostream& o, Verdict v);
 // Verdicts, in the order of the state set.
-const std::vector<std::string>& verdicts();
+const std::vector<Verdict>& verdicts();
 
 struct Injection {
   std::string device;          // resolved member path
@@ -33,7 +41,7 @@ struct Injection {
 
 struct CycleReport {
   std::string canary, fs, layout, expect;
-  std::string verdict = "error";
+  Verdict verdict = Verdict::error;
   std::string reason;
   bool expectation_met = false;
   double started = 0, finished = 0;  // Unix seconds

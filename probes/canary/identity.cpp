@@ -11,6 +11,22 @@
 
 namespace fsaudit::canary {
 
+std::string_view to_string(DeviceKind k) {
+  switch (k) {
+    case DeviceKind::block: return "block";
+    case DeviceKind::loop: return "loop";
+    case DeviceKind::file: return "file";
+    case DeviceKind::unknown: break;
+  }
+  return "";
+}
+
+DeviceKind device_kind(std::string_view s) {
+  for (auto k : {DeviceKind::block, DeviceKind::loop, DeviceKind::file})
+    if (s == to_string(k)) return k;
+  return DeviceKind::unknown;
+}
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -33,7 +49,7 @@ Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths&
   struct stat st {};
   if (::stat(id.resolved.c_str(), &st) != 0) return err("cannot stat " + id.resolved);
   if (S_ISREG(st.st_mode)) {
-    id.kind = "file";
+    id.kind = DeviceKind::file;
     id.size = static_cast<std::uint64_t>(st.st_size);
     id.inode = st.st_ino;
     id.fs_dev = st.st_dev;
@@ -50,10 +66,10 @@ Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths&
   if (!ec) {
     std::string bf = read_trim(sysdir / "loop" / "backing_file");
     if (!bf.empty()) {
-      id.kind = "loop";
+      id.kind = DeviceKind::loop;
       id.backing_file = bf;
     } else {
-      id.kind = "block";
+      id.kind = DeviceKind::block;
     }
     for (const fs::path& d : {sysdir, sysdir.parent_path()}) {
       if (id.wwid.empty()) id.wwid = read_trim(d / "wwid");
@@ -62,7 +78,7 @@ Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths&
       if (id.serial.empty()) id.serial = read_trim(d / "device" / "serial");
     }
   } else {
-    id.kind = "block";
+    id.kind = DeviceKind::block;
   }
   fs::path byid = host.dev("disk/by-id");
   for (fs::directory_iterator it(byid, ec), end; !ec && it != end; it.increment(ec)) {
@@ -76,15 +92,17 @@ Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths&
 
 std::string identity_mismatch(const DeviceIdentity& r, const DeviceIdentity& n) {
   std::string who = r.path;
-  if (r.kind != n.kind) return who + " was a " + r.kind + " device at init, now it is a " + n.kind;
+  if (r.kind != n.kind)
+    return who + " was a " + std::string(to_string(r.kind)) + " device at init, now it is a " +
+           std::string(to_string(n.kind));
   if (r.size != n.size)
     return who + " changed size: " + std::to_string(r.size) + " bytes at init, now " + std::to_string(n.size);
-  if (r.kind == "file") {
+  if (r.kind == DeviceKind::file) {
     if (r.resolved != n.resolved || r.inode != n.inode || r.fs_dev != n.fs_dev)
       return who + " is no longer the same file (path/inode changed since init)";
     return "";
   }
-  if (r.kind == "loop") {
+  if (r.kind == DeviceKind::loop) {
     if (r.backing_file != n.backing_file)
       return who + " is backed by \"" + n.backing_file + "\", at init it was \"" + r.backing_file + "\"";
     return "";
@@ -106,7 +124,7 @@ fs::path canary_state_dir(const fs::path& state_dir, const std::string& name) {
 
 namespace {
 json to_json(const DeviceIdentity& d) {
-  return json{{"path", d.path},       {"resolved", d.resolved}, {"kind", d.kind},
+  return json{{"path", d.path},       {"resolved", d.resolved}, {"kind", to_string(d.kind)},
               {"size", d.size},       {"major", d.major},       {"minor", d.minor},
               {"serial", d.serial},   {"wwid", d.wwid},         {"by_id", d.by_id},
               {"backing_file", d.backing_file}, {"inode", d.inode}, {"fs_dev", d.fs_dev}};
@@ -115,7 +133,7 @@ DeviceIdentity from_json(const json& j) {
   DeviceIdentity d;
   d.path = j.value("path", "");
   d.resolved = j.value("resolved", "");
-  d.kind = j.value("kind", "");
+  d.kind = device_kind(j.value("kind", ""));
   d.size = j.value("size", std::uint64_t{0});
   d.major = j.value("major", 0u);
   d.minor = j.value("minor", 0u);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/core/host_paths.hpp"
@@ -11,10 +12,16 @@
 
 namespace fsaudit::canary {
 
+enum class DeviceKind { unknown, block, loop, file };
+// "block", "loop", "file"; "" for unknown. The spelling in the init record and in messages.
+std::string_view to_string(DeviceKind k);
+// The inverse of to_string(); anything else is unknown (a record from a future version).
+DeviceKind device_kind(std::string_view s);
+
 struct DeviceIdentity {
   std::string path;          // as configured
   std::string resolved;      // canonical path (/dev/sdb9, /dev/loop3, /srv/vdev0.img)
-  std::string kind;          // block | loop | file
+  DeviceKind kind = DeviceKind::unknown;
   std::uint64_t size = 0;    // bytes
   unsigned major = 0, minor = 0;  // block devices
   std::string serial, wwid;  // from sysfs (disk or its parent disk), may be empty

@@ -8,9 +8,9 @@ namespace fsaudit::canary {
 
 void journal_cycle(const CycleReport& r) {
   int prio = 6;  // info
-  if (r.verdict == "silent" || r.verdict == "error" || r.verdict == "refused") prio = 3;
+  if (r.verdict == Verdict::silent || r.verdict == Verdict::error || r.verdict == Verdict::refused) prio = 3;
   else if (!r.expectation_met) prio = 4;
-  std::string msg = "canary " + r.canary + " (" + r.fs + " " + r.layout + "): " + r.verdict +
+  std::string msg = "canary " + r.canary + " (" + r.fs + " " + r.layout + "): " + std::string(to_string(r.verdict)) +
                     (r.reason.empty() ? "" : " - " + r.reason) + "; expected " + r.expect +
                     (r.expectation_met ? " (met)" : " (NOT met)");
   const auto* i = r.injection ? &*r.injection : nullptr;
@@ -22,7 +22,7 @@ void journal_cycle(const CycleReport& r) {
                   "FSAUDIT_CANARY=%s", r.canary.c_str(),
                   "FSAUDIT_FS=%s", r.fs.c_str(),
                   "FSAUDIT_LAYOUT=%s", r.layout.c_str(),
-                  "FSAUDIT_VERDICT=%s", r.verdict.c_str(),
+                  "FSAUDIT_VERDICT=%s", std::string(to_string(r.verdict)).c_str(),
                   "FSAUDIT_EXPECTED=%s", r.expect.c_str(),
                   "FSAUDIT_EXPECTATION_MET=%d", r.expectation_met ? 1 : 0,
                   "FSAUDIT_REASON=%s", r.reason.c_str(),

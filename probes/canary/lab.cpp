@@ -16,6 +16,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/canary/cli.hpp"
+#include "probes/canary/safety.hpp"
 #include "probes/zfs/status.hpp"
 
 namespace fsaudit::canary {
@@ -220,8 +221,8 @@ Result<void> Lab::build_stack(config::Config& cfg, const std::string& stack) {
     t.layout = "mirror";
     bool mounted = false;
     for (int i = 0; i < 100 && !mounted; ++i) {
-      auto mi = read_file(cfg.host.proc("self/mountinfo"));
-      mounted = mi && mi->find(" " + t.mountpoint + " ") != std::string::npos;
+      auto m = mounted_at(cfg.host, t.mountpoint);
+      mounted = m && *m;
       if (!mounted) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     if (!mounted) return err("the lab pool did not mount at " + t.mountpoint);
@@ -306,8 +307,8 @@ void Lab::teardown() {
   for (auto it = mounts_.rbegin(); it != mounts_.rend(); ++it) {
     bool done = false;
     for (int i = 0; i < 20 && !done; ++i) {
-      auto mi = read_file(host_.proc("self/mountinfo"));
-      if (mi && mi->find(" " + *it + " ") == std::string::npos) done = true;
+      auto m = mounted_at(host_, *it);
+      if (m && !*m) done = true;
       else if (run({"umount", *it}, 60).ok()) done = true;
       else std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "daemon/core/block_device.hpp"
 #include "probes/canary/helper_protocol.hpp"
 #include "probes/canary/journal.hpp"
 #include "probes/canary/stack.hpp"
@@ -32,8 +33,8 @@ metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& 
   metrics::Labels base{{"target", t.name}, {"fs", t.fs}, {"layout", t.layout}};
   for (const auto& v : verdicts()) {
     auto l = base;
-    l["verdict"] = v;
-    auto it = s.runs.find(v);
+    l["verdict"] = std::string(to_string(v));
+    auto it = s.runs.find(l["verdict"]);
     b.counter("fsaudit_canary_runs_total", "Canary cycles by verdict.", l,
               it == s.runs.end() ? 0.0 : static_cast<double>(it->second));
   }
@@ -48,10 +49,10 @@ metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& 
             static_cast<double>(s.caused_errors_cleared));
   if (!s.last) return b;
   const auto& r = *s.last;
-  // The last verdict as a state set with label `verdict` (the name the issue asks for).
+  // The last verdict as a state set with label `verdict` (the name dashboards and alert rules use).
   for (const auto& v : verdicts()) {
     auto l = base;
-    l["verdict"] = v;
+    l["verdict"] = std::string(to_string(v));
     b.gauge("fsaudit_canary_last_verdict", "Verdict of the last canary cycle (state set: 1 for the current verdict).", l,
             v == r.verdict ? 1.0 : 0.0);
   }
@@ -82,18 +83,6 @@ metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& 
   return b;
 }
 
-std::string kernel_device_name(const HostPaths& host, const std::string& path) {
-  namespace fs = std::filesystem;
-  fs::path p = path;
-  if (path.starts_with("/dev/")) p = host.dev(path.substr(5));
-  std::error_code ec;
-  auto c = fs::canonical(p, ec);
-  if (!ec && !c.filename().empty()) return c.filename().string();
-  auto l = fs::read_symlink(p, ec);  // dangling link (device gone): still name its target
-  if (!ec && !l.filename().empty()) return l.filename().string();
-  return fs::path(path).filename().string();
-}
-
 void canary_identity_metrics(metrics::Batch& b, const config::CanaryTarget& t, const HostPaths& host) {
   b.info("fsaudit_canary_info",
          "A configured injected-corruption canary (value 1): its mount point and ZFS pool (\"\" if none). Errors on "
@@ -103,7 +92,7 @@ void canary_identity_metrics(metrics::Batch& b, const config::CanaryTarget& t, c
     b.info("fsaudit_canary_device_info",
            "A member device of a canary (value 1): `device` is the kernel name as the kernel log and btrfs probes "
            "print it, `path` as configured. Errors on it are caused on purpose: alert rules exclude them.",
-           {{"target", t.name}, {"device", kernel_device_name(host, d)}, {"path", d}});
+           {{"target", t.name}, {"device", block::kernel_name_or_target(host, d)}, {"path", d}});
   b.gauge("fsaudit_canary_interval_seconds", "The canary's configured cycle interval.", {{"target", t.name}},
           std::chrono::duration<double>(t.interval).count());
 }
@@ -136,8 +125,8 @@ ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
       if (rep->busy) return ProbeResult::failed("canary " + canary_ + ": " + rep->reason, canary_metrics(*t, state));
       state = record_cycle(ctx.state_dir, *rep);
       auto b = canary_metrics(*t, state);
-      if (rep->verdict == "error" || rep->verdict == "refused")
-        return ProbeResult::failed("canary " + canary_ + ": " + rep->verdict + ": " + rep->reason, std::move(b));
+      if (rep->verdict == Verdict::error || rep->verdict == Verdict::refused)
+        return ProbeResult::failed("canary " + canary_ + ": " + std::string(to_string(rep->verdict)) + ": " + rep->reason, std::move(b));
       return ProbeResult::ok(std::move(b));
     }
     CycleEnv env(ctx.host, ctx.runner, ctx.tools, ctx.clock, ctx.state_dir, ctx.stop);
@@ -150,8 +139,8 @@ ProbeResult CanaryProbe::run(const Target&, ProbeContext& ctx) {
     state = record_cycle(ctx.state_dir, report);
     journal_cycle(report);
     auto b = canary_metrics(*t, state);
-    if (report.verdict == "error" || report.verdict == "refused")
-      return ProbeResult::failed("canary " + canary_ + ": " + report.verdict + ": " + report.reason, std::move(b));
+    if (report.verdict == Verdict::error || report.verdict == Verdict::refused)
+      return ProbeResult::failed("canary " + canary_ + ": " + std::string(to_string(report.verdict)) + ": " + report.reason, std::move(b));
     return ProbeResult::ok(std::move(b));
   } catch (const std::exception& e) {
     return ProbeResult::failed(std::string("canary probe internal error: ") + e.what());

@@ -38,14 +38,9 @@ class CanaryProbe final : public Probe {
 // The metrics of one canary from its persistent state (and the cycle just run, already recorded).
 metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& s);
 
-// The kernel's name of a member device as the kernel log and btrfs probes print it ("loop3",
-// "sdb9"): "/dev/..." paths are looked up under host.devfs and symlinks (by-id, by-partlabel)
-// followed; falls back to the path's file name (e.g. a ZFS file vdev).
-std::string kernel_device_name(const HostPaths& host, const std::string& path);
-
 // Identity of a canary, so that alert rules can exclude the canary's own
 // (deliberately caused) errors: fsaudit_canary_info{target,fs,layout,mountpoint,pool},
-// fsaudit_canary_device_info{target,device,path} per member, fsaudit_canary_interval_seconds{target}.
+// fsaudit_canary_device_info{target,device,path} per member (device: block::kernel_name_or_target), fsaudit_canary_interval_seconds{target}.
 void canary_identity_metrics(metrics::Batch& b, const config::CanaryTarget& t, const HostPaths& host);
 // The identity series of every configured canary. The daemon publishes them from the config at
 // start and on every reload, independent of any cycle: a first, slow or timed-out cycle must not

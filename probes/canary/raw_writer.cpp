@@ -43,7 +43,7 @@ Result<RawWriteGrant> grant_for(const DeviceIdentity& m, std::uint64_t begin, st
   g.device = m.resolved;
   g.begin = begin;
   g.end = end;
-  if (m.kind == "file") {
+  if (m.kind == DeviceKind::file) {
     g.ino_dev = m.fs_dev;
     g.ino = m.inode;
     if (g.ino == 0) return err("no inode recorded for " + m.resolved);
@@ -51,7 +51,7 @@ Result<RawWriteGrant> grant_for(const DeviceIdentity& m, std::uint64_t begin, st
   }
   g.rdev = ::makedev(m.major, m.minor);
   if (m.major == 0 && m.minor == 0) return err("no device number for " + m.resolved);
-  if (m.kind == "loop") {
+  if (m.kind == DeviceKind::loop) {
     struct stat bs {};
     if (m.backing_file.empty() || ::stat(m.backing_file.c_str(), &bs) != 0)
       return err("cannot stat the backing file of " + m.resolved + " (" + m.backing_file + ")");

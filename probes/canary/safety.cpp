@@ -22,17 +22,18 @@ bool is_member_mount(const MountEntry& e, const std::vector<DeviceIdentity>& mem
   std::string src = resolve(e.source);
   for (const auto& m : members) {
     if (src == m.resolved) return true;
-    if (m.kind != "file" && m.major != 0 && e.major == m.major && e.minor == m.minor) return true;
+    if (m.kind != DeviceKind::file && m.major != 0 && e.major == m.major && e.minor == m.minor) return true;
   }
   return false;
 }
 
 }  // namespace
 
-Result<std::vector<MountEntry>> read_mounts(const HostPaths& host) {
-  auto t = read_file(host.proc("self/mountinfo"));
-  if (!t) return err(t.error());
-  return parse_mountinfo(*t);
+Result<bool> mounted_at(const HostPaths& host, const std::string& mountpoint) {
+  auto mounts = read_mount_table(host);
+  if (!mounts) return err(mounts.error());
+  return std::any_of((*mounts)->begin(), (*mounts)->end(),
+                     [&](const MountEntry& e) { return e.mountpoint == mountpoint; });
 }
 
 std::string mount_conflict(const std::vector<MountEntry>& mounts, const std::vector<DeviceIdentity>& members,
@@ -89,7 +90,7 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
     auto id = identify_device(d, host);
     if (!id) return err(id.error());
     if (!seen.insert(id->resolved).second) return err("device " + d + " is listed twice");
-    if (id->kind != "file") {
+    if (id->kind != DeviceKind::file) {
       fs::path holders = host.sys("dev/block/" + std::to_string(id->major) + ":" + std::to_string(id->minor)) / "holders";
       std::error_code ec;
       for (fs::directory_iterator it(holders, ec), end; !ec && it != end; it.increment(ec))
@@ -100,9 +101,9 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
     }
     ids.push_back(*id);
   }
-  auto mounts = read_mounts(host);
-  if (!mounts) return err("cannot read the mount table: " + mounts.error());
-  std::string why = mount_conflict(*mounts, ids, t, online);
+  auto mounts = read_mount_table(host);
+  if (!mounts) return err(mounts.error());
+  std::string why = mount_conflict(**mounts, ids, t, online);
   if (!why.empty()) return err(why);
   if (online && stack && (t.fs == "btrfs" || t.fs == "zfs")) {
     auto m = stack->members();

@@ -34,6 +34,7 @@ Result<Verified> verify_canary(const config::CanaryConfig& cfg, const std::strin
 // Only for `canary init`: the checks that do not need a record yet. Returns current identities.
 Result<std::vector<DeviceIdentity>> verify_for_init(const config::CanaryTarget& t, const HostPaths& host, StackOps* stack);
 
-Result<std::vector<MountEntry>> read_mounts(const HostPaths& host);
+// Whether something is mounted at `mountpoint` now.
+Result<bool> mounted_at(const HostPaths& host, const std::string& mountpoint);
 
 }  // namespace fsaudit::canary

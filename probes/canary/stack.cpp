@@ -179,7 +179,7 @@ Result<Counters> StackOps::counters() {
     if (!r.ok()) return err("zpool status " + t_.pool + ": " + r.describe());
     auto rep = zfs::parse_zpool_status(r.out);
     if (!rep || rep->pools.empty()) return err("cannot parse zpool status of " + t_.pool);
-    // Leaf vdevs by tree structure, whatever their names look like (issue 4's lesson).
+    // Leaf vdevs by tree structure, whatever their names look like.
     for (const auto& v : rep->pools[0].vdevs) {
       if (!v.leaf) continue;
       c.checksum += v.checksum_errors.value_or(0);

@@ -6,7 +6,7 @@
 
 #include "daemon/core/block_device.hpp"
 
-namespace fsaudit::fshealth {
+namespace fsaudit::ext4 {
 
 namespace fs = std::filesystem;
 
@@ -30,4 +30,4 @@ std::string sysfs_fs_dir_name(const HostPaths& host, const Target& t, const std:
   return {};
 }
 
-}  // namespace fsaudit::fshealth
+}  // namespace fsaudit::ext4

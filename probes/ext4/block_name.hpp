@@ -8,7 +8,7 @@
 #include "daemon/core/host_paths.hpp"
 #include "daemon/probe/probe.hpp"
 
-namespace fsaudit::fshealth {
+namespace fsaudit::ext4 {
 
 // Candidates in order: <sysfs>/dev/block/<major>:<minor> resolved, the mount source resolved under
 // devfs (/dev/mapper/x -> dm-0), the source's last path component. Deduplicated, never empty
@@ -18,4 +18,4 @@ std::vector<std::string> block_name_candidates(const HostPaths& host, const Targ
 // The first candidate for which <sysfs>/fs/<fs_dir>/<name> is a directory, or "" if none.
 std::string sysfs_fs_dir_name(const HostPaths& host, const Target& t, const std::string& fs_dir);
 
-}  // namespace fsaudit::fshealth
+}  // namespace fsaudit::ext4

@@ -113,10 +113,10 @@ class Ext4Probe final : public Probe {
   bool applies_to(const Target& t) const override { return t.fstype == "ext4" || t.fstype == "ext3" || t.fstype == "ext2"; }
   ProbeResult run(const Target& t, ProbeContext& ctx) override {
     try {
-      auto dev = fshealth::sysfs_fs_dir_name(ctx.host, t, "ext4");
+      auto dev = ext4::sysfs_fs_dir_name(ctx.host, t, "ext4");
       if (dev.empty()) {
         std::string tried;
-        for (const auto& n : fshealth::block_name_candidates(ctx.host, t)) tried += (tried.empty() ? "" : ", ") + n;
+        for (const auto& n : ext4::block_name_candidates(ctx.host, t)) tried += (tried.empty() ? "" : ", ") + n;
         return ProbeResult::failed("no " + ctx.host.sys("fs/ext4").string() + "/<dev> directory for " + t.mountpoint +
                                    " (tried: " + tried + ")");
       }

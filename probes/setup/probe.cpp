@@ -140,7 +140,7 @@ std::vector<CanaryProof> canary_proofs(const config::Config& cfg, GatherEnv& env
     if (st.last) {
       p.has_run = true;
       p.expectation_met = st.last->expectation_met;
-      p.verdict = st.last->verdict;
+      p.verdict = std::string(canary::to_string(st.last->verdict));
       p.expect = st.last->expect;
       p.finished = st.last->finished;
     }
@@ -197,10 +197,9 @@ SetupProbe::SetupProbe(config::Config cfg, FindingSink sink) : cfg_(std::move(cf
 
 ProbeResult SetupProbe::run(const Target&, ProbeContext& ctx) {
   try {
-    auto text = read_file(ctx.host.proc("self/mountinfo"));
-    if (!text) return ProbeResult::failed(text.error());
-    auto mounts = parse_mountinfo(*text);
-    if (!mounts) return ProbeResult::failed(mounts.error());
+    auto table = mount_table(ctx);
+    if (!table) return ProbeResult::failed(table.error());
+    const auto& mounts = *table;
     GatherEnv env(ctx.host, ctx.runner, ctx.tools, cfg_.setup, ctx.state_dir, *mounts, ctx.clock.wall_seconds(), ctx.stop);
     env.timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(15), std::max<std::chrono::milliseconds>(
                                                                                      ctx.remaining(), std::chrono::seconds(1)));
@@ -235,16 +234,12 @@ ProbeResult SetupProbe::run(const Target&, ProbeContext& ctx) {
 std::unique_ptr<Probe> make_setup_probe(const config::Config& cfg) { return std::make_unique<SetupProbe>(cfg); }
 
 int suggest_cli(const config::Config& cfg, const std::string& target, CommandRunner& runner) {
-  auto text = read_file(cfg.host.proc("self/mountinfo"));
-  if (!text) {
-    std::cerr << "fsauditd canary suggest: " << text.error() << "\n";
+  auto table = read_mount_table(cfg.host);
+  if (!table) {
+    std::cerr << "fsauditd canary suggest: " << table.error() << "\n";
     return 1;
   }
-  auto mounts = parse_mountinfo(*text);
-  if (!mounts) {
-    std::cerr << "fsauditd canary suggest: " << mounts.error() << "\n";
-    return 1;
-  }
+  const auto& mounts = *table;
   std::string path = target;
   std::error_code ec;
   if (auto c = fs::canonical(target, ec); !ec) {

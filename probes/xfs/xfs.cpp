@@ -153,7 +153,7 @@ class XfsProbe final : public Probe {
     try {
       xfs::Observation o;
       std::vector<std::string> problems;
-      o.device = fshealth::sysfs_fs_dir_name(ctx.host, t, "xfs");
+      o.device = ext4::sysfs_fs_dir_name(ctx.host, t, "xfs");
       if (!o.device.empty()) o.error_config = xfs::read_error_config(ctx.host.sys("fs/xfs") / o.device);
       else problems.push_back("no " + ctx.host.sys("fs/xfs").string() + "/<dev> directory for " + t.mountpoint);
 

@@ -24,22 +24,9 @@
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/probe/probe.hpp"
+#include "probes/xfs/parse.hpp"
 
 namespace fsaudit::xfs {
-
-struct HealthItem {
-  std::string scope;     // "filesystem", "ag", "rtgroup", "inode", or "path" (file arguments)
-  std::string index;     // AG/rtgroup/inode number, or the path; "" for filesystem
-  std::string metadata;  // "summary counters", "superblock", "inode btree", ...
-  bool healthy = true;
-};
-struct Health {
-  bool collected = false;  // false: "Health status has not been collected"
-  std::vector<HealthItem> items;
-  std::size_t unhealthy() const;
-};
-// stdout and stderr of xfs_spaceman -c health, concatenated.
-Result<Health> parse_spaceman_health(std::string_view text);
 
 struct ErrorConfig {
   std::optional<bool> fail_at_unmount;

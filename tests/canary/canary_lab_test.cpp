@@ -227,7 +227,7 @@ TEST(CanaryMatrix, BtrfsRaid1IsRepairedAndRepairVerified) {
   ASSERT_TRUE(in) << in.error();
   auto r = cycle(cfg, s->name);
   SCOPED_TRACE(r.to_json());
-  EXPECT_EQ(r.verdict, "repaired");
+  EXPECT_EQ(r.verdict, Verdict::repaired);
   EXPECT_EQ(r.copies_found, 2u);
   ASSERT_TRUE(r.injection);
   EXPECT_EQ(r.repair_verified, 1);
@@ -258,7 +258,7 @@ TEST(CanaryMatrix, BtrfsSingleDataIsDetected) {
   ASSERT_TRUE(init_canary(cfg, s->name, pr));
   auto r = cycle(cfg, s->name);
   SCOPED_TRACE(r.to_json());
-  EXPECT_EQ(r.verdict, "detected");
+  EXPECT_EQ(r.verdict, Verdict::detected);
   EXPECT_EQ(r.read_result, "eio");
   EXPECT_EQ(r.copies_found, 1u);
   EXPECT_GE(r.time_to_detect_seconds, 0);
@@ -276,7 +276,7 @@ TEST(CanaryMatrix, XfsIsSilent) {
   ASSERT_TRUE(init_canary(cfg, s->name, pr));
   auto r = cycle(cfg, s->name);
   SCOPED_TRACE(r.to_json());
-  EXPECT_EQ(r.verdict, "silent");
+  EXPECT_EQ(r.verdict, Verdict::silent);
   EXPECT_EQ(r.read_result, "mismatch");
   EXPECT_EQ(r.copies_found, 1u);
   EXPECT_FALSE(r.scrub_supported);
@@ -295,7 +295,7 @@ TEST(CanaryMatrix, Ext4IsSilent) {
   ASSERT_TRUE(init_canary(cfg, s->name, pr));
   auto r = cycle(cfg, s->name);
   SCOPED_TRACE(r.to_json());
-  EXPECT_EQ(r.verdict, "silent");
+  EXPECT_EQ(r.verdict, Verdict::silent);
   EXPECT_EQ(r.copies_found, 1u);
   expect_clean_after_cycle(*s, cfg);
   expect_verdict_metrics(cfg, s->name, "silent");
@@ -313,7 +313,7 @@ TEST(CanaryMatrix, ZfsMirrorIsRepaired) {
   ASSERT_TRUE(in) << in.error();
   auto r = cycle(cfg, s->name);
   SCOPED_TRACE(r.to_json());
-  EXPECT_EQ(r.verdict, "repaired");
+  EXPECT_EQ(r.verdict, Verdict::repaired);
   EXPECT_EQ(r.copies_found, 2u);
   EXPECT_EQ(r.repair_verified, 1);
   EXPECT_TRUE(r.expectation_met);
@@ -326,7 +326,7 @@ TEST(CanaryMatrix, ZfsMirrorIsRepaired) {
 // ------------------------------------------------------------------ refusals
 void expect_refused(const config::Config& cfg, const std::string& name, const std::string& fragment) {
   auto r = cycle(cfg, name);
-  EXPECT_EQ(r.verdict, "refused") << r.to_json();
+  EXPECT_EQ(r.verdict, Verdict::refused) << r.to_json();
   EXPECT_NE(r.reason.find(fragment), std::string::npos) << r.reason;
   EXPECT_FALSE(r.injection.has_value());
 }
@@ -454,7 +454,7 @@ TEST(CanaryCrash, PendingCycleIsFoundRestoredAndReported) {
   EXPECT_NE(r.recovery.find("pending cycle (phase injected, pid"), std::string::npos) << r.recovery;
   EXPECT_NE(r.recovery.find("brought the canary back online"), std::string::npos) << r.recovery;
   EXPECT_NE(r.recovery.find("restored"), std::string::npos) << r.recovery;
-  EXPECT_EQ(r.verdict, "repaired");
+  EXPECT_EQ(r.verdict, Verdict::repaired);
   EXPECT_EQ(load_state(cfg.state_dir, s->name).recoveries, 1u);
   cur = read_direct(dev, off, before.size() / 2);
   ASSERT_TRUE(cur);
@@ -540,7 +540,7 @@ TEST(CanaryCrash, KilledAtEveryPhaseIsRecovered) {
   }
   // And the canary still works.
   auto r = cycle(cfg, s->name);
-  EXPECT_EQ(r.verdict, "repaired") << r.to_json();
+  EXPECT_EQ(r.verdict, Verdict::repaired) << r.to_json();
   EXPECT_EQ(digest_file(bystander.backing()), bystander_before);
 }
 
@@ -642,7 +642,7 @@ TEST(CanaryLayout, CopiesFoundMustMatchTheLayout) {
   ProcessRunner pr;
   ASSERT_TRUE(init_canary(cfg, s->name, pr));
   auto r = cycle(cfg, s->name);
-  EXPECT_EQ(r.verdict, "error") << r.to_json();
+  EXPECT_EQ(r.verdict, Verdict::error) << r.to_json();
   EXPECT_NE(r.reason.find("layout raid1 keeps 2"), std::string::npos) << r.reason;
   EXPECT_FALSE(r.injection.has_value());
   expect_clean_after_cycle(*s, cfg);
@@ -843,9 +843,9 @@ TEST(CanaryLab, BuildsSignsAddsAndTearsDown) {
     (*lab)->add_to(reloaded);
     EXPECT_EQ(reloaded.canary.canaries.size(), 2u);
     auto r = cycle(cfg, "lab-ext4");
-    EXPECT_EQ(r.verdict, "silent") << r.to_json();
+    EXPECT_EQ(r.verdict, Verdict::silent) << r.to_json();
     auto r2 = cycle(cfg, "lab-btrfs-single");
-    EXPECT_EQ(r2.verdict, "detected") << r2.to_json();
+    EXPECT_EQ(r2.verdict, Verdict::detected) << r2.to_json();
   }
   // By backing file, not by device name: another process may attach the freed /dev/loopN at once.
   std::string loops_after = run({"losetup", "-a"}).out;

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/block_device.hpp"
 #include "probes/canary/cli.hpp"
 #include "probes/canary/cycle.hpp"
 #include "probes/canary/lab.hpp"
@@ -199,7 +200,7 @@ std::vector<MountEntry> mounts(const std::string& text) { return parse_mountinfo
 DeviceIdentity blockdev(const std::string& path, unsigned maj, unsigned min) {
   DeviceIdentity d;
   d.path = d.resolved = path;
-  d.kind = "loop";
+  d.kind = DeviceKind::loop;
   d.major = maj;
   d.minor = min;
   return d;
@@ -268,7 +269,7 @@ TEST(CanarySafety, ZfsPoolMountIsRecognised) {
 TEST(CanaryIdentity, MismatchReasons) {
   DeviceIdentity a;
   a.path = "/dev/disk/by-id/wwn-0x5000";
-  a.kind = "block";
+  a.kind = DeviceKind::block;
   a.size = 1000;
   a.wwid = "naa.5000";
   auto b = a;
@@ -280,7 +281,7 @@ TEST(CanaryIdentity, MismatchReasons) {
   EXPECT_NE(identity_mismatch(a, b).find("size"), std::string::npos);
   DeviceIdentity l;
   l.path = "/dev/loop3";
-  l.kind = "loop";
+  l.kind = DeviceKind::loop;
   l.size = 5;
   l.backing_file = "/srv/a.img";
   auto l2 = l;
@@ -433,7 +434,7 @@ TEST(CanaryCycle, NotInConfigIsRefused) {
   ProcessRunner runner;
   CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
   auto r = run_cycle(cfg.canary, "ghost", env);
-  EXPECT_EQ(r.verdict, "refused");
+  EXPECT_EQ(r.verdict, Verdict::refused);
   EXPECT_NE(r.reason.find("not a canary in the config"), std::string::npos) << r.reason;
   EXPECT_FALSE(r.expectation_met);
 }
@@ -444,7 +445,7 @@ TEST(CanaryMetrics, FromState) {
   s.runs["repaired"] = 3;
   s.runs["silent"] = 1;
   CycleReport r;
-  r.verdict = "silent";
+  r.verdict = Verdict::silent;
   r.expect = "repaired";
   r.expectation_met = false;
   r.finished = 1700000000;
@@ -509,10 +510,10 @@ TEST(CanaryProbe, IdentityMetricsLinkCanaryToMountPoolAndDevices) {
 
   // Plain /dev names; a member that vanished (dangling link) still gets its kernel name.
   testing::write_text(d / "dev/loop3", "");
-  EXPECT_EQ(kernel_device_name(host, "/dev/loop3"), "loop3");
+  EXPECT_EQ(block::kernel_name_or_target(host, "/dev/loop3"), "loop3");
   std::filesystem::create_symlink("../../sdz1", d / "dev/disk/by-id/gone-part1");
-  EXPECT_EQ(kernel_device_name(host, "/dev/disk/by-id/gone-part1"), "sdz1");
-  EXPECT_EQ(kernel_device_name(host, "/var/lib/fsaudit/lab/zfs-0.img"), "zfs-0.img");
+  EXPECT_EQ(block::kernel_name_or_target(host, "/dev/disk/by-id/gone-part1"), "sdz1");
+  EXPECT_EQ(block::kernel_name_or_target(host, "/var/lib/fsaudit/lab/zfs-0.img"), "zfs-0.img");
 }
 
 TEST(CanaryProbe, OnePerCanaryWithItsSchedule) {
@@ -569,7 +570,7 @@ TEST(CanaryLock, SecondHolderIsRefusedWithTheHolder) {
   ProcessRunner runner;
   CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
   auto r = run_cycle(cfg.canary, "c", env);
-  EXPECT_EQ(r.verdict, "refused");
+  EXPECT_EQ(r.verdict, Verdict::refused);
   EXPECT_TRUE(r.busy);
   EXPECT_NE(r.reason.find("busy"), std::string::npos) << r.reason;
   *a = CanaryLock{};  // released
@@ -624,7 +625,7 @@ TEST(CanaryRecovery, UnreadableMarkerIsKeptAndReported) {
   RecordingRunner runner;
   CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
   auto r = run_cycle(cfg.canary, "c", env);
-  EXPECT_EQ(r.verdict, "error");
+  EXPECT_EQ(r.verdict, Verdict::error);
   EXPECT_NE(r.recovery.find("unreadable"), std::string::npos) << r.recovery;
   EXPECT_TRUE(std::filesystem::exists(inflight_path(cfg.state_dir, "c")));
   EXPECT_TRUE(runner.calls.empty());
@@ -889,6 +890,28 @@ TEST(CanaryHelper, BinaryServesOneRequestOnItsSocket) {
   ::chmod(cfgf.c_str(), 0666);
   out = ask(R"({"verb": "canary-status", "canary": "only"})");
   EXPECT_NE(out.find("does not trust its config"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace fsaudit::canary
+
+namespace fsaudit::canary {
+namespace {
+
+TEST(CanaryEnums, VerdictAndDeviceKindSpellingsRoundTrip) {
+  std::vector<std::string> spelled;
+  for (auto v : verdicts()) {
+    spelled.emplace_back(to_string(v));
+    EXPECT_EQ(verdict_from(to_string(v)), v) << to_string(v);
+  }
+  EXPECT_EQ(spelled, (std::vector<std::string>{"repaired", "detected", "silent", "unverified", "not_injectable",
+                                                "refused", "error"}));
+  EXPECT_FALSE(verdict_from("Repaired").has_value());
+  EXPECT_FALSE(verdict_from("").has_value());
+  for (auto k : {DeviceKind::block, DeviceKind::loop, DeviceKind::file}) EXPECT_EQ(device_kind(to_string(k)), k);
+  EXPECT_EQ(to_string(DeviceKind::loop), "loop");
+  EXPECT_EQ(device_kind("tape"), DeviceKind::unknown);
+  EXPECT_EQ(to_string(DeviceKind::unknown), "");
 }
 
 }  // namespace

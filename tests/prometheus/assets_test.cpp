@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 TEST(AlertRules, EveryAlertHasSeverityAndOnCallAnnotations) {
   auto rules = load_alert_rules(rules_file());
-  ASSERT_GE(rules.size(), 20u) << "the issue asks for at least ~17 distinct alerts";
+  ASSERT_GE(rules.size(), 20u) << "the rule set covers at least ~17 distinct alerts";
   std::set<std::string> names;
   for (auto r : rules) {
     SCOPED_TRACE(r.name);

@@ -1,4 +1,4 @@
-// End-to-end proof of the shipped dashboards and alert rules (issue 7), on this machine:
+// End-to-end proof of the shipped dashboards and alert rules, on this machine:
 //   loop-device filesystems (btrfs raid1, ext4, XFS) + a ZFS mirror through zfs-fuse
 //   -> the real fsauditd (explicit targets, two XFS canaries)
 //   -> a real Prometheus (Debian package) on 127.0.0.1, temp storage, 1 s scrape/evaluation, shipped rules.

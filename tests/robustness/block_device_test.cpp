@@ -58,6 +58,10 @@ TEST(BlockDevice, BrokenPathsAreErrorsThatSayWhy) {
   EXPECT_FALSE(kernel_name(f.host, "/dev/nothing").ok());
   EXPECT_FALSE(kernel_name(f.host, "/srv/disk.img").ok());
   EXPECT_EQ(kernel_name_or_last(f.host, "/dev/disk/by-id/dangling"), "dangling");
+  // For labels of a member that went away: the device the link pointed to.
+  EXPECT_EQ(kernel_name_or_target(f.host, "/dev/disk/by-id/dangling"), "gone");
+  EXPECT_EQ(kernel_name_or_target(f.host, "/dev/mapper/root"), "dm-0");
+  EXPECT_EQ(kernel_name_or_target(f.host, "/srv/disk.img"), "disk.img");
 }
 
 TEST(BlockDevice, DevnumAndParentDisk) {

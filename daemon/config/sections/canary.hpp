@@ -1,5 +1,5 @@
 #pragma once
-// Config section 'canary': injected-corruption canaries and lab mode (issue 4).
+// Config section 'canary': injected-corruption canaries and lab mode.
 #include <chrono>
 #include <cstdint>
 #include <string>

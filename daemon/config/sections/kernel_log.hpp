@@ -1,5 +1,5 @@
 #pragma once
-// Config section 'kernel_log': Kernel log watcher (issue 3).
+// Config section 'kernel_log': Kernel log watcher.
 #include <cstdint>
 #include <string>
 

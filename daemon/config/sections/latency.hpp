@@ -1,5 +1,5 @@
 #pragma once
-// Config section 'latency': fsync latency sampler and the streaming-write deep test (issue 5).
+// Config section 'latency': fsync latency sampler and the streaming-write deep test.
 #include <chrono>
 #include <cstdint>
 #include <string>

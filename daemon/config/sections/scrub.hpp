@@ -1,5 +1,5 @@
 #pragma once
-// Config section 'scrub': scrub scheduling and timing (issue 6).
+// Config section 'scrub': scrub scheduling and timing.
 //
 //   scrub:
 //     enabled: true                 # false: the scrub probe neither starts nor observes anything

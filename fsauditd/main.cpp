@@ -4,6 +4,7 @@
 #include <string>
 
 #include "daemon/app/daemon.hpp"
+#include "fsauditd/probes.hpp"
 #include "probes/canary/cli.hpp"
 
 namespace {
@@ -51,5 +52,5 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  return fsaudit::app::run(opts);
+  return fsaudit::app::run(opts, fsaudit::fsauditd::extensions());
 }

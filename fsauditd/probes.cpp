@@ -1,0 +1,104 @@
+#include "fsauditd/probes.hpp"
+
+#include <map>
+#include <stdexcept>
+
+#include "daemon/systemd/logging.hpp"
+#include "probes/bcachefs/bcachefs.hpp"
+#include "probes/btrfs/btrfs.hpp"
+#include "probes/canary/cli.hpp"
+#include "probes/canary/lab.hpp"
+#include "probes/canary/probe.hpp"
+#include "probes/capacity/capacity.hpp"
+#include "probes/ext4/ext4.hpp"
+#include "probes/kernel_log/kernel_log_probe.hpp"
+#include "probes/latency/latency_probe.hpp"
+#include "probes/md/md.hpp"
+#include "probes/mount/mount.hpp"
+#include "probes/scrub/probe.hpp"
+#include "probes/setup/probe.hpp"
+#include "probes/xfs/xfs.hpp"
+#include "probes/zfs/probe.hpp"
+
+namespace fsaudit::fsauditd {
+
+namespace {
+
+using Probes = std::vector<std::unique_ptr<Probe>>;
+using Factory = Probes (*)(const config::Config&);
+
+template <std::unique_ptr<Probe> (*Make)(const config::Config&)>
+Probes one(const config::Config& cfg) {
+  Probes v;
+  v.push_back(Make(cfg));
+  return v;
+}
+
+const std::map<std::string, Factory>& factories() {
+  static const std::map<std::string, Factory> f = {
+      {"capacity", one<probes::make_capacity_probe>},
+      {"mount", one<probes::make_mount_probe>},
+      {"zfs", one<zfs::make_zfs_probe>},
+      {"btrfs", one<probes::make_btrfs_probe>},
+      {"bcachefs", one<probes::make_bcachefs_probe>},
+      {"xfs", one<probes::make_xfs_probe>},
+      {"ext4", one<probes::make_ext4_probe>},
+      {"md", one<probes::make_md_probe>},
+      {"kernel_log", one<kernel_log::make_kernel_log_probe>},
+      {"canary", canary::make_canary_probes},
+      {"latency", latency::make_latency_probes},
+      {"scrub", one<scrub::make_scrub_probe>},
+      {"setup", one<setup::make_setup_probe>},
+  };
+  return f;
+}
+
+class CanaryLab : public app::LabHandle {
+ public:
+  explicit CanaryLab(std::unique_ptr<canary::Lab> lab) : lab_(std::move(lab)) {}
+  void add_to(config::Config& cfg) const override { lab_->add_to(cfg); }
+
+ private:
+  std::unique_ptr<canary::Lab> lab_;
+};
+
+std::unique_ptr<app::LabHandle> start_canary_lab(config::Config& cfg) {
+  spdlog::info("lab mode: building loop-device canaries (this takes a few seconds)");
+  auto lab = canary::Lab::setup(cfg);
+  if (!lab) {
+    logging::log(spdlog::level::err, "lab mode: " + lab.error());
+    return nullptr;
+  }
+  for (const auto& w : (*lab)->warnings()) logging::log(spdlog::level::warn, "lab mode: " + w);
+  spdlog::info("lab mode: {} canaries under {}", (*lab)->canaries().size(), (*lab)->dir().string());
+  return std::make_unique<CanaryLab>(std::move(*lab));
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Probe>> make_probes(const config::Config& cfg) {
+  const auto& f = factories();
+  if (f.size() != config::probe_types().size())
+    throw std::logic_error("probe factories and config::probe_types() list different probes");
+  Probes probes;
+  for (const auto& type : config::probe_types()) {
+    auto it = f.find(type.name);
+    if (it == f.end()) throw std::logic_error("probe type " + type.name + " has no factory in fsauditd/probes.cpp");
+    for (auto& p : it->second(cfg)) probes.push_back(std::move(p));
+  }
+  return probes;
+}
+
+app::Extensions extensions() {
+  app::Extensions e;
+  e.make_probes = make_probes;
+  e.config_metrics = [](const config::Config& cfg) { return canary::canary_identity_batch(cfg.canary, cfg.host); };
+  e.skip_once = [](const Probe& p) { return canary::canary_schedule(p).has_value(); };
+  e.init_target = [](const config::Config& cfg, const std::string& target, CommandRunner& runner) {
+    return canary::init_canary(cfg, target, runner);
+  };
+  e.start_lab = start_canary_lab;
+  return e;
+}
+
+}  // namespace fsaudit::fsauditd

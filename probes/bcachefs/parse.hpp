@@ -1,0 +1,32 @@
+#pragma once
+// Pure parsers for bcachefs sysfs files (io_errors, counters, state, errors): text in, struct
+// out. No host access here; the probe (probes/bcachefs/bcachefs.hpp) reads the files.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "daemon/core/result.hpp"
+
+namespace fsaudit::bcachefs {
+
+struct IoErrors {
+  std::map<std::string, std::uint64_t> since_creation;  // read, write, checksum (and any new kinds)
+  std::map<std::string, std::uint64_t> since_reset;     // the second section
+  std::string reset_age;                                // "7 y" from "IO errors since 7 y ago"
+};
+Result<IoErrors> parse_io_errors(std::string_view text);
+
+struct Counter {
+  double since_mount = 0;
+  double since_creation = 0;
+};
+Result<Counter> parse_counter(std::string_view text);
+
+// "[rw] ro evacuating failed spare" -> "rw"; a bare "rw" -> "rw".
+std::string parse_state(std::string_view text);
+
+// The `errors` file: error id -> count.
+std::map<std::string, std::uint64_t> parse_sb_errors(std::string_view text);
+
+}  // namespace fsaudit::bcachefs

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The layering rules of docs/architecture.md, checked on the source tree.
+
+1. A header that declares parse_* is pure: it includes (directly or through project headers) no
+   prometheus, no yaml-cpp and nothing that reaches the host (files, runner, host paths, probe
+   context, config).
+2. daemon/ includes nothing from probes/ or fsauditd/: the composition root plugs probes in.
+3. prometheus is included only by daemon/metrics (store, exposition) and daemon/http.
+4. Shipped code opens mountinfo in one place: daemon/probe/targets.cpp (read_mount_table).
+
+Usage: layering.py SOURCE_DIR        exit 0 when every rule holds, 1 with one line per violation.
+       layering.py --self-test       shows that each rule catches a planted violation.
+"""
+import os
+import re
+import sys
+import tempfile
+
+SHIPPED = ("daemon", "probes", "ctl", "fsauditd")
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+PARSE_DECL = re.compile(r'^[A-Za-z_][\w:<>,\s*&]*\bparse_\w+\s*\(', re.M)
+IMPURE_SYSTEM = ("prometheus/", "yaml-cpp/", "fstream", "cstdio", "unistd.h", "fcntl.h", "sys/",
+                 "spdlog/", "systemd/")
+IMPURE_PROJECT = ("daemon/core/files.hpp", "daemon/core/host_paths.hpp", "daemon/runner/", "daemon/probe/probe.hpp",
+                  "daemon/config/", "daemon/metrics/", "daemon/systemd/")
+# Config section parsers read YAML by design: they are not tool-output parsers.
+PARSE_RULE_EXEMPT_DIRS = ("daemon/config/",)
+# Files another change in flight is moving; each goes from this list when that lands. An entry that
+# no longer violates its rule is reported (not failed), so merging that change stays green.
+PENDING = {
+    "parse": {"probes/canary/helper_protocol.hpp", "probes/latency/stream.hpp"},
+    "mountinfo": {"probes/latency/latency_probe.cpp", "probes/kernel_log/attribution.cpp"},
+    "prometheus": set(),
+}
+MOUNTINFO_READER = "daemon/probe/targets.cpp"
+MOUNTINFO_OPEN = re.compile(r'"[^"\n]*mountinfo"')
+
+
+def sources(root):
+    for top in SHIPPED:
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in files:
+                if f.endswith((".hpp", ".cpp", ".h")):
+                    p = os.path.join(d, f)
+                    yield os.path.relpath(p, root).replace(os.sep, "/")
+
+
+def read(root, rel):
+    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def code_only(text):
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def includes(root, rel):
+    return INCLUDE.findall(code_only(read(root, rel)))
+
+
+def impure_reach(root, rel, seen=None):
+    """The first include on a path from `rel` that is not pure, as 'a.hpp -> b.hpp -> <x>'."""
+    seen = set() if seen is None else seen
+    if rel in seen:
+        return None
+    seen.add(rel)
+    for kind, name in includes(root, rel):
+        if kind == "<":
+            if name.startswith(IMPURE_SYSTEM):
+                return "<" + name + ">"
+            continue
+        if name.startswith(IMPURE_PROJECT):
+            return name
+        if os.path.exists(os.path.join(root, name)):
+            deeper = impure_reach(root, name, seen)
+            if deeper:
+                return name + " -> " + deeper
+    return None
+
+
+def check(root, notes=None):
+    notes = [] if notes is None else notes
+    found = {"parse": {}, "daemon": {}, "prometheus": {}, "mountinfo": {}}
+    for rel in sources(root):
+        text = code_only(read(root, rel))
+        incs = INCLUDE.findall(text)
+        if rel.endswith(".hpp") and not rel.startswith(PARSE_RULE_EXEMPT_DIRS) and PARSE_DECL.search(text):
+            why = impure_reach(root, rel)
+            if why:
+                found["parse"][rel] = "declares parse_* but reaches " + why
+        if rel.startswith("daemon/"):
+            for kind, name in incs:
+                if kind == '"' and name.startswith(("probes/", "fsauditd/")):
+                    found["daemon"][rel] = "daemon/ includes " + name
+        if not rel.startswith(("daemon/metrics/", "daemon/http/")):
+            for kind, name in incs:
+                if kind == "<" and name.startswith("prometheus/"):
+                    found["prometheus"][rel] = "includes <" + name + "> outside daemon/metrics and daemon/http"
+        if rel != MOUNTINFO_READER and MOUNTINFO_OPEN.search(text):
+            found["mountinfo"][rel] = "opens mountinfo itself; use mount_table(ctx) or read_mount_table(host)"
+    problems = []
+    for rule, hits in found.items():
+        pending = PENDING.get(rule, set())
+        for rel, why in sorted(hits.items()):
+            if rel not in pending:
+                problems.append(rel + ": " + why)
+        for rel in sorted(pending - set(hits)):
+            notes.append(rel + ": listed as pending for rule '" + rule + "' but no longer violates it: "
+                         "remove it from PENDING in tests/structure/layering.py")
+    return problems
+
+
+def self_test():
+    planted = {
+        "probes/x/parse.hpp": '#pragma once\n#include "probes/x/model.hpp"\nint parse_x(const char*);\n',
+        "probes/x/model.hpp": '#pragma once\n#include <prometheus/family.h>\n',
+        "daemon/app/a.cpp": '#include "probes/x/parse.hpp"\n',
+        "probes/x/probe.cpp": '#include <prometheus/counter.h>\nconst char* p = "/proc/self/mountinfo";\n',
+        MOUNTINFO_READER: 'const char* p = "self/mountinfo";\n',
+        "probes/y/parse.hpp": '#pragma once\n#include <string_view>\n// parse_y(yaml) reads <yaml-cpp/yaml.h>\nint parse_y(std::string_view);\n',
+    }
+    for rule, files in PENDING.items():
+        for rel in files:
+            planted.setdefault(rel, "\n")
+    with tempfile.TemporaryDirectory() as d:
+        for rel, text in planted.items():
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            with open(os.path.join(d, rel), "w") as f:
+                f.write(text)
+        notes = []
+        got = "\n".join(check(d, notes) + notes)
+    want = ["probes/x/parse.hpp: declares parse_* but reaches probes/x/model.hpp -> <prometheus/family.h>",
+            "daemon/app/a.cpp: daemon/ includes probes/x/parse.hpp",
+            "probes/x/probe.cpp: includes <prometheus/counter.h> outside",
+            "probes/x/probe.cpp: opens mountinfo itself",
+            "no longer violates it"]
+    missing = [w for w in want if w not in got]
+    clean = "probes/y/parse.hpp" not in got and MOUNTINFO_READER + ":" not in got
+    if missing or not clean:
+        print("self-test FAILED; missing:", missing, "clean parts flagged:", not clean, "\n" + got)
+        return 1
+    print("self-test: every rule caught its planted violation")
+    return 0
+
+
+def main():
+    if len(sys.argv) == 2 and sys.argv[1] == "--self-test":
+        return self_test()
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    notes = []
+    problems = check(sys.argv[1], notes)
+    for n in notes:
+        print("note: " + n)
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"{len(problems)} layering violation(s); see docs/architecture.md")
+        return 1
+    print("layering: all rules hold")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
