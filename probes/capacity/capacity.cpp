@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "probes/capacity/statfs_helper.hpp"
+
 namespace fsaudit::probes {
 
 CapacityStats capacity_from_statvfs(const struct statvfs& s) {
@@ -36,10 +38,14 @@ class CapacityProbe final : public Probe {
   ProbeResult run(const Target& t, ProbeContext& ctx) override {
     std::filesystem::path p = ctx.host.rootfs / std::filesystem::path(t.mountpoint).relative_path();
     struct statvfs s {};
-    if (::statvfs(p.c_str(), &s) != 0)
-      return ProbeResult::failed("statvfs " + p.string() + ": " + std::strerror(errno));
+    auto r = helpers_.statvfs(p.string(), &s, ctx.stop, ctx.clock, ctx.deadline);
+    if (!r) return ProbeResult::failed("statvfs " + p.string() + ": " + r.error());
+    if (*r != 0) return ProbeResult::failed("statvfs " + p.string() + ": " + std::strerror(*r));
     return ProbeResult::ok(capacity_metrics(t, capacity_from_statvfs(s)));
   }
+
+ private:
+  StatfsHelpers helpers_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
 // Capacity of every target from statvfs(2): bytes and inodes. statvfs on a dead network or FUSE mount
-// can hang forever; the scheduler's deadline and stuck handling deal with that, not this probe.
+// can hang forever: it runs in a helper process (statfs_helper.hpp), so the hang holds that process,
+// never a daemon thread in the kernel; the scheduler's deadline and stuck handling report it.
 #include <memory>
 #include <sys/statvfs.h>
 

@@ -116,27 +116,36 @@ Result<void> KernelLogProbe::init(ProbeContext& ctx) {
     }
     auto r = kmsg_.open(path_, resume, from_end);
     if (!r) return r;
+    st_.kmsg_seq = kmsg_.last_seq();  // unset = before the oldest record (this boot from its start)
   } else {
     path_ = cfg_.journal_directory.empty() ? "(local journal)" : cfg_.journal_directory;
     std::optional<std::string> cursor;
+    bool from_boot = from_boot_cfg;
     if (have_state && st_.source == "journal" && st_.journal_cursor) {
       cursor = st_.journal_cursor;  // the journal keeps old boots: the cursor stays valid across reboots
       init_note_ = "resumed at cursor";
+    } else if (have_state && st_.source == "journal") {
+      // Saved at a first start that found no entry to name its position: everything since is new.
+      from_boot = true;
+      init_note_ = "no saved cursor (the journal was empty): from the start of this boot";
     } else {
       init_note_ = from_boot_cfg ? "first start: from the start of this boot" : "first start: from the current end";
     }
-    auto r = journal_.open(cfg_.journal_directory, cursor, from_boot_cfg && !cursor);
+    auto r = journal_.open(cfg_.journal_directory, cursor, from_boot && !cursor);
     if (!r) return r;
     if (journal_.cursor_invalid()) {
-      st_.gaps["journal"] += 1;
-      st_.journal_cursor = journal_.cursor();
+      st_.gaps["journal"] += 1;  // saved below: counted once, not at every restart
       init_note_ = "saved cursor rejected by the journal: continuing at the tail (gap counted)";
-      fs::create_directories(ctx.state_dir, ec);
-      (void)write_file_atomic(state_path, st_.to_json(), 0600);  // count this gap once, not at every restart
     }
+    st_.journal_cursor = journal_.cursor();
   }
   st_.source = source_;
   st_.boot_id = boot_id_;
+  // The start position is saved before anything is counted: a process killed before its first
+  // counted line restarts here, not at a later "current end" that would skip the lines in between.
+  fs::create_directories(ctx.state_dir, ec);
+  auto w = write_file_atomic(state_path, st_.to_json(), 0600);
+  if (!w) return err("cannot save kernel log state (the start position would be lost by a restart): " + w.error());
   initialized_ = true;
   return {};
 }

@@ -10,6 +10,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/bcachefs/bcachefs.hpp"
+#include "probes/capacity/statfs_helper.hpp"
 #include "probes/btrfs/btrfs.hpp"
 #include "probes/scrub/drivers.hpp"
 #include "probes/scrub/model.hpp"
@@ -383,7 +384,10 @@ StackFacts gather_facts(const Target& t, GatherEnv& env) {
   f.kernel_release = kernel_release(env.host);
   if (!t.mountpoint.empty()) {
     struct statvfs sv{};
-    if (::statvfs(t.mountpoint.c_str(), &sv) == 0) {
+    // In a helper process: a hung filesystem must not hold this thread in the kernel for good.
+    auto r = probes::shared_statfs_helpers().statvfs(t.mountpoint, &sv, env.stop, SystemClock::instance(),
+                                                     SteadyTime::max());
+    if (r && *r == 0) {
       f.size_bytes = static_cast<double>(sv.f_blocks) * sv.f_frsize;
       f.used_bytes = static_cast<double>(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
     }

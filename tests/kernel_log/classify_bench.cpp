@@ -10,7 +10,7 @@
 
 #include "daemon/core/strings.hpp"
 #include "probes/kernel_log/classify.hpp"
-#include "probes/kernel_log/kmsg.hpp"
+#include "probes/kernel_log/kmsg_record.hpp"
 
 namespace {
 

@@ -1,0 +1,223 @@
+#include "probes/capacity/statfs_helper.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+
+namespace fsaudit::probes {
+
+namespace {
+
+struct Answer {
+  std::int32_t err;
+  struct statvfs st;
+};
+
+bool write_all(int fd, const void* p, std::size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = ::write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* p, std::size_t n) {
+  char* c = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t r = ::read(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// The helper's whole life, in the forked child of a multi-threaded process: only system calls, no
+// allocation. Requests on fd 3 (u32 length + path), answers on fd 4; ends at EOF.
+[[noreturn]] void helper_main(int request, int reply) {
+  // Two descriptors above every one in use, then 3 and 4: nothing else stays open (an orphaned helper
+  // must not keep the daemon's listening socket, so a restarted daemon can bind its port).
+  int in = ::fcntl(request, F_DUPFD, 10), out = ::fcntl(reply, F_DUPFD, 10);
+  if (in < 0 || out < 0 || ::dup2(in, 3) != 3 || ::dup2(out, 4) != 4) ::_exit(127);
+  if (::close_range(5, ~0U, 0) != 0)
+    for (int fd = 5; fd < 65536; ++fd) ::close(fd);
+  ::prctl(PR_SET_NAME, "fsaudit-statfs", 0, 0, 0);
+  static char path[PATH_MAX + 1];
+  while (true) {
+    std::uint32_t len = 0;
+    if (!read_all(3, &len, sizeof len) || len == 0 || len > PATH_MAX || !read_all(3, path, len)) ::_exit(0);
+    path[len] = '\0';
+    Answer a{};
+    a.err = ::statvfs(path, &a.st) == 0 ? 0 : errno;
+    if (!write_all(4, &a, sizeof a)) ::_exit(0);  // the daemon is gone (SIGPIPE is ignored: EPIPE)
+  }
+}
+
+}  // namespace
+
+StatfsHelpers::~StatfsHelpers() {
+  std::lock_guard l(mu_);
+  for (auto& h : idle_) {
+    ::close(h.request);  // EOF: the helper ends
+    ::close(h.reply);
+    ending_[h.pid] = "";
+  }
+  idle_.clear();
+  // Idle helpers end at once; a killed one stuck in the kernel is left to init rather than waited for.
+  for (int i = 0; i < 20 && !ending_.empty(); ++i) {
+    reap_locked();
+    if (!ending_.empty()) ::usleep(5000);
+  }
+}
+
+std::size_t StatfsHelpers::processes() const {
+  std::lock_guard l(mu_);
+  return idle_.size() + busy_.size() + ending_.size();
+}
+
+void StatfsHelpers::reap_locked() {
+  for (auto it = ending_.begin(); it != ending_.end();) {
+    int st = 0;
+    pid_t r = ::waitpid(it->first, &st, WNOHANG);
+    if (r == it->first || (r < 0 && errno == ECHILD))
+      it = ending_.erase(it);
+    else
+      ++it;
+  }
+}
+
+Result<StatfsHelpers::Helper> StatfsHelpers::spawn() {
+  int req[2], rep[2];
+  if (::pipe2(req, O_CLOEXEC) != 0) return err(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(rep, O_CLOEXEC) != 0) {
+    int e = errno;
+    ::close(req[0]);
+    ::close(req[1]);
+    return err(std::string("pipe: ") + std::strerror(e));
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) helper_main(req[0], rep[1]);
+  int e = errno;
+  ::close(req[0]);
+  ::close(rep[1]);
+  if (pid < 0) {
+    ::close(req[1]);
+    ::close(rep[0]);
+    return err(std::string("fork: ") + std::strerror(e));
+  }
+  return Helper{pid, req[1], rep[0]};
+}
+
+void StatfsHelpers::retire(Helper h, bool kill, const std::string& path) {
+  if (kill) ::kill(h.pid, SIGKILL);
+  ::close(h.request);
+  ::close(h.reply);
+  std::lock_guard l(mu_);
+  busy_.erase(h.pid);
+  ending_[h.pid] = path;
+  reap_locked();
+}
+
+StatfsHelpers& shared_statfs_helpers() {
+  static StatfsHelpers helpers;
+  return helpers;
+}
+
+Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out, const std::stop_token& stop,
+                                   const Clock& clock, SteadyTime deadline) {
+  if (path.empty() || path.size() > PATH_MAX) return err("path too long for statvfs");
+  // A helper that ended since its last answer shows only when written to: one retry with a fresh one.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (clock.now() < deadline && stop.stop_requested()) return err("cancelled before statvfs started");
+    Helper h;
+    {
+      std::lock_guard l(mu_);
+      reap_locked();
+      for (const auto& [pid, p] : ending_)
+        if (p == path) return err("an earlier statvfs of this path is still blocked in the kernel (helper pid " +
+                                  std::to_string(pid) + ")");
+      const auto now = std::chrono::steady_clock::now();
+      for (const auto& [pid, b] : busy_)
+        if (b.path == path && now - b.since > kStillBlocked)
+          return err("another statvfs of this path has been blocked for " +
+                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - b.since).count()) +
+                     " s (helper pid " + std::to_string(pid) + ")");
+      if (!idle_.empty()) {
+        h = idle_.back();
+        idle_.pop_back();
+      }
+    }
+    if (h.pid < 0) {
+      auto s = spawn();
+      if (!s) return err("cannot start the statfs helper: " + s.error());
+      h = *s;
+    }
+    {
+      std::lock_guard l(mu_);
+      busy_[h.pid] = Busy{path, std::chrono::steady_clock::now()};
+    }
+    // A helper that died leaves its request pipe without reader (POLLERR): writing would raise SIGPIPE
+    // (ignored by the daemon, not necessarily by every caller).
+    pollfd w{h.request, POLLOUT, 0};
+    if (::poll(&w, 1, 0) < 0 || (w.revents & (POLLERR | POLLHUP)) != 0) {
+      retire(h, true, "");
+      continue;
+    }
+    auto len = static_cast<std::uint32_t>(path.size());
+    if (!write_all(h.request, &len, sizeof len) || !write_all(h.request, path.data(), len)) {
+      retire(h, true, "");
+      continue;
+    }
+    pollfd p{h.reply, POLLIN, 0};
+    while (true) {
+      const bool before_deadline = clock.now() < deadline;
+      if (before_deadline && stop.stop_requested()) {
+        retire(h, true, path);  // stuck or not, this answer is no longer wanted
+        return err("cancelled while statvfs was running");
+      }
+      // Past the deadline only the answer (or the helper's end) finishes the call; see the header.
+      int r = ::poll(&p, 1, before_deadline ? 100 : -1);
+      if (r < 0 && errno != EINTR) {
+        int e = errno;
+        retire(h, true, path);
+        return err(std::string("poll: ") + std::strerror(e));
+      }
+      if (r > 0) break;
+    }
+    Answer a{};
+    if (!read_all(h.reply, &a, sizeof a)) {
+      retire(h, true, "");
+      if (attempt == 0) continue;
+      return err("the statfs helper ended without answering");
+    }
+    {
+      std::lock_guard l(mu_);
+      busy_.erase(h.pid);
+      if (idle_.size() < kMaxIdle) {
+        idle_.push_back(h);
+      } else {  // more helpers than calls in flight now: end this one (EOF on its requests)
+        ::close(h.request);
+        ::close(h.reply);
+        ending_[h.pid] = "";
+      }
+    }
+    if (a.err == 0) *out = a.st;
+    return static_cast<int>(a.err);
+  }
+  return err("the statfs helper ended without answering");
+}
+
+}  // namespace fsaudit::probes

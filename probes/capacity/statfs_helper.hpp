@@ -1,0 +1,76 @@
+#pragma once
+// statvfs(2) in helper processes. On a dead FUSE or network filesystem statvfs can wait in the kernel
+// forever, uninterruptibly (even SIGKILL waits). Done on a daemon thread, that thread can never end:
+// the daemon cannot exit (it stays a zombie its parent cannot reap) and every new attempt adds one more
+// stuck thread. Done in a helper process, the daemon's own thread only waits in poll(2), which exit and
+// SIGKILL interrupt; the stuck call belongs to a process the daemon can leave behind.
+//
+// Helpers are forked once and reused (a request is two pipe round trips, not a fork). A call takes an
+// idle helper, or forks one when all are busy, so there is never more than one helper per call in
+// flight; a call that hangs keeps its helper, and its caller (the scheduler does not start that
+// target again while the run is stuck) keeps waiting, so a hung filesystem holds one helper and one
+// waiting thread however long it hangs.
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "daemon/core/clock.hpp"
+#include "daemon/core/result.hpp"
+
+namespace fsaudit::probes {
+
+class StatfsHelpers {
+ public:
+  StatfsHelpers() = default;
+  ~StatfsHelpers();
+  StatfsHelpers(const StatfsHelpers&) = delete;
+  StatfsHelpers& operator=(const StatfsHelpers&) = delete;
+
+  // statvfs(path) in a helper. Ok with the errno statvfs returned (0 = *out filled); an error when no
+  // helper could run it, or when `stop` was requested before `deadline` (daemon stopping, target
+  // removed: the helper is killed and reaped once it can end). Past the deadline it keeps waiting for
+  // the answer: the scheduler has then marked the run stuck, and returning would only start another
+  // call on the same hung filesystem.
+  Result<int> statvfs(const std::string& path, struct statvfs* out, const std::stop_token& stop, const Clock& clock,
+                      SteadyTime deadline);
+
+  // Helper processes that exist now (idle, busy, or killed and not yet reaped).
+  std::size_t processes() const;
+
+  // A call on a path whose earlier call was cancelled while its helper is still alive (stuck in the
+  // kernel), or has been running for longer than this, fails at once instead of starting one more
+  // helper on the same hung filesystem: at most a couple of helpers per hung path, however many calls.
+  static constexpr std::chrono::seconds kStillBlocked{5};
+
+ private:
+  struct Helper {
+    pid_t pid = -1;
+    int request = -1;  // write end: path requests
+    int reply = -1;    // read end: answers
+  };
+  struct Busy {
+    std::string path;
+    std::chrono::steady_clock::time_point since;
+  };
+  Result<Helper> spawn();
+  void retire(Helper h, bool kill, const std::string& path);  // closes its pipes; reaped now or later
+  void reap_locked();
+
+  static constexpr std::size_t kMaxIdle = 4;
+  mutable std::mutex mu_;
+  std::vector<Helper> idle_;
+  std::map<pid_t, std::string> ending_;  // told to end (or killed), not yet reaped -> path it was on
+  std::map<pid_t, Busy> busy_;
+};
+
+// One set of helpers for the whole process, for callers without a probe object of their own
+// (the setup probe's stack facts).
+StatfsHelpers& shared_statfs_helpers();
+
+}  // namespace fsaudit::probes
