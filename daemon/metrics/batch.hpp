@@ -1,7 +1,10 @@
 #pragma once
-// What one probe run publishes: plain samples, built off the scrape path.
-#include <prometheus/metric_family.h>
-
+// What one probe run publishes: plain samples, built off the scrape path. The sample type is
+// fsaudit's own (no client library here): only the store serialises it, and a probe pays for what
+// it fills in, not for every field a client library's metric has. Member names follow the usual
+// client-model spelling (family.metric[i].gauge.value, .label[j].name) so probe and test code reads
+// the same either way.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -9,6 +12,45 @@
 namespace fsaudit::metrics {
 
 using Labels = std::map<std::string, std::string>;
+
+enum class MetricType { Counter, Gauge, Histogram, Untyped };
+
+struct Label {
+  std::string name;
+  std::string value;
+};
+
+struct Value {
+  double value = 0;
+};
+
+struct Bucket {
+  std::uint64_t cumulative_count = 0;
+  double upper_bound = 0;
+};
+
+struct HistogramValue {
+  std::vector<Bucket> bucket;  // ascending, the last one +Inf
+  std::uint64_t sample_count = 0;
+  double sample_sum = 0;
+};
+
+// One series (a histogram's buckets, sum and count are one sample here). Only the member that
+// matches the family's type is meaningful.
+struct Sample {
+  std::vector<Label> label;
+  Value counter;
+  Value gauge;
+  Value untyped;
+  HistogramValue histogram;
+};
+
+struct MetricFamily {
+  std::string name;
+  std::string help;
+  MetricType type = MetricType::Untyped;
+  std::vector<Sample> metric;
+};
 
 class Batch {
  public:
@@ -26,15 +68,15 @@ class Batch {
                  double sum);
 
   void append(const Batch& other);
-  const std::vector<prometheus::MetricFamily>& families() const { return families_; }
+  const std::vector<MetricFamily>& families() const { return families_; }
   bool empty() const { return families_.empty(); }
   // Test helper: the value of the first series of `name` whose labels include `match`; NaN if none.
   double value(const std::string& name, const Labels& match = {}) const;
   bool has(const std::string& name, const Labels& match = {}) const;
 
  private:
-  prometheus::MetricFamily& family(const std::string& name, const std::string& help, prometheus::MetricType type);
-  std::vector<prometheus::MetricFamily> families_;
+  MetricFamily& family(const std::string& name, const std::string& help, MetricType type);
+  std::vector<MetricFamily> families_;
 };
 
 }  // namespace fsaudit::metrics

@@ -8,12 +8,11 @@
 namespace fsaudit::metrics {
 namespace {
 
-const char* type_name(prometheus::MetricType t) {
+const char* type_name(MetricType t) {
   switch (t) {
-    case prometheus::MetricType::Counter: return "counter";
-    case prometheus::MetricType::Gauge: return "gauge";
-    case prometheus::MetricType::Histogram: return "histogram";
-    case prometheus::MetricType::Summary: return "summary";
+    case MetricType::Counter: return "counter";
+    case MetricType::Gauge: return "gauge";
+    case MetricType::Histogram: return "histogram";
     default: return "untyped";
   }
 }
@@ -37,33 +36,45 @@ void put_number(std::string& out, std::uint64_t v) {
 }
 
 void put_escaped(std::string& out, const std::string& s, bool quote) {
-  for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (quote && c == '"') out += "\\\"";
-    else out += c;
+  // Runs without anything to escape (nearly every value) are appended in one piece.
+  const char* special = quote ? "\\\n\"" : "\\\n";
+  std::size_t from = 0;
+  while (true) {
+    auto at = s.find_first_of(special, from);
+    if (at == std::string::npos) {
+      out.append(s, from, std::string::npos);
+      return;
+    }
+    out.append(s, from, at - from);
+    out += s[at] == '\\' ? "\\\\" : s[at] == '\n' ? "\\n" : "\\\"";
+    from = at + 1;
   }
 }
 
+// `a="x",b="y"`: rendered once per series, also for a histogram's many lines.
+std::string label_text(const std::vector<Label>& labels) {
+  std::string t;
+  for (const auto& l : labels) {
+    if (!t.empty()) t += ',';
+    t += l.name;
+    t += "=\"";
+    put_escaped(t, l.value, true);
+    t += '"';
+  }
+  return t;
+}
+
 // name{a="x",b="y"[,le="..."]} value
-void put_sample(std::string& out, const std::string& name, const char* suffix,
-                const std::vector<prometheus::ClientMetric::Label>& labels, const char* extra_name,
-                double extra_value, double value, bool count_value = false, std::uint64_t count = 0) {
+void put_sample(std::string& out, const std::string& name, const char* suffix, const std::string& labels,
+                const char* extra_name, double extra_value, double value, bool count_value = false,
+                std::uint64_t count = 0) {
   out += name;
   out += suffix;
   if (!labels.empty() || extra_name) {
     out += '{';
-    bool first = true;
-    for (const auto& l : labels) {
-      if (!first) out += ',';
-      first = false;
-      out += l.name;
-      out += "=\"";
-      put_escaped(out, l.value, true);
-      out += '"';
-    }
+    out += labels;
     if (extra_name) {
-      if (!first) out += ',';
+      if (!labels.empty()) out += ',';
       out += extra_name;
       out += "=\"";
       put_number(out, extra_value);
@@ -77,29 +88,30 @@ void put_sample(std::string& out, const std::string& name, const char* suffix,
   out += '\n';
 }
 
-void put_lines(std::string& out, const prometheus::MetricFamily& f) {
+void put_lines(std::string& out, const MetricFamily& f) {
   for (const auto& m : f.metric) {
+    const std::string labels = label_text(m.label);
     switch (f.type) {
-      case prometheus::MetricType::Counter:
-        put_sample(out, f.name, "", m.label, nullptr, 0, m.counter.value);
+      case MetricType::Counter:
+        put_sample(out, f.name, "", labels, nullptr, 0, m.counter.value);
         break;
-      case prometheus::MetricType::Gauge:
-        put_sample(out, f.name, "", m.label, nullptr, 0, m.gauge.value);
+      case MetricType::Gauge:
+        put_sample(out, f.name, "", labels, nullptr, 0, m.gauge.value);
         break;
-      case prometheus::MetricType::Histogram:
+      case MetricType::Histogram:
         for (const auto& b : m.histogram.bucket)
-          put_sample(out, f.name, "_bucket", m.label, "le", b.upper_bound, 0, true, b.cumulative_count);
-        put_sample(out, f.name, "_sum", m.label, nullptr, 0, m.histogram.sample_sum);
-        put_sample(out, f.name, "_count", m.label, nullptr, 0, 0, true, m.histogram.sample_count);
+          put_sample(out, f.name, "_bucket", labels, "le", b.upper_bound, 0, true, b.cumulative_count);
+        put_sample(out, f.name, "_sum", labels, nullptr, 0, m.histogram.sample_sum);
+        put_sample(out, f.name, "_count", labels, nullptr, 0, 0, true, m.histogram.sample_count);
         break;
       default:
-        put_sample(out, f.name, "", m.label, nullptr, 0, m.untyped.value);
+        put_sample(out, f.name, "", labels, nullptr, 0, m.untyped.value);
         break;
     }
   }
 }
 
-std::string head_of(const prometheus::MetricFamily& f) {
+std::string head_of(const MetricFamily& f) {
   std::string h = "# HELP " + f.name + " ";
   put_escaped(h, f.help, false);
   h += "\n# TYPE " + f.name + " " + type_name(f.type) + "\n";
@@ -140,6 +152,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
   pieces.reserve(batch.families().size());
   for (const auto& f : batch.families()) {
     Piece p{f.name, head_of(f), type_name(f.type), {}};
+    p.lines.reserve(f.metric.size() * (f.type == MetricType::Histogram ? 2048 : 128));
     put_lines(p.lines, f);
     pieces.push_back(std::move(p));
   }

@@ -1,10 +1,30 @@
 #include "daemon/scheduler/thread_pool.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <mutex>
 
 namespace fsaudit {
+namespace {
+// glibc gives each thread that meets a locked arena an arena of its own (up to 8 per core), and
+// memory freed in one stays there: with probes landing on whichever worker is free, every worker's
+// arena ends up holding its own high-water mark of batches and exposition text, which made RSS grow
+// with the worker count rather than with what is live. This daemon allocates little and rarely, so
+// one arena costs no measurable contention. A fixed mmap threshold keeps the large, short-lived
+// blocks (a scrape's exposition, a tool's output) out of the heap: glibc would otherwise raise the
+// threshold after the first such free and leave the next ones fragmenting the heap.
+void tune_allocator() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_ARENA_MAX, 1);
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  });
+}
+}  // namespace
 
 ThreadPool::ThreadPool(int workers, int max_extra) : base_(std::max(1, workers)), max_extra_(max_extra) {
+  tune_allocator();  // before the workers exist, so none of them starts with an arena of its own
   std::lock_guard l(mu_);
   for (int i = 0; i < base_; ++i) threads_.emplace_back([this] { worker(); });
 }

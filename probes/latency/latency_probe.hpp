@@ -123,7 +123,7 @@ class LatencyProbe final : public Probe {
   TargetSelection watch_;
   StackSelection sel_;
   std::shared_ptr<Shared> shared_;  // outlives the probe while a hung sample still runs
-  std::string mount_text_;
+  MountSnapshot mounts_;  // the table plans_ was made from
   SteadyTime planned_at_{};
   std::vector<StackPlan> plans_;
   std::vector<Target> watched_;

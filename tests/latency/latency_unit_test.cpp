@@ -646,7 +646,7 @@ TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {
   EXPECT_EQ(b.value("fsaudit_latency_sampler_info", with("mode", "io_uring_fsync")), 1.0);
   EXPECT_FALSE(b.has("fsaudit_direct_read_latency_seconds"));
 
-  const prometheus::ClientMetric* m = nullptr;
+  const metrics::Sample* m = nullptr;
   for (const auto& f : b.families())
     if (f.name == "fsaudit_fsync_latency_seconds") m = &f.metric.at(0);
   ASSERT_NE(m, nullptr);
