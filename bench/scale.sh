@@ -128,7 +128,7 @@ metric() { awk -v n="$1" '$1 == n {print $2; f = 1} END {if (!f) print 0}'; }
 poll_fsync_workers() {
   while kill -0 "$1" 2>/dev/null; do
     for t in /proc/"$1"/task/*; do
-      read -r c <"$t/comm" 2>/dev/null || continue
+      read -r c 2>/dev/null <"$t/comm" || continue
       [[ $c == iou-wrk-* ]] || continue
       awk -v id="${t##*/}" '{print id, $14 + $15}' "$t/stat" 2>/dev/null || true
     done

@@ -1,5 +1,6 @@
 #include "daemon/metrics/batch.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -30,6 +31,7 @@ bool matches(const Sample& m, const Labels& want) {
 
 MetricFamily& Batch::family(const std::string& name, const std::string& help,
                                         MetricType type) {
+  merged_ok_ = false;
   for (auto& f : families_)
     if (f.name == name) return f;
   families_.push_back(MetricFamily{name, help, type, {}});
@@ -78,14 +80,39 @@ void Batch::histogram(const std::string& name, const std::string& help, const La
 }
 
 void Batch::append(const Batch& other) {
-  for (const auto& f : other.families_) {
+  for (const auto& f : other.families()) {
     auto& mine = family(f.name, f.help, f.type);
     mine.metric.insert(mine.metric.end(), f.metric.begin(), f.metric.end());
   }
 }
 
+void Batch::include(std::shared_ptr<const Batch> part) {
+  if (!part) return;
+  parts_.push_back(std::move(part));
+  merged_ok_ = false;
+}
+
+const std::vector<MetricFamily>& Batch::families() const {
+  if (parts_.empty()) return families_;
+  if (!merged_ok_) {
+    merged_ = families_;
+    for (const auto& part : parts_)
+      for (const auto& f : part->families()) {
+        auto it = std::find_if(merged_.begin(), merged_.end(), [&](const MetricFamily& m) { return m.name == f.name; });
+        if (it == merged_.end()) merged_.push_back(f);
+        else it->metric.insert(it->metric.end(), f.metric.begin(), f.metric.end());
+      }
+    merged_ok_ = true;
+  }
+  return merged_;
+}
+
+bool Batch::empty() const {
+  return families_.empty() && std::all_of(parts_.begin(), parts_.end(), [](const auto& p) { return p->empty(); });
+}
+
 double Batch::value(const std::string& name, const Labels& match) const {
-  for (const auto& f : families_) {
+  for (const auto& f : families()) {
     if (f.name != name) continue;
     for (const auto& m : f.metric) {
       if (!matches(m, match)) continue;

@@ -6,6 +6,7 @@
 // the same either way.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,8 +69,17 @@ class Batch {
                  double sum);
 
   void append(const Batch& other);
-  const std::vector<MetricFamily>& families() const { return families_; }
-  bool empty() const { return families_.empty(); }
+  // Adds an immutable part shared between runs (one device stack's series, rebuilt only when they
+  // change). The store serialises a part once and reuses that text while the same part comes back,
+  // so an unchanged part costs a pointer comparison per publish instead of its serialisation.
+  void include(std::shared_ptr<const Batch> part);
+  const std::vector<std::shared_ptr<const Batch>>& parts() const { return parts_; }
+  // This batch's own samples, without its parts.
+  const std::vector<MetricFamily>& own_families() const { return families_; }
+  // Own samples and the parts', merged by family name (built on first use when there are parts;
+  // not for concurrent first use from several threads).
+  const std::vector<MetricFamily>& families() const;
+  bool empty() const;
   // Test helper: the value of the first series of `name` whose labels include `match`; NaN if none.
   double value(const std::string& name, const Labels& match = {}) const;
   bool has(const std::string& name, const Labels& match = {}) const;
@@ -77,6 +87,9 @@ class Batch {
  private:
   MetricFamily& family(const std::string& name, const std::string& help, MetricType type);
   std::vector<MetricFamily> families_;
+  std::vector<std::shared_ptr<const Batch>> parts_;
+  mutable std::vector<MetricFamily> merged_;
+  mutable bool merged_ok_ = false;
 };
 
 }  // namespace fsaudit::metrics

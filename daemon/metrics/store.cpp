@@ -51,17 +51,17 @@ void put_escaped(std::string& out, const std::string& s, bool quote) {
   }
 }
 
-// `a="x",b="y"`: rendered once per series, also for a histogram's many lines.
-std::string label_text(const std::vector<Label>& labels) {
-  std::string t;
+// Appends `a="x",b="y"`.
+void put_labels(std::string& out, const std::vector<Label>& labels) {
+  bool first = true;
   for (const auto& l : labels) {
-    if (!t.empty()) t += ',';
-    t += l.name;
-    t += "=\"";
-    put_escaped(t, l.value, true);
-    t += '"';
+    if (!first) out += ',';
+    first = false;
+    out += l.name;
+    out += "=\"";
+    put_escaped(out, l.value, true);
+    out += '"';
   }
-  return t;
 }
 
 // name{a="x",b="y"[,le="..."]} value
@@ -89,8 +89,10 @@ void put_sample(std::string& out, const std::string& name, const char* suffix, c
 }
 
 void put_lines(std::string& out, const MetricFamily& f) {
+  std::string labels;  // rendered once per series (a histogram has many lines), in one reused buffer
   for (const auto& m : f.metric) {
-    const std::string labels = label_text(m.label);
+    labels.clear();
+    put_labels(labels, m.label);
     switch (f.type) {
       case MetricType::Counter:
         put_sample(out, f.name, "", labels, nullptr, 0, m.counter.value);
@@ -143,43 +145,65 @@ void Store::drop_key_locked(const std::string& key) {
   key_families_.erase(it);
 }
 
+std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& families) {
+  std::vector<Piece> pieces;
+  pieces.reserve(families.size());
+  for (const auto& f : families) {
+    std::string lines;
+    lines.reserve(f.metric.size() * (f.type == MetricType::Histogram ? 2048 : 128));
+    put_lines(lines, f);
+    lines.shrink_to_fit();
+    pieces.push_back({f.name, head_of(f), type_name(f.type), std::make_shared<const std::string>(std::move(lines))});
+  }
+  return pieces;
+}
+
 void Store::publish(const std::string& key, const Batch& batch) {
   // Serialise outside the lock: the only work that grows with the batch, and none with the store.
-  struct Piece {
-    std::string name, head, type, lines;
-  };
-  std::vector<Piece> pieces;
-  pieces.reserve(batch.families().size());
-  for (const auto& f : batch.families()) {
-    Piece p{f.name, head_of(f), type_name(f.type), {}};
-    p.lines.reserve(f.metric.size() * (f.type == MetricType::Histogram ? 2048 : 128));
-    put_lines(p.lines, f);
-    pieces.push_back(std::move(p));
+  // A part seen in this key's last publish keeps the text it had then.
+  std::vector<Piece> own = render(batch.own_families());
+  PartTexts old, fresh;
+  if (!batch.parts().empty()) {
+    std::lock_guard l(mu_);
+    if (auto it = part_texts_.find(key); it != part_texts_.end()) {
+      old = std::move(it->second);
+      part_texts_.erase(it);
+    }
+  }
+  std::vector<const Piece*> pieces;
+  for (const auto& p : own) pieces.push_back(&p);
+  for (const auto& part : batch.parts()) {
+    auto& slot = fresh[part.get()];
+    if (slot.part) continue;  // the same part twice: once is enough
+    if (auto it = old.find(part.get()); it != old.end() && it->second.part == part) slot = std::move(it->second);
+    else slot = {part, render(part->families())};
+    for (const auto& p : slot.pieces) pieces.push_back(&p);
   }
   std::lock_guard l(mu_);
   drop_key_locked(key);
   std::vector<std::string> names;
   names.reserve(pieces.size());
-  for (auto& p : pieces) {
-    auto [it, inserted] = families_.try_emplace(p.name);
+  for (const Piece* p : pieces) {
+    auto [it, inserted] = families_.try_emplace(p->name);
     auto& fam = it->second;
     if (inserted) {
-      fam.head = std::move(p.head);
-      fam.type = p.type;
-    } else if (fam.type != p.type) {
+      fam.head = p->head;
+      fam.type = p->type;
+    } else if (fam.type != p->type) {
       continue;  // a type clash is a bug; the first type published wins, the rest is dropped
     }
-    // One family published twice in one batch (append of two batches): keep both sets of lines.
-    auto& lines = fam.by_key[key];
-    lines += p.lines;
-    if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+    // One family in several pieces of one batch (parts, or append of two batches): keep them all.
+    fam.by_key[key].push_back(p->lines);
+    if (std::find(names.begin(), names.end(), p->name) == names.end()) names.push_back(p->name);
   }
   if (!names.empty()) key_families_[key] = std::move(names);
+  if (!fresh.empty()) part_texts_[key] = std::move(fresh);
   cache_.reset();
 }
 
 void Store::remove(const std::string& key) {
   std::lock_guard l(mu_);
+  part_texts_.erase(key);
   if (!key_families_.count(key)) return;
   drop_key_locked(key);
   cache_.reset();
@@ -191,7 +215,10 @@ void Store::retain(const std::vector<std::string>& keep) {
   std::vector<std::string> gone;
   for (const auto& [key, names] : key_families_)
     if (!k.count(key)) gone.push_back(key);
-  for (const auto& key : gone) drop_key_locked(key);
+  for (const auto& key : gone) {
+    drop_key_locked(key);
+    part_texts_.erase(key);
+  }
   if (!gone.empty()) cache_.reset();
 }
 
@@ -201,13 +228,15 @@ std::shared_ptr<const std::string> Store::snapshot() const {
   std::size_t size = 0;
   for (const auto& [name, f] : families_) {
     size += f.head.size();
-    for (const auto& [key, lines] : f.by_key) size += lines.size();
+    for (const auto& [key, chunks] : f.by_key)
+      for (const auto& c : chunks) size += c->size();
   }
   auto text = std::make_shared<std::string>();
   text->reserve(size);
   for (const auto& [name, f] : families_) {
     *text += f.head;
-    for (const auto& [key, lines] : f.by_key) *text += lines;
+    for (const auto& [key, chunks] : f.by_key)
+      for (const auto& c : chunks) *text += *c;
   }
   cache_ = std::move(text);
   ++builds_;

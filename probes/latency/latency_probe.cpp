@@ -168,11 +168,13 @@ void Dispatcher::forget_except(const std::set<std::string>& ids) {
 // ---- per-stack state and metrics ------------------------------------------------------------------
 
 void StackStats::set_state(State s) {
+  ++version_;
   state = s;
   if (s != State::ok) skipped[std::string(state_name(s))]++;
 }
 
 void StackStats::record(SteadyTime now, const SampleResult& r) {
+  ++version_;
   for (auto ns : r.fsync_ns) {
     fsync.observe(ns);
     window.add(now, ns);
@@ -225,6 +227,20 @@ void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime no
     ml["mode"] = mode;
     b.info("fsaudit_latency_sampler_info", "How the sampler writes on this stack (mode actually used)", ml);
   }
+}
+
+std::shared_ptr<const metrics::Batch> StackStats::part(const metrics::Labels& l, SteadyTime now, bool direct_reads) {
+  auto live = window.size(now);
+  if (part_ && part_version_ == version_ && part_window_ == live && part_reads_ == direct_reads && part_labels_ == l)
+    return part_;
+  auto b = std::make_shared<metrics::Batch>();
+  emit(*b, l, now, direct_reads);
+  part_ = std::move(b);
+  part_version_ = version_;
+  part_window_ = live;
+  part_reads_ = direct_reads;
+  part_labels_ = l;
+  return part_;
 }
 
 // ---- the probe ------------------------------------------------------------------------------------
@@ -337,8 +353,10 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   std::vector<std::string> deferred;
   auto due = sh.dispatcher.due(now, ids, busy, &deferred);
   for (const auto& id : deferred) {
+    // One skip per wait for the host budget, not one per second of it: a stack waiting its turn
+    // stays unchanged (and costs nothing to publish) until it samples.
     std::lock_guard l(stats[id]->mu);
-    stats[id]->set_state(State::io_budget);
+    if (stats[id]->state != State::io_budget) stats[id]->set_state(State::io_budget);
   }
 
   // Each due stack samples on its own thread: one hung fsync holds only its own stack.
@@ -408,19 +426,27 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   }
 
   metrics::Batch b;
+  if (!info_part_ || info_generation_ != generation_) {  // changes only with the plan
+    auto info = std::make_shared<metrics::Batch>();
+    for (const auto& p : plan)
+      for (const auto& t : p.targets)
+        info->info("fsaudit_latency_stack_info",
+                   "Maps a watched filesystem (target) to the device stack whose sampler measures it (stack); "
+                   "sampled=false when nothing on that stack may be written",
+                   {{"target", t}, {"stack", p.id}, {"sampled", p.sampled ? "true" : "false"}});
+    info_part_ = std::move(info);
+    info_generation_ = generation_;
+  }
+  b.include(info_part_);
   std::size_t sampled = 0;
+  const auto end = clock->now();
   for (const auto& p : plan) {
-    for (const auto& t : p.targets)
-      b.info("fsaudit_latency_stack_info",
-             "Maps a watched filesystem (target) to the device stack whose sampler measures it (stack); "
-             "sampled=false when nothing on that stack may be written",
-             {{"target", t}, {"stack", p.id}, {"sampled", p.sampled ? "true" : "false"}});
     if (!p.sampled) continue;
     ++sampled;
     auto& st = stats[p.id];
     std::lock_guard l(st->mu);
     if (st->in_flight && !busy.count(p.id)) st->set_state(State::stuck);  // dispatched now, not back in time
-    st->emit(b, {{"stack", p.id}, {"target", p.target}}, clock->now(), s_.direct_reads);
+    b.include(st->part({{"stack", p.id}, {"target", p.target}}, end, s_.direct_reads));
   }
   b.gauge("fsaudit_latency_samplers", "Device stacks with a latency sampler (one per pool / filesystem / array)", {},
           static_cast<double>(sampled));

@@ -93,6 +93,10 @@ class StackStats {
   void record(SteadyTime now, const SampleResult& r);
   // labels: stack, target (where the probe file lives).
   void emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, bool direct_reads);
+  // The same series as an immutable part, rebuilt only when they changed (a sample, a state change,
+  // a sample leaving the window): most stacks wait for their turn most of the time, and the store
+  // reuses an unchanged part's text.
+  std::shared_ptr<const metrics::Batch> part(const metrics::Labels& l, SteadyTime now, bool direct_reads);
 
   Histogram fsync, reads;
   RollingWindow window;
@@ -104,6 +108,14 @@ class StackStats {
   std::uint64_t seed = 0;
   std::uint64_t cleaned_generation = 0;  // plan generation whose stale probe files were removed
   std::mutex mu;  // never held during I/O
+
+ private:
+  std::uint64_t version_ = 0;  // grows with every change emit() would show
+  std::shared_ptr<const metrics::Batch> part_;
+  std::uint64_t part_version_ = 0;
+  std::size_t part_window_ = 0;
+  metrics::Labels part_labels_;
+  bool part_reads_ = false;
 };
 
 class LatencyProbe final : public Probe {
@@ -124,6 +136,8 @@ class LatencyProbe final : public Probe {
   StackSelection sel_;
   std::shared_ptr<Shared> shared_;  // outlives the probe while a hung sample still runs
   MountSnapshot mounts_;  // the table plans_ was made from
+  std::shared_ptr<const metrics::Batch> info_part_;  // fsaudit_latency_stack_info of plans_
+  std::uint64_t info_generation_ = 0;
   SteadyTime planned_at_{};
   std::vector<StackPlan> plans_;
   std::vector<Target> watched_;
