@@ -98,3 +98,47 @@ TEST(Store, ATypeClashKeepsTheFirstType) {
   s.remove("a");  // the family is gone with its last key; b's clash was dropped, not kept aside
   EXPECT_EQ(s.text(), "");
 }
+
+// A batch made of shared parts publishes the same exposition as the same samples added one by one;
+// a part that comes back unchanged keeps its text, a new part object replaces it, and a family
+// spread over the batch's own samples and several parts stays one family.
+TEST(Store, PartsGiveTheSameExpositionAndAreReplacedByNewParts) {
+  auto stack = [](const std::string& id, double count) {
+    auto p = std::make_shared<metrics::Batch>();
+    p->histogram("fsaudit_fsync_latency_seconds", "Latency.", {{"stack", id}}, {0.001, 0.01}, {1, 2, 3}, count);
+    p->gauge("fsaudit_fsync_latency_window_samples", "Samples.", {{"stack", id}}, count);
+    return std::shared_ptr<const metrics::Batch>(p);
+  };
+  auto a = stack("a", 1), b = stack("b", 2);
+  metrics::Batch with_parts;
+  with_parts.gauge("fsaudit_latency_samplers", "Samplers.", {}, 2);
+  with_parts.include(a);
+  with_parts.include(b);
+  metrics::Batch flat;
+  flat.gauge("fsaudit_latency_samplers", "Samplers.", {}, 2);
+  flat.append(*a);
+  flat.append(*b);
+
+  metrics::Store s1, s2;
+  s1.publish("latency", with_parts);
+  s2.publish("latency", flat);
+  EXPECT_EQ(s1.text(), s2.text());
+  EXPECT_EQ(with_parts.value("fsaudit_fsync_latency_window_samples", {{"stack", "b"}}), 2);
+  EXPECT_EQ(metrics::serialize(with_parts), metrics::serialize(flat));
+
+  metrics::Batch again;  // b unchanged, a replaced
+  again.gauge("fsaudit_latency_samplers", "Samplers.", {}, 2);
+  again.include(stack("a", 7));
+  again.include(b);
+  s1.publish("latency", again);
+  auto text = s1.text();
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_samples", {{"stack", "a"}}), 7);
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_samples", {{"stack", "b"}}), 2);
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_seconds_sum", {{"stack", "a"}}), 7);
+  size_t helps = 0;
+  for (size_t p = 0; (p = text.find("# HELP fsaudit_fsync_latency_seconds ", p)) != std::string::npos; ++p) ++helps;
+  EXPECT_EQ(helps, 1u);
+
+  s1.remove("latency");
+  EXPECT_EQ(s1.text(), "");
+}
