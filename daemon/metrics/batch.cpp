@@ -86,8 +86,8 @@ void Batch::append(const Batch& other) {
   }
 }
 
-void Batch::include(std::shared_ptr<const Batch> part) {
-  if (!part) return;
+void Batch::include(Part part) {
+  if (!part.build) return;
   parts_.push_back(std::move(part));
   merged_ok_ = false;
 }
@@ -96,20 +96,21 @@ const std::vector<MetricFamily>& Batch::families() const {
   if (parts_.empty()) return families_;
   if (!merged_ok_) {
     merged_ = families_;
-    for (const auto& part : parts_)
-      for (const auto& f : part->families()) {
+    for (const auto& part : parts_) {
+      Batch built;
+      part.build(built);
+      for (const auto& f : built.families()) {
         auto it = std::find_if(merged_.begin(), merged_.end(), [&](const MetricFamily& m) { return m.name == f.name; });
         if (it == merged_.end()) merged_.push_back(f);
         else it->metric.insert(it->metric.end(), f.metric.begin(), f.metric.end());
       }
+    }
     merged_ok_ = true;
   }
   return merged_;
 }
 
-bool Batch::empty() const {
-  return families_.empty() && std::all_of(parts_.begin(), parts_.end(), [](const auto& p) { return p->empty(); });
-}
+bool Batch::empty() const { return families().empty(); }
 
 double Batch::value(const std::string& name, const Labels& match) const {
   for (const auto& f : families()) {

@@ -5,8 +5,8 @@
 // client-model spelling (family.metric[i].gauge.value, .label[j].name) so probe and test code reads
 // the same either way.
 #include <cstdint>
+#include <functional>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,11 +69,18 @@ class Batch {
                  double sum);
 
   void append(const Batch& other);
-  // Adds an immutable part shared between runs (one device stack's series, rebuilt only when they
-  // change). The store serialises a part once and reuses that text while the same part comes back,
-  // so an unchanged part costs a pointer comparison per publish instead of its serialisation.
-  void include(std::shared_ptr<const Batch> part);
-  const std::vector<std::shared_ptr<const Batch>>& parts() const { return parts_; }
+  // A part of the batch named `id` whose samples `build` adds when asked, `version` telling whether
+  // they changed (one device stack's series: most of them are the same from one run to the next).
+  // The store keeps each part's text by id and calls `build` only for a version it has not
+  // serialised yet, so an unchanged part costs neither building nor serialising, and no sample of
+  // it is kept in memory, only its text. `build` may run later, on another thread, or not at all.
+  struct Part {
+    std::string id;
+    std::uint64_t version = 0;
+    std::function<void(Batch&)> build;
+  };
+  void include(Part part);
+  const std::vector<Part>& parts() const { return parts_; }
   // This batch's own samples, without its parts.
   const std::vector<MetricFamily>& own_families() const { return families_; }
   // Own samples and the parts', merged by family name (built on first use when there are parts;
@@ -87,7 +94,7 @@ class Batch {
  private:
   MetricFamily& family(const std::string& name, const std::string& help, MetricType type);
   std::vector<MetricFamily> families_;
-  std::vector<std::shared_ptr<const Batch>> parts_;
+  std::vector<Part> parts_;
   mutable std::vector<MetricFamily> merged_;
   mutable bool merged_ok_ = false;
 };

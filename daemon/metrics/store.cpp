@@ -173,11 +173,16 @@ void Store::publish(const std::string& key, const Batch& batch) {
   std::vector<const Piece*> pieces;
   for (const auto& p : own) pieces.push_back(&p);
   for (const auto& part : batch.parts()) {
-    auto& slot = fresh[part.get()];
-    if (slot.part) continue;  // the same part twice: once is enough
-    if (auto it = old.find(part.get()); it != old.end() && it->second.part == part) slot = std::move(it->second);
-    else slot = {part, render(part->families())};
-    for (const auto& p : slot.pieces) pieces.push_back(&p);
+    auto [slot, fresh_id] = fresh.try_emplace(part.id);
+    if (!fresh_id) continue;  // one id twice: the first wins
+    if (auto it = old.find(part.id); it != old.end() && it->second.version == part.version) {
+      slot->second = std::move(it->second);
+    } else {
+      Batch built;
+      part.build(built);
+      slot->second = {part.version, render(built.families())};
+    }
+    for (const auto& p : slot->second.pieces) pieces.push_back(&p);
   }
   std::lock_guard l(mu_);
   drop_key_locked(key);

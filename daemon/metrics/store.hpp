@@ -41,13 +41,12 @@ class Store {
     std::string type;  // for type clashes between keys
     std::map<std::string, std::vector<std::shared_ptr<const std::string>>> by_key;  // key -> its sample lines
   };
-  // The text of the parts a key last published, by part identity (the part is kept so that its
-  // address cannot be reused by another part while its text is cached).
+  // The text of the parts a key last published, by part id.
   struct PartText {
-    std::shared_ptr<const Batch> part;
+    std::uint64_t version = 0;
     std::vector<Piece> pieces;
   };
-  using PartTexts = std::map<const Batch*, PartText>;
+  using PartTexts = std::map<std::string, PartText>;
   static std::vector<Piece> render(const std::vector<MetricFamily>& families);
   void drop_key_locked(const std::string& key);
 

@@ -229,18 +229,12 @@ void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime no
   }
 }
 
-std::shared_ptr<const metrics::Batch> StackStats::part(const metrics::Labels& l, SteadyTime now, bool direct_reads) {
-  auto live = window.size(now);
-  if (part_ && part_version_ == version_ && part_window_ == live && part_reads_ == direct_reads && part_labels_ == l)
-    return part_;
-  auto b = std::make_shared<metrics::Batch>();
-  emit(*b, l, now, direct_reads);
-  part_ = std::move(b);
-  part_version_ = version_;
-  part_window_ = live;
-  part_reads_ = direct_reads;
-  part_labels_ = l;
-  return part_;
+std::uint64_t StackStats::version(SteadyTime now) {
+  if (auto live = window.size(now); live != live_) {
+    live_ = live;
+    ++version_;
+  }
+  return version_;
 }
 
 // ---- the probe ------------------------------------------------------------------------------------
@@ -437,7 +431,7 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     info_part_ = std::move(info);
     info_generation_ = generation_;
   }
-  b.include(info_part_);
+  b.include({"stack_info", generation_, [info = info_part_](metrics::Batch& out) { out.append(*info); }});
   std::size_t sampled = 0;
   const auto end = clock->now();
   for (const auto& p : plan) {
@@ -446,7 +440,12 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     auto& st = stats[p.id];
     std::lock_guard l(st->mu);
     if (st->in_flight && !busy.count(p.id)) st->set_state(State::stuck);  // dispatched now, not back in time
-    b.include(st->part({{"stack", p.id}, {"target", p.target}}, end, s_.direct_reads));
+    b.include({p.id + "\x1f" + p.target, st->version(end),
+               [st, l = metrics::Labels{{"stack", p.id}, {"target", p.target}}, end, reads = s_.direct_reads](
+                   metrics::Batch& out) {
+                 std::lock_guard lk(st->mu);
+                 st->emit(out, l, end, reads);
+               }});
   }
   b.gauge("fsaudit_latency_samplers", "Device stacks with a latency sampler (one per pool / filesystem / array)", {},
           static_cast<double>(sampled));

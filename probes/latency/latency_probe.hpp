@@ -93,10 +93,10 @@ class StackStats {
   void record(SteadyTime now, const SampleResult& r);
   // labels: stack, target (where the probe file lives).
   void emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, bool direct_reads);
-  // The same series as an immutable part, rebuilt only when they changed (a sample, a state change,
-  // a sample leaving the window): most stacks wait for their turn most of the time, and the store
-  // reuses an unchanged part's text.
-  std::shared_ptr<const metrics::Batch> part(const metrics::Labels& l, SteadyTime now, bool direct_reads);
+  // Changes whenever what emit() shows changes (a sample, a state change, a sample leaving the
+  // window): the store re-serialises a stack's series only then. Most stacks wait for their turn
+  // most of the time.
+  std::uint64_t version(SteadyTime now);
 
   Histogram fsync, reads;
   RollingWindow window;
@@ -111,11 +111,7 @@ class StackStats {
 
  private:
   std::uint64_t version_ = 0;  // grows with every change emit() would show
-  std::shared_ptr<const metrics::Batch> part_;
-  std::uint64_t part_version_ = 0;
-  std::size_t part_window_ = 0;
-  metrics::Labels part_labels_;
-  bool part_reads_ = false;
+  std::size_t live_ = 0;       // window samples at the last version()
 };
 
 class LatencyProbe final : public Probe {

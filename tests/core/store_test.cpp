@@ -99,25 +99,27 @@ TEST(Store, ATypeClashKeepsTheFirstType) {
   EXPECT_EQ(s.text(), "");
 }
 
-// A batch made of shared parts publishes the same exposition as the same samples added one by one;
-// a part that comes back unchanged keeps its text, a new part object replaces it, and a family
-// spread over the batch's own samples and several parts stays one family.
-TEST(Store, PartsGiveTheSameExpositionAndAreReplacedByNewParts) {
-  auto stack = [](const std::string& id, double count) {
-    auto p = std::make_shared<metrics::Batch>();
-    p->histogram("fsaudit_fsync_latency_seconds", "Latency.", {{"stack", id}}, {0.001, 0.01}, {1, 2, 3}, count);
-    p->gauge("fsaudit_fsync_latency_window_samples", "Samples.", {{"stack", id}}, count);
-    return std::shared_ptr<const metrics::Batch>(p);
+// A batch made of parts publishes the same exposition as the same samples added one by one; a part
+// whose version is unchanged keeps its text without being built again, a new version replaces it,
+// and a family spread over the batch's own samples and several parts stays one family.
+TEST(Store, PartsGiveTheSameExpositionAndAreBuiltOncePerVersion) {
+  int builds = 0;
+  auto stack = [&](const std::string& id, std::uint64_t version, double count) {
+    return metrics::Batch::Part{id, version, [&builds, id, count](metrics::Batch& p) {
+                                  ++builds;
+                                  p.histogram("fsaudit_fsync_latency_seconds", "Latency.", {{"stack", id}},
+                                              {0.001, 0.01}, {1, 2, 3}, count);
+                                  p.gauge("fsaudit_fsync_latency_window_samples", "Samples.", {{"stack", id}}, count);
+                                }};
   };
-  auto a = stack("a", 1), b = stack("b", 2);
   metrics::Batch with_parts;
   with_parts.gauge("fsaudit_latency_samplers", "Samplers.", {}, 2);
-  with_parts.include(a);
-  with_parts.include(b);
+  with_parts.include(stack("a", 1, 1));
+  with_parts.include(stack("b", 1, 2));
   metrics::Batch flat;
   flat.gauge("fsaudit_latency_samplers", "Samplers.", {}, 2);
-  flat.append(*a);
-  flat.append(*b);
+  stack("a", 1, 1).build(flat);
+  stack("b", 1, 2).build(flat);
 
   metrics::Store s1, s2;
   s1.publish("latency", with_parts);
@@ -126,11 +128,13 @@ TEST(Store, PartsGiveTheSameExpositionAndAreReplacedByNewParts) {
   EXPECT_EQ(with_parts.value("fsaudit_fsync_latency_window_samples", {{"stack", "b"}}), 2);
   EXPECT_EQ(metrics::serialize(with_parts), metrics::serialize(flat));
 
-  metrics::Batch again;  // b unchanged, a replaced
+  builds = 0;
+  metrics::Batch again;  // b unchanged, a at a new version
   again.gauge("fsaudit_latency_samplers", "Samplers.", {}, 2);
-  again.include(stack("a", 7));
-  again.include(b);
+  again.include(stack("a", 2, 7));
+  again.include(stack("b", 1, 2));
   s1.publish("latency", again);
+  EXPECT_EQ(builds, 1);
   auto text = s1.text();
   EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_samples", {{"stack", "a"}}), 7);
   EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_samples", {{"stack", "b"}}), 2);
