@@ -63,11 +63,14 @@ stop_pid() {
 cleanup() {
   set +e
   for p in "${PIDS[@]}"; do stop_pid "$p"; done
-  if [ "$POOL_MADE" = 1 ]; then
-    for _ in 1 2 3; do zpool destroy -f "$POOL" 2>/dev/null && break; sleep 2; done
-  fi
+  # Loop filesystems first: zfs-fuse calls sync() for every dataset it unmounts, and a sync over
+  # 800 loop devices made `zpool destroy` fail, leaving a FAULTED pool in zfs-fuse's cache.
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}"; done
   for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
+  if [ "$POOL_MADE" = 1 ]; then
+    for _ in 1 2 3 4 5; do zpool destroy -f "$POOL" 2>/dev/null && break; sleep 5; done
+    zpool list -H "$POOL" >/dev/null 2>&1 && echo "scale.sh: could not destroy pool $POOL (zpool destroy -f $POOL)" >&2
+  fi
   [ -n "$ZFS_PID" ] && stop_pid "$ZFS_PID"
   rm -rf "$IMG" "$ROOT"
 }
