@@ -2,23 +2,48 @@
 # fsauditd beside Debian's prometheus-node-exporter on many filesystems, in one run: loop-device
 # ext4 (one mkfs, then sparse copies), XFS and btrfs (one mkfs each), and a zfs-fuse pool with
 # datasets. For each total size (cumulative: the filesystems of a size stay for the next) both
-# daemons start fresh, are scraped every 15 s as Prometheus would, and after a settle time this
-# prints over WINDOW seconds: CPU (user+system, % of one core), RSS, median scrape time, samples,
-# and the ratios fsauditd/node_exporter.
+# daemons start fresh with their default settings (fsauditd's latency sampler on), are scraped every
+# 15 s as Prometheus would, and after a settle time this prints over the window: CPU (user+system,
+# % of one core) and, separately, the part that is the kernel running fsauditd's fsyncs, RSS, median
+# scrape time, samples, and the ratios fsauditd/node_exporter.
 #
-# usage: bench/scale.sh [FSAUDITD=build/daemon/fsauditd] [WINDOW_SECONDS=600] [SIZES="10 100 1000"]
-# env:   SETTLE=60 (seconds before the window)  SCRAPES=50 (for the median)  LATENCY=0|1
+# usage: bench/scale.sh [--fsauditd PATH] [--minutes N] [--sizes "10 100 1000"] [--perf]
+#        bench/scale.sh [FSAUDITD] [WINDOW_SECONDS] [SIZES]          (the older positional form)
+# env:   SETTLE=60 (seconds before the window)  SCRAPES=50 (for the median)  LATENCY=1|0
+#
+# --perf records `perf record -g` of fsauditd over the window of the largest size into
+# /var/tmp/fsaudit-scale-perf.data (kept) and prints its top symbols.
+#
+# fsync work: the sampler submits io_uring WRITE linked to FSYNC; the kernel runs every FSYNC (and
+# the write when it would block) in fsauditd's io_uring worker threads ("iou-wrk-PID"), so their
+# utime+stime, read per thread from /proc/PID/task/*/stat every second over the window, is the
+# kernel's fsync work done for fsauditd. Journal commits (jbd2) and flusher kworkers are shared by
+# every writer and are charged to no process, so they are in neither figure. The fsyncs issued in
+# the window come from fsaudit_latency_fsyncs_total.
 #
 # Root only. Everything it creates (images, loop devices, mounts, the pool, zfs-fuse if it started
 # it, the daemons) is removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FSAUDITD=$(realpath "${1:-build/daemon/fsauditd}")
-WINDOW=${2:-600}
-SIZES=${3:-"10 100 1000"}
+FSAUDITD=build/daemon/fsauditd WINDOW=600 SIZES="10 100 1000" PERF=0 pos=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --fsauditd) FSAUDITD=$2; shift 2 ;;
+    --minutes) WINDOW=$(awk -v m="$2" 'BEGIN {printf "%d", m * 60}'); shift 2 ;;
+    --sizes) SIZES=$2; shift 2 ;;
+    --perf) PERF=1; shift ;;
+    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+    -*) echo "scale.sh: unknown option $1" >&2; exit 2 ;;
+    *)
+      case $pos in 0) FSAUDITD=$1 ;; 1) WINDOW=$1 ;; 2) SIZES=$1 ;; *) echo "scale.sh: too many arguments" >&2; exit 2 ;; esac
+      pos=$((pos + 1)); shift ;;
+  esac
+done
+FSAUDITD=$(realpath "$FSAUDITD")
 SETTLE=${SETTLE:-60}
 SCRAPES=${SCRAPES:-50}
-LATENCY=${LATENCY:-0}
+LATENCY=${LATENCY:-1}
+[[ $WINDOW =~ ^[0-9]+$ && $WINDOW -gt 0 ]] || { echo "scale.sh: the window must be a positive number of seconds" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "scale.sh: needs root (loop devices, mounts)" >&2; exit 2; }
 command -v prometheus-node-exporter >/dev/null || { echo "scale.sh: apt-get install prometheus-node-exporter" >&2; exit 2; }
 
@@ -38,11 +63,14 @@ stop_pid() {
 cleanup() {
   set +e
   for p in "${PIDS[@]}"; do stop_pid "$p"; done
-  if [ "$POOL_MADE" = 1 ]; then
-    for _ in 1 2 3; do zpool destroy -f "$POOL" 2>/dev/null && break; sleep 2; done
-  fi
+  # Loop filesystems first: zfs-fuse calls sync() for every dataset it unmounts, and a sync over
+  # 800 loop devices made `zpool destroy` fail, leaving a FAULTED pool in zfs-fuse's cache.
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}"; done
   for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
+  if [ "$POOL_MADE" = 1 ]; then
+    for _ in 1 2 3 4 5; do zpool destroy -f "$POOL" 2>/dev/null && break; sleep 5; done
+    zpool list -H "$POOL" >/dev/null 2>&1 && echo "scale.sh: could not destroy pool $POOL (zpool destroy -f $POOL)" >&2
+  fi
   [ -n "$ZFS_PID" ] && stop_pid "$ZFS_PID"
   rm -rf "$IMG" "$ROOT"
 }
@@ -97,9 +125,29 @@ rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 scrape_times() { for _ in $(seq "$SCRAPES"); do curl -s -m 30 -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$1/metrics"; done | median; }
 HZ=$(getconf CLK_TCK)
+metric() { awk -v n="$1" '$1 == n {print $2; f = 1} END {if (!f) print 0}'; }
+# Every second: "TID TICKS" of each io_uring worker thread of $1, then "--". Workers exit after a few
+# idle seconds and their time then moves to the process total, so polling often loses little.
+poll_fsync_workers() {
+  while kill -0 "$1" 2>/dev/null; do
+    for t in /proc/"$1"/task/*; do
+      read -r c 2>/dev/null <"$t/comm" || continue
+      [[ $c == iou-wrk-* ]] || continue
+      awk -v id="${t##*/}" '{print id, $14 + $15}' "$t/stat" 2>/dev/null || true
+    done
+    echo --
+    sleep 1
+  done
+}
+# Ticks those threads used inside the window: last minus first sight (0 for threads born in it).
+fsync_ticks() {
+  awk '$1 == "--" {b++; next} {if (!($1 in first)) first[$1] = (b == 0 ? $2 : 0); last[$1] = $2}
+       END {for (t in last) s += last[t] - first[t]; print s + 0}' "$1"
+}
 
-printf '%-6s %-8s %9s %9s %10s %9s %9s %10s %9s\n' size targets "cpu_%" "cpu_ratio" "rss_KiB" rss_ratio \
-  "scrape_ms" scr_ratio samples >"$IMG/table"
+printf '%-6s %-8s %9s %9s %9s %7s %10s %9s %9s %10s %9s\n' size targets "cpu_%" "fsync_%" "cpu_ratio" fsyncs \
+  "rss_KiB" rss_ratio "scrape_ms" scr_ratio samples >"$IMG/table"
+largest=$(tr ' ' '\n' <<<"$SIZES" | sort -n | tail -1)
 for size in $SIZES; do
   grow_to "$size"
   fp=$(port); np=$(port)
@@ -118,27 +166,47 @@ CFG
   (while sleep 15; do curl -s -m 10 -o /dev/null "http://127.0.0.1:$fp/metrics"; curl -s -m 10 -o /dev/null "http://127.0.0.1:$np/metrics"; done) &
   spid=$!; PIDS+=("$spid")
   sleep "$SETTLE"
+  q0=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics" | metric fsaudit_latency_fsyncs_total) || q0=0
+  poll_fsync_workers "$fpid" >"$IMG/fsync-workers-$size" & wpid=$!; PIDS+=("$wpid")
   f0=$(cpu_ticks $fpid); n0=$(cpu_ticks $npid)
-  sleep "$WINDOW"
+  if [ "$PERF" = 1 ] && [ "$size" = "$largest" ] && command -v perf >/dev/null; then
+    perf record -q -F 199 -g -o /var/tmp/fsaudit-scale-perf.data -p "$fpid" -- sleep "$WINDOW" >/dev/null 2>&1 || true
+  else
+    sleep "$WINDOW"
+  fi
   f1=$(cpu_ticks $fpid); n1=$(cpu_ticks $npid)
+  stop_pid "$wpid"
+  w=$(fsync_ticks "$IMG/fsync-workers-$size")
   frss=$(rss $fpid); nrss=$(rss $npid)
+  fhwm=$(awk '/^VmHWM/ {print $2}' "/proc/$fpid/status")
   fsec=$(scrape_times "$fp"); nsec=$(scrape_times "$np")
-  ftext=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics"); ntext=$(curl -s -m 30 "http://127.0.0.1:$np/metrics")
+  # A scrape that fails (node_exporter stuck in statfs on a stalled FUSE mount) is reported, not fatal.
+  ftext=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics") || echo "size $size: fsauditd scrape failed" >&2
+  ntext=$(curl -s -m 30 "http://127.0.0.1:$np/metrics") || echo "size $size: node_exporter scrape failed" >&2
+  q1=$(metric fsaudit_latency_fsyncs_total <<<"$ftext")
   fsamples=$(grep -vc '^#' <<<"$ftext"); nsamples=$(grep -vc '^#' <<<"$ntext")
   targets=$(awk '/^fsaudit_targets / {print $2}' <<<"$ftext")
   stuck=$(grep -c '^fsaudit_probe_stuck' <<<"$ftext" || true)
+  samplers=$(grep -c '^fsaudit_latency_sampler_info' <<<"$ftext" || true)
   for p in "$spid" "$fpid" "$npid"; do stop_pid "$p"; done
   PIDS=()
-  awk -v s="$size" -v t="$targets" -v f="$((f1 - f0))" -v n="$((n1 - n0))" -v hz="$HZ" -v w="$WINDOW" \
+  awk -v s="$size" -v t="$targets" -v f="$((f1 - f0))" -v n="$((n1 - n0))" -v hz="$HZ" -v win="$WINDOW" -v w="$w" \
+    -v q="$(awk -v a="$q0" -v b="$q1" 'BEGIN {print b - a}')" \
     -v fr="$frss" -v nr="$nrss" -v fs="$fsec" -v ns="$nsec" -v fc="$fsamples" -v nc="$nsamples" 'BEGIN {
-    fcpu = 100 * f / hz / w; ncpu = 100 * n / hz / w
-    printf "%-6s %-8s %9.3f %9s %10d %9.2f %9.2f %10.2f %9d\n", s, t, fcpu, (ncpu > 0 ? sprintf("%.2f", fcpu / ncpu) : "n/a"),
-      fr, fr / nr, fs * 1000, fs / ns, fc
-    printf "%-6s %-8s %9.3f %9s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", nr, "", ns * 1000, "", nc
+    fcpu = 100 * f / hz / win; ncpu = 100 * n / hz / win; wcpu = 100 * w / hz / win
+    printf "%-6s %-8s %9.3f %9.3f %9s %7d %10d %9.2f %9.2f %10.2f %9d\n", s, t, fcpu, wcpu,
+      (ncpu > 0 ? sprintf("%.2f", fcpu / ncpu) : "n/a"), q, fr, fr / nr, fs * 1000, fs / ns, fc
+    printf "%-6s %-8s %9.3f %9s %9s %7s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", "", "", nr, "", ns * 1000, "", nc
   }' >>"$IMG/table"
-  echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), stuck jobs: $stuck)" >&2
+  echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB)" >&2
 done
-echo "window ${WINDOW}s after ${SETTLE}s settle; CPU = user+system of the process over the window, % of one core;"
+echo "window ${WINDOW}s after ${SETTLE}s settle; cpu_% = user+system of the process over the window, % of one core,"
+echo "fsync work included; fsync_% = the part of it in fsauditd's io_uring workers (the kernel running its fsyncs);"
+echo "fsyncs = write+fsync operations fsauditd issued in the window (fsaudit_latency_fsyncs_total)."
 echo "rows '(n_e)' are prometheus-node-exporter in the same run; ratios are fsauditd / node_exporter."
 [ "$LATENCY" = 1 ] || echo "latency sampler disabled (LATENCY=0): no fsync is issued by fsauditd in this run."
 cat "$IMG/table"
+if [ "$PERF" = 1 ] && [ -s /var/tmp/fsaudit-scale-perf.data ]; then
+  echo "perf (fsauditd, size $largest, self time): perf report -i /var/tmp/fsaudit-scale-perf.data"
+  perf report -i /var/tmp/fsaudit-scale-perf.data --stdio --no-children --sort symbol 2>/dev/null | grep -E '^ +[0-9]' | head -25
+fi

@@ -45,16 +45,41 @@ std::vector<std::pair<std::string, Batch>> target_batches(int i, double v) {
   return out;
 }
 
+// The former store kept prometheus-cpp's client model; a batch now has its own sample type.
+prometheus::MetricFamily client_model(const fsaudit::metrics::MetricFamily& f) {
+  using fsaudit::metrics::MetricType;
+  prometheus::MetricFamily out{f.name, f.help,
+                               f.type == MetricType::Counter     ? prometheus::MetricType::Counter
+                               : f.type == MetricType::Gauge     ? prometheus::MetricType::Gauge
+                               : f.type == MetricType::Histogram ? prometheus::MetricType::Histogram
+                                                                 : prometheus::MetricType::Untyped,
+                               {}};
+  for (const auto& m : f.metric) {
+    prometheus::ClientMetric c;
+    for (const auto& l : m.label) c.label.push_back({l.name, l.value});
+    c.counter.value = m.counter.value;
+    c.gauge.value = m.gauge.value;
+    c.untyped.value = m.untyped.value;
+    for (const auto& b : m.histogram.bucket) c.histogram.bucket.push_back({b.cumulative_count, b.upper_bound});
+    c.histogram.sample_count = m.histogram.sample_count;
+    c.histogram.sample_sum = m.histogram.sample_sum;
+    out.metric.push_back(std::move(c));
+  }
+  return out;
+}
+
 // The store as it was: every publish merges every key's families into a new snapshot; a scrape
 // copies that snapshot and serialises it.
 class RebuildingStore {
  public:
   void publish(const std::string& key, Batch b) {
     std::lock_guard l(mu_);
-    by_key_[key] = std::move(b);
+    auto& mine = by_key_[key];
+    mine.clear();
+    for (const auto& f : b.families()) mine.push_back(client_model(f));
     std::map<std::string, prometheus::MetricFamily> merged;
     for (const auto& [k, batch] : by_key_)
-      for (const auto& f : batch.families()) {
+      for (const auto& f : batch) {
         auto [it, ins] = merged.try_emplace(f.name, prometheus::MetricFamily{f.name, f.help, f.type, {}});
         it->second.metric.insert(it->second.metric.end(), f.metric.begin(), f.metric.end());
       }
@@ -74,7 +99,7 @@ class RebuildingStore {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, Batch> by_key_;
+  std::map<std::string, std::vector<prometheus::MetricFamily>> by_key_;
   std::shared_ptr<const std::vector<prometheus::MetricFamily>> snapshot_ =
       std::make_shared<const std::vector<prometheus::MetricFamily>>();
 };

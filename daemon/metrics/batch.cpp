@@ -1,5 +1,6 @@
 #include "daemon/metrics/batch.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -9,15 +10,15 @@ namespace fsaudit::metrics {
 namespace {
 // The one place where label names and values enter a batch (stateset's `state` included; a
 // histogram's `le` is written by the serialiser): cleaning label values belongs here.
-std::vector<prometheus::ClientMetric::Label> to_labels(const Labels& labels) {
-  std::vector<prometheus::ClientMetric::Label> out;
+std::vector<Label> to_labels(const Labels& labels) {
+  std::vector<Label> out;
   out.reserve(labels.size());
   // Every value may come from outside (tool output, device names, failure reasons): cleaned here,
   // where all labels enter a family, so no probe can make the exposition invalid.
   for (const auto& [k, v] : labels) out.push_back({k, clean_label_value(v)});
   return out;
 }
-bool matches(const prometheus::ClientMetric& m, const Labels& want) {
+bool matches(const Sample& m, const Labels& want) {
   for (const auto& [k, v] : want) {
     bool found = false;
     for (const auto& l : m.label)
@@ -28,26 +29,27 @@ bool matches(const prometheus::ClientMetric& m, const Labels& want) {
 }
 }  // namespace
 
-prometheus::MetricFamily& Batch::family(const std::string& name, const std::string& help,
-                                        prometheus::MetricType type) {
+MetricFamily& Batch::family(const std::string& name, const std::string& help,
+                                        MetricType type) {
+  merged_ok_ = false;
   for (auto& f : families_)
     if (f.name == name) return f;
-  families_.push_back(prometheus::MetricFamily{name, help, type, {}});
+  families_.push_back(MetricFamily{name, help, type, {}});
   return families_.back();
 }
 
 void Batch::gauge(const std::string& name, const std::string& help, const Labels& labels, double value) {
-  prometheus::ClientMetric m;
+  Sample m;
   m.label = to_labels(labels);
   m.gauge.value = value;
-  family(name, help, prometheus::MetricType::Gauge).metric.push_back(std::move(m));
+  family(name, help, MetricType::Gauge).metric.push_back(std::move(m));
 }
 
 void Batch::counter(const std::string& name, const std::string& help, const Labels& labels, double value) {
-  prometheus::ClientMetric m;
+  Sample m;
   m.label = to_labels(labels);
   m.counter.value = value;
-  family(name, help, prometheus::MetricType::Counter).metric.push_back(std::move(m));
+  family(name, help, MetricType::Counter).metric.push_back(std::move(m));
 }
 
 void Batch::stateset(const std::string& name, const std::string& help, const Labels& labels,
@@ -66,7 +68,7 @@ void Batch::info(const std::string& name, const std::string& help, const Labels&
 void Batch::histogram(const std::string& name, const std::string& help, const Labels& labels,
                       const std::vector<double>& upper_bounds,
                       const std::vector<std::uint64_t>& cumulative_counts, double sum) {
-  prometheus::ClientMetric m;
+  Sample m;
   m.label = to_labels(labels);
   for (size_t i = 0; i < upper_bounds.size(); ++i)
     m.histogram.bucket.push_back({i < cumulative_counts.size() ? cumulative_counts[i] : 0, upper_bounds[i]});
@@ -74,25 +76,51 @@ void Batch::histogram(const std::string& name, const std::string& help, const La
   m.histogram.bucket.push_back({count, std::numeric_limits<double>::infinity()});
   m.histogram.sample_count = count;
   m.histogram.sample_sum = sum;
-  family(name, help, prometheus::MetricType::Histogram).metric.push_back(std::move(m));
+  family(name, help, MetricType::Histogram).metric.push_back(std::move(m));
 }
 
 void Batch::append(const Batch& other) {
-  for (const auto& f : other.families_) {
+  for (const auto& f : other.families()) {
     auto& mine = family(f.name, f.help, f.type);
     mine.metric.insert(mine.metric.end(), f.metric.begin(), f.metric.end());
   }
 }
 
+void Batch::include(Part part) {
+  if (!part.build) return;
+  parts_.push_back(std::move(part));
+  merged_ok_ = false;
+}
+
+const std::vector<MetricFamily>& Batch::families() const {
+  if (parts_.empty()) return families_;
+  if (!merged_ok_) {
+    merged_ = families_;
+    for (const auto& part : parts_) {
+      Batch built;
+      part.build(built);
+      for (const auto& f : built.families()) {
+        auto it = std::find_if(merged_.begin(), merged_.end(), [&](const MetricFamily& m) { return m.name == f.name; });
+        if (it == merged_.end()) merged_.push_back(f);
+        else it->metric.insert(it->metric.end(), f.metric.begin(), f.metric.end());
+      }
+    }
+    merged_ok_ = true;
+  }
+  return merged_;
+}
+
+bool Batch::empty() const { return families().empty(); }
+
 double Batch::value(const std::string& name, const Labels& match) const {
-  for (const auto& f : families_) {
+  for (const auto& f : families()) {
     if (f.name != name) continue;
     for (const auto& m : f.metric) {
       if (!matches(m, match)) continue;
       switch (f.type) {
-        case prometheus::MetricType::Counter: return m.counter.value;
-        case prometheus::MetricType::Gauge: return m.gauge.value;
-        case prometheus::MetricType::Histogram: return static_cast<double>(m.histogram.sample_count);
+        case MetricType::Counter: return m.counter.value;
+        case MetricType::Gauge: return m.gauge.value;
+        case MetricType::Histogram: return static_cast<double>(m.histogram.sample_count);
         default: return m.untyped.value;
       }
     }

@@ -1,7 +1,11 @@
 #pragma once
-// What one probe run publishes: plain samples, built off the scrape path.
-#include <prometheus/metric_family.h>
-
+// What one probe run publishes: plain samples, built off the scrape path. The sample type is
+// fsaudit's own (no client library here): only the store serialises it, and a probe pays for what
+// it fills in, not for every field a client library's metric has. Member names follow the usual
+// client-model spelling (family.metric[i].gauge.value, .label[j].name) so probe and test code reads
+// the same either way.
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -9,6 +13,45 @@
 namespace fsaudit::metrics {
 
 using Labels = std::map<std::string, std::string>;
+
+enum class MetricType { Counter, Gauge, Histogram, Untyped };
+
+struct Label {
+  std::string name;
+  std::string value;
+};
+
+struct Value {
+  double value = 0;
+};
+
+struct Bucket {
+  std::uint64_t cumulative_count = 0;
+  double upper_bound = 0;
+};
+
+struct HistogramValue {
+  std::vector<Bucket> bucket;  // ascending, the last one +Inf
+  std::uint64_t sample_count = 0;
+  double sample_sum = 0;
+};
+
+// One series (a histogram's buckets, sum and count are one sample here). Only the member that
+// matches the family's type is meaningful.
+struct Sample {
+  std::vector<Label> label;
+  Value counter;
+  Value gauge;
+  Value untyped;
+  HistogramValue histogram;
+};
+
+struct MetricFamily {
+  std::string name;
+  std::string help;
+  MetricType type = MetricType::Untyped;
+  std::vector<Sample> metric;
+};
 
 class Batch {
  public:
@@ -26,15 +69,34 @@ class Batch {
                  double sum);
 
   void append(const Batch& other);
-  const std::vector<prometheus::MetricFamily>& families() const { return families_; }
-  bool empty() const { return families_.empty(); }
+  // A part of the batch named `id` whose samples `build` adds when asked, `version` telling whether
+  // they changed (one device stack's series: most of them are the same from one run to the next).
+  // The store keeps each part's text by id and calls `build` only for a version it has not
+  // serialised yet, so an unchanged part costs neither building nor serialising, and no sample of
+  // it is kept in memory, only its text. `build` may run later, on another thread, or not at all.
+  struct Part {
+    std::string id;
+    std::uint64_t version = 0;
+    std::function<void(Batch&)> build;
+  };
+  void include(Part part);
+  const std::vector<Part>& parts() const { return parts_; }
+  // This batch's own samples, without its parts.
+  const std::vector<MetricFamily>& own_families() const { return families_; }
+  // Own samples and the parts', merged by family name (built on first use when there are parts;
+  // not for concurrent first use from several threads).
+  const std::vector<MetricFamily>& families() const;
+  bool empty() const;
   // Test helper: the value of the first series of `name` whose labels include `match`; NaN if none.
   double value(const std::string& name, const Labels& match = {}) const;
   bool has(const std::string& name, const Labels& match = {}) const;
 
  private:
-  prometheus::MetricFamily& family(const std::string& name, const std::string& help, prometheus::MetricType type);
-  std::vector<prometheus::MetricFamily> families_;
+  MetricFamily& family(const std::string& name, const std::string& help, MetricType type);
+  std::vector<MetricFamily> families_;
+  std::vector<Part> parts_;
+  mutable std::vector<MetricFamily> merged_;
+  mutable bool merged_ok_ = false;
 };
 
 }  // namespace fsaudit::metrics

@@ -37,6 +37,11 @@ bool is_control(unsigned char c) { return c < 0x20 || c == 0x7F; }
 bool is_clean_label_value(std::string_view v, std::size_t max_bytes) {
   if (v.size() > max_bytes) return false;
   for (std::size_t i = 0; i < v.size();) {
+    auto c = static_cast<unsigned char>(v[i]);
+    if (c >= 0x20 && c < 0x7F) {  // printable ASCII: nearly every byte of every value
+      ++i;
+      continue;
+    }
     auto n = utf8_len(v, i);
     if (n == 0 || (n == 1 && is_control(static_cast<unsigned char>(v[i])))) return false;
     i += n;

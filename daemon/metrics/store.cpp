@@ -8,12 +8,11 @@
 namespace fsaudit::metrics {
 namespace {
 
-const char* type_name(prometheus::MetricType t) {
+const char* type_name(MetricType t) {
   switch (t) {
-    case prometheus::MetricType::Counter: return "counter";
-    case prometheus::MetricType::Gauge: return "gauge";
-    case prometheus::MetricType::Histogram: return "histogram";
-    case prometheus::MetricType::Summary: return "summary";
+    case MetricType::Counter: return "counter";
+    case MetricType::Gauge: return "gauge";
+    case MetricType::Histogram: return "histogram";
     default: return "untyped";
   }
 }
@@ -37,33 +36,45 @@ void put_number(std::string& out, std::uint64_t v) {
 }
 
 void put_escaped(std::string& out, const std::string& s, bool quote) {
-  for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (quote && c == '"') out += "\\\"";
-    else out += c;
+  // Runs without anything to escape (nearly every value) are appended in one piece.
+  const char* special = quote ? "\\\n\"" : "\\\n";
+  std::size_t from = 0;
+  while (true) {
+    auto at = s.find_first_of(special, from);
+    if (at == std::string::npos) {
+      out.append(s, from, std::string::npos);
+      return;
+    }
+    out.append(s, from, at - from);
+    out += s[at] == '\\' ? "\\\\" : s[at] == '\n' ? "\\n" : "\\\"";
+    from = at + 1;
+  }
+}
+
+// Appends `a="x",b="y"`.
+void put_labels(std::string& out, const std::vector<Label>& labels) {
+  bool first = true;
+  for (const auto& l : labels) {
+    if (!first) out += ',';
+    first = false;
+    out += l.name;
+    out += "=\"";
+    put_escaped(out, l.value, true);
+    out += '"';
   }
 }
 
 // name{a="x",b="y"[,le="..."]} value
-void put_sample(std::string& out, const std::string& name, const char* suffix,
-                const std::vector<prometheus::ClientMetric::Label>& labels, const char* extra_name,
-                double extra_value, double value, bool count_value = false, std::uint64_t count = 0) {
+void put_sample(std::string& out, const std::string& name, const char* suffix, const std::string& labels,
+                const char* extra_name, double extra_value, double value, bool count_value = false,
+                std::uint64_t count = 0) {
   out += name;
   out += suffix;
   if (!labels.empty() || extra_name) {
     out += '{';
-    bool first = true;
-    for (const auto& l : labels) {
-      if (!first) out += ',';
-      first = false;
-      out += l.name;
-      out += "=\"";
-      put_escaped(out, l.value, true);
-      out += '"';
-    }
+    out += labels;
     if (extra_name) {
-      if (!first) out += ',';
+      if (!labels.empty()) out += ',';
       out += extra_name;
       out += "=\"";
       put_number(out, extra_value);
@@ -77,29 +88,32 @@ void put_sample(std::string& out, const std::string& name, const char* suffix,
   out += '\n';
 }
 
-void put_lines(std::string& out, const prometheus::MetricFamily& f) {
+void put_lines(std::string& out, const MetricFamily& f) {
+  std::string labels;  // rendered once per series (a histogram has many lines), in one reused buffer
   for (const auto& m : f.metric) {
+    labels.clear();
+    put_labels(labels, m.label);
     switch (f.type) {
-      case prometheus::MetricType::Counter:
-        put_sample(out, f.name, "", m.label, nullptr, 0, m.counter.value);
+      case MetricType::Counter:
+        put_sample(out, f.name, "", labels, nullptr, 0, m.counter.value);
         break;
-      case prometheus::MetricType::Gauge:
-        put_sample(out, f.name, "", m.label, nullptr, 0, m.gauge.value);
+      case MetricType::Gauge:
+        put_sample(out, f.name, "", labels, nullptr, 0, m.gauge.value);
         break;
-      case prometheus::MetricType::Histogram:
+      case MetricType::Histogram:
         for (const auto& b : m.histogram.bucket)
-          put_sample(out, f.name, "_bucket", m.label, "le", b.upper_bound, 0, true, b.cumulative_count);
-        put_sample(out, f.name, "_sum", m.label, nullptr, 0, m.histogram.sample_sum);
-        put_sample(out, f.name, "_count", m.label, nullptr, 0, 0, true, m.histogram.sample_count);
+          put_sample(out, f.name, "_bucket", labels, "le", b.upper_bound, 0, true, b.cumulative_count);
+        put_sample(out, f.name, "_sum", labels, nullptr, 0, m.histogram.sample_sum);
+        put_sample(out, f.name, "_count", labels, nullptr, 0, 0, true, m.histogram.sample_count);
         break;
       default:
-        put_sample(out, f.name, "", m.label, nullptr, 0, m.untyped.value);
+        put_sample(out, f.name, "", labels, nullptr, 0, m.untyped.value);
         break;
     }
   }
 }
 
-std::string head_of(const prometheus::MetricFamily& f) {
+std::string head_of(const MetricFamily& f) {
   std::string h = "# HELP " + f.name + " ";
   put_escaped(h, f.help, false);
   h += "\n# TYPE " + f.name + " " + type_name(f.type) + "\n";
@@ -131,42 +145,70 @@ void Store::drop_key_locked(const std::string& key) {
   key_families_.erase(it);
 }
 
+std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& families) {
+  std::vector<Piece> pieces;
+  pieces.reserve(families.size());
+  for (const auto& f : families) {
+    std::string lines;
+    lines.reserve(f.metric.size() * (f.type == MetricType::Histogram ? 2048 : 128));
+    put_lines(lines, f);
+    lines.shrink_to_fit();
+    pieces.push_back({f.name, head_of(f), type_name(f.type), std::make_shared<const std::string>(std::move(lines))});
+  }
+  return pieces;
+}
+
 void Store::publish(const std::string& key, const Batch& batch) {
   // Serialise outside the lock: the only work that grows with the batch, and none with the store.
-  struct Piece {
-    std::string name, head, type, lines;
-  };
-  std::vector<Piece> pieces;
-  pieces.reserve(batch.families().size());
-  for (const auto& f : batch.families()) {
-    Piece p{f.name, head_of(f), type_name(f.type), {}};
-    put_lines(p.lines, f);
-    pieces.push_back(std::move(p));
+  // A part seen in this key's last publish keeps the text it had then.
+  std::vector<Piece> own = render(batch.own_families());
+  PartTexts old, fresh;
+  if (!batch.parts().empty()) {
+    std::lock_guard l(mu_);
+    if (auto it = part_texts_.find(key); it != part_texts_.end()) {
+      old = std::move(it->second);
+      part_texts_.erase(it);
+    }
+  }
+  std::vector<const Piece*> pieces;
+  for (const auto& p : own) pieces.push_back(&p);
+  for (const auto& part : batch.parts()) {
+    auto [slot, fresh_id] = fresh.try_emplace(part.id);
+    if (!fresh_id) continue;  // one id twice: the first wins
+    if (auto it = old.find(part.id); it != old.end() && it->second.version == part.version) {
+      slot->second = std::move(it->second);
+    } else {
+      Batch built;
+      part.build(built);
+      slot->second = {part.version, render(built.families())};
+    }
+    for (const auto& p : slot->second.pieces) pieces.push_back(&p);
   }
   std::lock_guard l(mu_);
   drop_key_locked(key);
   std::vector<std::string> names;
   names.reserve(pieces.size());
-  for (auto& p : pieces) {
-    auto [it, inserted] = families_.try_emplace(p.name);
+  for (const Piece* p : pieces) {
+    auto [it, inserted] = families_.try_emplace(p->name);
     auto& fam = it->second;
     if (inserted) {
-      fam.head = std::move(p.head);
-      fam.type = p.type;
-    } else if (fam.type != p.type) {
+      fam.head = p->head;
+      fam.type = p->type;
+    } else if (fam.type != p->type) {
       continue;  // a type clash is a bug; the first type published wins, the rest is dropped
     }
-    // One family published twice in one batch (append of two batches): keep both sets of lines.
-    auto& lines = fam.by_key[key];
-    lines += p.lines;
-    if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+    // One family in several pieces of one batch (parts, or append of two batches): keep them all.
+    fam.by_key[key].push_back(p->lines);
+    if (std::find(names.begin(), names.end(), p->name) == names.end()) names.push_back(p->name);
   }
   if (!names.empty()) key_families_[key] = std::move(names);
+  if (!fresh.empty()) part_texts_[key] = std::move(fresh);
   cache_.reset();
 }
 
 void Store::remove(const std::string& key) {
   std::lock_guard l(mu_);
+  part_texts_.erase(key);
   if (!key_families_.count(key)) return;
   drop_key_locked(key);
   cache_.reset();
@@ -178,7 +220,10 @@ void Store::retain(const std::vector<std::string>& keep) {
   std::vector<std::string> gone;
   for (const auto& [key, names] : key_families_)
     if (!k.count(key)) gone.push_back(key);
-  for (const auto& key : gone) drop_key_locked(key);
+  for (const auto& key : gone) {
+    drop_key_locked(key);
+    part_texts_.erase(key);
+  }
   if (!gone.empty()) cache_.reset();
 }
 
@@ -188,13 +233,15 @@ std::shared_ptr<const std::string> Store::snapshot() const {
   std::size_t size = 0;
   for (const auto& [name, f] : families_) {
     size += f.head.size();
-    for (const auto& [key, lines] : f.by_key) size += lines.size();
+    for (const auto& [key, chunks] : f.by_key)
+      for (const auto& c : chunks) size += c->size();
   }
   auto text = std::make_shared<std::string>();
   text->reserve(size);
   for (const auto& [name, f] : families_) {
     *text += f.head;
-    for (const auto& [key, lines] : f.by_key) *text += lines;
+    for (const auto& [key, chunks] : f.by_key)
+      for (const auto& c : chunks) *text += *c;
   }
   cache_ = std::move(text);
   ++builds_;

@@ -30,16 +30,30 @@ class Store {
   std::uint64_t builds() const;
 
  private:
-  struct Family {
-    std::string head;                        // "# HELP ...\n# TYPE ...\n"
-    std::string type;                        // for type clashes between keys
-    std::map<std::string, std::string> by_key;  // key -> sample lines of this family
+  // One family's HELP/TYPE and sample lines from one batch or part; the lines are shared with the
+  // exposition's pieces, so a part's text is held once however many publishes reuse it.
+  struct Piece {
+    std::string name, head, type;
+    std::shared_ptr<const std::string> lines;
   };
+  struct Family {
+    std::string head;  // "# HELP ...\n# TYPE ...\n"
+    std::string type;  // for type clashes between keys
+    std::map<std::string, std::vector<std::shared_ptr<const std::string>>> by_key;  // key -> its sample lines
+  };
+  // The text of the parts a key last published, by part id.
+  struct PartText {
+    std::uint64_t version = 0;
+    std::vector<Piece> pieces;
+  };
+  using PartTexts = std::map<std::string, PartText>;
+  static std::vector<Piece> render(const std::vector<MetricFamily>& families);
   void drop_key_locked(const std::string& key);
 
   mutable std::mutex mu_;
   std::map<std::string, Family> families_;                      // by family name: the exposition order
   std::map<std::string, std::vector<std::string>> key_families_;  // key -> family names it published
+  std::map<std::string, PartTexts> part_texts_;                   // key -> its parts' text
   mutable std::shared_ptr<const std::string> cache_;            // null after a change
   mutable std::uint64_t builds_ = 0;
 };

@@ -176,11 +176,13 @@ void Dispatcher::forget_except(const std::set<std::string>& ids) {
 // ---- per-stack state and metrics ------------------------------------------------------------------
 
 void StackStats::set_state(State s) {
+  ++version_;
   state = s;
   if (s != State::ok) skipped[std::string(state_name(s))]++;
 }
 
 void StackStats::record(SteadyTime now, const SampleResult& r) {
+  ++version_;
   for (auto ns : r.fsync_ns) {
     fsync.observe(ns);
     window.add(now, ns);
@@ -235,6 +237,14 @@ void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime no
   }
 }
 
+std::uint64_t StackStats::version(SteadyTime now) {
+  if (auto live = window.size(now); live != live_) {
+    live_ = live;
+    ++version_;
+  }
+  return version_;
+}
+
 // ---- the probe ------------------------------------------------------------------------------------
 
 struct LatencyProbe::Shared {
@@ -261,30 +271,44 @@ bool sampler_applies(const Target& t) {
   return std::find(never.begin(), never.end(), t.fstype) == never.end();
 }
 
+namespace {
+bool same_mounts(const std::vector<MountEntry>& a, const std::vector<MountEntry>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const MountEntry& x, const MountEntry& y) {
+           return x.mount_id == y.mount_id && x.major == y.major && x.minor == y.minor && x.root == y.root &&
+                  x.mountpoint == y.mountpoint && x.mount_options == y.mount_options && x.fstype == y.fstype &&
+                  x.source == y.source && x.super_options == y.super_options;
+         });
+}
+}  // namespace
+
 const std::vector<StackPlan>& LatencyProbe::plans(ProbeContext& ctx, std::string* error) {
-  auto text = read_mount_table(ctx);
-  if (!text) {
-    *error = "cannot read the mount table: " + text.error();
+  // The daemon reads the mount table once per cycle and hands every run the same snapshot: most
+  // runs (one a second) see the snapshot they planned with and stop at a pointer comparison; reading
+  // and comparing mountinfo here on every run cost more than all the sampling on a host with 1,000
+  // mounts.
+  auto table = mount_table(ctx);
+  if (!table) {
+    *error = "cannot read the mount table: " + table.error();
     return plans_;
   }
   auto now = ctx.clock.now();
-  if (*text == mount_text_ && planned_at_ != SteadyTime{} && now - planned_at_ < kReplanEvery) return plans_;
-  auto mounts = parse_mountinfo(*text);
-  if (!mounts) {
-    *error = mounts.error();
+  bool recent = planned_at_ != SteadyTime{} && now - planned_at_ < kReplanEvery;
+  if (recent && mounts_ && (*table == mounts_ || same_mounts(**table, *mounts_))) {
+    mounts_ = *table;
     return plans_;
   }
+  const auto& mounts = **table;
   watched_.clear();
-  for (auto& t : select_targets(*mounts, watch_))
+  for (auto& t : select_targets(mounts, watch_))
     if (sampler_applies(t)) watched_.push_back(std::move(t));
-  auto next = plan_stacks(*mounts, watched_, sel_, ctx.host);
+  auto next = plan_stacks(mounts, watched_, sel_, ctx.host);
   // A stack whose probe file moved (another opted-in path) removes the old one too.
   for (auto& p : next)
     for (const auto& old : plans_)
       if (old.id == p.id && old.sampled && old.dir != p.dir) p.other_dirs.push_back(old.dir);
   ++generation_;
   plans_ = std::move(next);
-  mount_text_ = std::move(*text);
+  mounts_ = *table;
   planned_at_ = now;
   return plans_;
 }
@@ -331,8 +355,10 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   std::vector<std::string> deferred;
   auto due = sh.dispatcher.due(now, ids, busy, &deferred);
   for (const auto& id : deferred) {
+    // One skip per wait for the host budget, not one per second of it: a stack waiting its turn
+    // stays unchanged (and costs nothing to publish) until it samples.
     std::lock_guard l(stats[id]->mu);
-    stats[id]->set_state(State::io_budget);
+    if (stats[id]->state != State::io_budget) stats[id]->set_state(State::io_budget);
   }
 
   // Each due stack samples on its own thread: one hung fsync holds only its own stack.
@@ -402,19 +428,32 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   }
 
   metrics::Batch b;
+  if (!info_part_ || info_generation_ != generation_) {  // changes only with the plan
+    auto info = std::make_shared<metrics::Batch>();
+    for (const auto& p : plan)
+      for (const auto& t : p.targets)
+        info->info("fsaudit_latency_stack_info",
+                   "Maps a watched filesystem (target) to the device stack whose sampler measures it (stack); "
+                   "sampled=false when nothing on that stack may be written",
+                   {{"target", t}, {"stack", p.id}, {"sampled", p.sampled ? "true" : "false"}});
+    info_part_ = std::move(info);
+    info_generation_ = generation_;
+  }
+  b.include({"stack_info", generation_, [info = info_part_](metrics::Batch& out) { out.append(*info); }});
   std::size_t sampled = 0;
+  const auto end = clock->now();
   for (const auto& p : plan) {
-    for (const auto& t : p.targets)
-      b.info("fsaudit_latency_stack_info",
-             "Maps a watched filesystem (target) to the device stack whose sampler measures it (stack); "
-             "sampled=false when nothing on that stack may be written",
-             {{"target", t}, {"stack", p.id}, {"sampled", p.sampled ? "true" : "false"}});
     if (!p.sampled) continue;
     ++sampled;
     auto& st = stats[p.id];
     std::lock_guard l(st->mu);
     if (st->in_flight && !busy.count(p.id)) st->set_state(State::stuck);  // dispatched now, not back in time
-    st->emit(b, {{"stack", p.id}, {"target", p.target}}, clock->now(), s_.direct_reads);
+    b.include({p.id + "\x1f" + p.target, st->version(end),
+               [st, l = metrics::Labels{{"stack", p.id}, {"target", p.target}}, end, reads = s_.direct_reads](
+                   metrics::Batch& out) {
+                 std::lock_guard lk(st->mu);
+                 st->emit(out, l, end, reads);
+               }});
   }
   b.gauge("fsaudit_latency_samplers", "Device stacks with a latency sampler (one per pool / filesystem / array)", {},
           static_cast<double>(sampled));

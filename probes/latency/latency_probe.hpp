@@ -94,6 +94,10 @@ class StackStats {
   void record(SteadyTime now, const SampleResult& r);
   // labels: stack, target (where the probe file lives).
   void emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, bool direct_reads);
+  // Changes whenever what emit() shows changes (a sample, a state change, a sample leaving the
+  // window): the store re-serialises a stack's series only then. Most stacks wait for their turn
+  // most of the time.
+  std::uint64_t version(SteadyTime now);
 
   Histogram fsync, reads;
   RollingWindow window;
@@ -105,6 +109,10 @@ class StackStats {
   std::uint64_t seed = 0;
   std::uint64_t cleaned_generation = 0;  // plan generation whose stale probe files were removed
   std::mutex mu;  // never held during I/O
+
+ private:
+  std::uint64_t version_ = 0;  // grows with every change emit() would show
+  std::size_t live_ = 0;       // window samples at the last version()
 };
 
 class LatencyProbe final : public Probe {
@@ -124,7 +132,9 @@ class LatencyProbe final : public Probe {
   TargetSelection watch_;
   StackSelection sel_;
   std::shared_ptr<Shared> shared_;  // outlives the probe while a hung sample still runs
-  std::string mount_text_;
+  MountSnapshot mounts_;  // the table plans_ was made from
+  std::shared_ptr<const metrics::Batch> info_part_;  // fsaudit_latency_stack_info of plans_
+  std::uint64_t info_generation_ = 0;
   SteadyTime planned_at_{};
   std::vector<StackPlan> plans_;
   std::vector<Target> watched_;

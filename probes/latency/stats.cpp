@@ -45,6 +45,11 @@ void RollingWindow::expire(SteadyTime now) {
   while (!samples_.empty() && now - samples_.front().first >= window_) samples_.pop_front();
 }
 
+std::size_t RollingWindow::size(SteadyTime now) {
+  expire(now);
+  return samples_.size();
+}
+
 std::optional<RollingWindow::Quantiles> RollingWindow::quantiles(SteadyTime now) {
   expire(now);
   if (samples_.empty()) return std::nullopt;

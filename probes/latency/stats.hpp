@@ -54,6 +54,8 @@ class RollingWindow {
   void add(SteadyTime t, std::uint64_t ns);
   void expire(SteadyTime now);
   std::size_t size() const { return samples_.size(); }
+  // Samples still inside the window at `now` (drops the older ones).
+  std::size_t size(SteadyTime now);
   struct Quantiles {
     std::uint64_t p50_ns, p99_ns, p999_ns, max_ns;
   };

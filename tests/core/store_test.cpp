@@ -98,3 +98,51 @@ TEST(Store, ATypeClashKeepsTheFirstType) {
   s.remove("a");  // the family is gone with its last key; b's clash was dropped, not kept aside
   EXPECT_EQ(s.text(), "");
 }
+
+// A batch made of parts publishes the same exposition as the same samples added one by one; a part
+// whose version is unchanged keeps its text without being built again, a new version replaces it,
+// and a family spread over the batch's own samples and several parts stays one family.
+TEST(Store, PartsGiveTheSameExpositionAndAreBuiltOncePerVersion) {
+  int builds = 0;
+  auto stack = [&](const std::string& id, std::uint64_t version, double count) {
+    return metrics::Batch::Part{id, version, [&builds, id, count](metrics::Batch& p) {
+                                  ++builds;
+                                  p.histogram("fsaudit_fsync_latency_seconds", "Latency.", {{"stack", id}},
+                                              {0.001, 0.01}, {1, 2, 3}, count);
+                                  p.gauge("fsaudit_fsync_latency_window_samples", "Samples.", {{"stack", id}}, count);
+                                }};
+  };
+  metrics::Batch with_parts;
+  with_parts.gauge("fsaudit_latency_samplers", "Samplers.", {}, 2);
+  with_parts.include(stack("a", 1, 1));
+  with_parts.include(stack("b", 1, 2));
+  metrics::Batch flat;
+  flat.gauge("fsaudit_latency_samplers", "Samplers.", {}, 2);
+  stack("a", 1, 1).build(flat);
+  stack("b", 1, 2).build(flat);
+
+  metrics::Store s1, s2;
+  s1.publish("latency", with_parts);
+  s2.publish("latency", flat);
+  EXPECT_EQ(s1.text(), s2.text());
+  EXPECT_EQ(with_parts.value("fsaudit_fsync_latency_window_samples", {{"stack", "b"}}), 2);
+  EXPECT_EQ(metrics::serialize(with_parts), metrics::serialize(flat));
+
+  builds = 0;
+  metrics::Batch again;  // b unchanged, a at a new version
+  again.gauge("fsaudit_latency_samplers", "Samplers.", {}, 2);
+  again.include(stack("a", 2, 7));
+  again.include(stack("b", 1, 2));
+  s1.publish("latency", again);
+  EXPECT_EQ(builds, 1);
+  auto text = s1.text();
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_samples", {{"stack", "a"}}), 7);
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_samples", {{"stack", "b"}}), 2);
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_seconds_sum", {{"stack", "a"}}), 7);
+  size_t helps = 0;
+  for (size_t p = 0; (p = text.find("# HELP fsaudit_fsync_latency_seconds ", p)) != std::string::npos; ++p) ++helps;
+  EXPECT_EQ(helps, 1u);
+
+  s1.remove("latency");
+  EXPECT_EQ(s1.text(), "");
+}

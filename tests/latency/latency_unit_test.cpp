@@ -608,6 +608,43 @@ TEST(LatencyProbe, FailsWithAReasonWhenTheMountTableIsUnreadable) {
   EXPECT_NE(r.reason.find("mount table"), std::string::npos) << r.reason;
 }
 
+// In the daemon every run gets the cycle's mount snapshot: the probe plans from it and never reads
+// mountinfo itself (here there is none to read), and a new snapshot with other mounts replans.
+TEST(LatencyProbe, PlansFromTheCyclesMountSnapshot) {
+  fsaudit::testing::TempDir t("fsaudit-latency-snapshot");
+  auto a = t / "a", b = t / "b";
+  for (const auto& d : {a, b}) std::filesystem::create_directories(d);
+  auto snapshot = [&](bool with_b) {
+    std::string text = "10 1 7:10 / " + a.string() + " rw - ext4 /dev/loop10 rw\n";
+    if (with_b) text += "12 1 7:11 / " + b.string() + " rw - ext4 /dev/loop11 rw\n";
+    auto m = parse_mountinfo(text);
+    EXPECT_TRUE(m.ok());
+    return std::make_shared<const std::vector<MountEntry>>(*m);
+  };
+  HostPaths host = HostPaths::under(t.path());  // no proc/self/mountinfo under it
+  ProcessRunner runner;
+  ToolPaths tools;
+  FakeClock clk;
+  SamplerSettings s;
+  s.file_size = 1 << 20;
+  s.fill_threshold = 1.0;
+  TargetSelection watch;
+  watch.include = {a.string(), b.string()};
+  LatencyProbe probe(s, watch, StackSelection{});
+  auto run = [&](MountSnapshot m) {
+    ProbeContext ctx{host, runner, clk, tools, t.path(), {}, clk.now() + 10s, std::move(m)};
+    auto r = probe.run(Target::host(), ctx);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    clk.advance(1s);
+    return r.metrics.value("fsaudit_latency_samplers");
+  };
+  auto both = snapshot(true);
+  EXPECT_EQ(run(both), 2.0);
+  EXPECT_EQ(run(both), 2.0);
+  EXPECT_EQ(run(snapshot(true)), 2.0);  // a new snapshot of the same table
+  EXPECT_EQ(run(snapshot(false)), 1.0);
+}
+
 // ---- per-stack metrics ------------------------------------------------------------------------------
 
 TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {
@@ -646,7 +683,7 @@ TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {
   EXPECT_EQ(b.value("fsaudit_latency_sampler_info", with("mode", "io_uring_fsync")), 1.0);
   EXPECT_FALSE(b.has("fsaudit_direct_read_latency_seconds"));
 
-  const prometheus::ClientMetric* m = nullptr;
+  const metrics::Sample* m = nullptr;
   for (const auto& f : b.families())
     if (f.name == "fsaudit_fsync_latency_seconds") m = &f.metric.at(0);
   ASSERT_NE(m, nullptr);

@@ -1,11 +1,11 @@
 // Label values from outside become valid, bounded UTF-8, and a scrape carrying junk passes promtool.
 #include <gtest/gtest.h>
-#include <prometheus/text_serializer.h>
 
 #include <random>
 
 #include "daemon/metrics/batch.hpp"
 #include "daemon/metrics/label_value.hpp"
+#include "daemon/metrics/store.hpp"
 #include "tests/support/support.hpp"
 
 namespace fsaudit::metrics {
@@ -61,8 +61,7 @@ TEST(LabelValue, JunkInEveryLabelStillGivesValidExposition) {
   b.info("fsaudit_probe_failure_info", "Why the probe's last run failed.",
          {{"probe", "zfs"}, {"target", "host"}, {"reason", "zpool status: not zpool status output (" + junk + ")"}});
   b.gauge("fsaudit_zfs_vdev_errors", "Vdev errors.", {{"pool", "my \"pool\"\\"}, {"vdev", junk.substr(0, 300)}}, 6);
-  std::vector<prometheus::MetricFamily> fams = b.families();
-  auto text = prometheus::TextSerializer().Serialize(fams);
+  auto text = metrics::serialize(b);
   for (const auto& f : b.families())
     for (const auto& m : f.metric)
       for (const auto& l : m.label) EXPECT_TRUE(is_clean_label_value(l.value)) << l.name;

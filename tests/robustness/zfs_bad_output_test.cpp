@@ -2,7 +2,6 @@
 // reason (never "no pools", never a partial success), and the right names and counts when it is
 // complete. Scripted runner for the run logic; the real ProcessRunner for the oversized output.
 #include <gtest/gtest.h>
-#include <prometheus/text_serializer.h>
 
 #include <chrono>
 #include <filesystem>
@@ -11,6 +10,7 @@
 
 #include "daemon/core/clock.hpp"
 #include "daemon/metrics/label_value.hpp"
+#include "daemon/metrics/store.hpp"
 #include "probes/zfs/probe.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
@@ -72,9 +72,8 @@ std::function<CommandResult(const std::vector<std::string>&)> text_zpool(Command
 
 // "" when `promtool check metrics` accepts the batch's exposition, else its complaint.
 std::string promtool_check(const metrics::Batch& b) {
-  std::vector<prometheus::MetricFamily> fams = b.families();
   testing::TempDir dir;
-  testing::write_text(dir / "scrape.txt", prometheus::TextSerializer().Serialize(fams));
+  testing::write_text(dir / "scrape.txt", metrics::serialize(b));
   auto r = testing::run({"sh", "-c", "promtool check metrics < '" + (dir / "scrape.txt").string() + "'"});
   return r.exit_code == 0 ? "" : "promtool exit " + std::to_string(r.exit_code) + ": " + r.out + r.err;
 }

@@ -1,12 +1,12 @@
 // The real zpool (zfs-fuse) with file vdevs whose paths hold blanks: the text output is read by the
 // header's columns, so the vdevs keep their whole names, and the scrape passes promtool.
 #include <gtest/gtest.h>
-#include <prometheus/text_serializer.h>
 
 #include <chrono>
 #include <filesystem>
 
 #include "daemon/core/clock.hpp"
+#include "daemon/metrics/store.hpp"
 #include "probes/zfs/probe.hpp"
 #include "tests/support/lab.hpp"
 #include "tests/support/support.hpp"
@@ -45,8 +45,7 @@ TEST(ZfsLabSpaces, VdevPathsWithBlanksKeepTheirNames) {
         << p;
   }
   EXPECT_EQ(r.metrics.value("fsaudit_zfs_pool_redundant", {{"pool", name}}), 1);
-  std::vector<prometheus::MetricFamily> fams = r.metrics.families();
-  testing::write_text(dir / "scrape.txt", prometheus::TextSerializer().Serialize(fams));
+  testing::write_text(dir / "scrape.txt", metrics::serialize(r.metrics));
   auto check = testing::run({"sh", "-c", "promtool check metrics < '" + (dir / "scrape.txt").string() + "'"});
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
