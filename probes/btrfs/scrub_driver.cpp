@@ -1,9 +1,11 @@
 #include "probes/btrfs/scrub_driver.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "daemon/core/block_device.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/core/helper_client.hpp"
 #include "daemon/core/strings.hpp"
 
 namespace fsaudit::btrfs {
@@ -87,6 +89,20 @@ class BtrfsDriver final : public scrub::Driver {
     scrub::JobStatus job;
     if (!st.job_dir.empty()) job = scrub::read_job(env.ctx.host, st.job_dir, st.job_pid);
     auto r = scrub::run_command(env, {env.ctx.tool("btrfs"), "scrub", "status", "-d", "-R", t.mountpoint});
+    if (!r.ok() && !env.privileged_helper.empty() &&
+        (r.err.find("Operation not permitted") != std::string::npos || r.err.find("Permission denied") != std::string::npos)) {
+      // An unprivileged fsauditd: the status ioctl needs CAP_SYS_ADMIN, fsaudit-helper has it.
+      auto h = helper_call(env.privileged_helper, "btrfs-scrub-status", {{"mountpoint", t.mountpoint}},
+                           std::max(std::chrono::milliseconds(100), env.ctx.remaining()));
+      if (h) {
+        r = CommandResult{};
+        r.exited = true;
+        r.exit_code = std::atoi((*h)["exit"].c_str());
+        r.out = (*h)["out"];
+      } else {
+        r.err += " (" + h.error() + ")";
+      }
+    }
     if (!r.ok()) {
       // btrfs-progs missing or failing: the status file btrfs-progs keeps still tells the last scrub.
       if (auto o = from_status_file(t, env)) return *o;

@@ -20,6 +20,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/core/trust.hpp"
 #include "daemon/core/result.hpp"
+#include "probes/canary/helper_request.hpp"
 #include "daemon/runner/runner.hpp"
 #include "probes/canary/cycle.hpp"
 
@@ -28,15 +29,6 @@ namespace fsaudit::canary {
 inline constexpr std::size_t kMaxHelperRequest = 1024;
 inline constexpr const char* kDefaultHelperSocket = "/run/fsaudit/helper.sock";
 
-struct HelperRequest {
-  std::string verb;
-  std::string canary;
-};
-
-const std::vector<std::string>& helper_verbs();
-
-// Strict: a JSON object with exactly "verb" (one of helper_verbs()) and "canary" (a string).
-Result<HelperRequest> parse_helper_request(std::string_view line);
 
 // "" when `own` (the helper's config) has this canary, else the refusal.
 std::string check_helper_request(const HelperRequest& req, const config::Config& own);

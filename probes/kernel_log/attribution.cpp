@@ -20,10 +20,9 @@ void put(std::map<std::string, std::string>& m, const std::string& key, const st
 }  // namespace
 
 TargetResolver::TargetResolver(const HostPaths& host) : host_(host) {
-  auto text = read_file(host_.proc("self/mountinfo"));
-  if (!text) return;
-  auto mounts = parse_mountinfo(*text);
-  if (!mounts) return;
+  auto table = read_mount_table(host_);
+  if (!table) return;
+  const auto& mounts = *table;
   std::error_code ec;
   // btrfs: uuid -> member device names
   std::map<std::string, std::set<std::string>> btrfs_members;

@@ -261,7 +261,6 @@ LatencyProbe::LatencyProbe(SamplerSettings s, TargetSelection watch, StackSelect
   sel_.dir_name = s_.dir_name;
 }
 
-Result<std::string> read_mount_table(const ProbeContext& ctx) { return read_file(ctx.host.proc("self/mountinfo")); }
 
 bool sampler_applies(const Target& t) {
   if (t.is_host() || t.mountpoint.empty()) return false;
@@ -472,12 +471,10 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
 }
 
 ProbeResult LatencyCleanupProbe::run(const Target&, ProbeContext& ctx) {
-  auto text = read_mount_table(ctx);
-  if (!text) return ProbeResult::failed("cannot read the mount table: " + text.error());
-  auto mounts = parse_mountinfo(*text);
-  if (!mounts) return ProbeResult::failed(mounts.error());
+  auto mounts = mount_table(ctx);
+  if (!mounts) return ProbeResult::failed("cannot read the mount table: " + mounts.error());
   std::vector<std::string> dirs;
-  for (const auto& t : select_targets(*mounts, watch_))
+  for (const auto& t : select_targets(**mounts, watch_))
     if (sampler_applies(t)) dirs.push_back((std::filesystem::path(t.mountpoint) / dir_name_).string());
   for (const auto& p : paths_) dirs.push_back((std::filesystem::path(p) / dir_name_).string());
   std::vector<std::string> removed, failed;

@@ -164,9 +164,6 @@ class LatencyCleanupProbe final : public Probe {
 // Filesystems the sampler never writes to: pseudo, network, inherently read-only.
 bool sampler_applies(const Target& t);
 
-// The mount table the sampler groups by stack. The one place probes/latency reads it.
-Result<std::string> read_mount_table(const ProbeContext& ctx);
-
 // The filesystems the daemon watches, as the daemon selects them: config targets, canaries excluded.
 TargetSelection watched_selection(const config::Config& cfg);
 // latency.{discover,targets,exclude,dir_name} as plan_stacks() takes them (the helper checks with it too).

@@ -13,6 +13,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/probe/probe.hpp"
 #include "probes/latency/sampler.hpp"
+#include "probes/latency/stream_state.hpp"
 
 namespace fsaudit::latency {
 
@@ -29,9 +30,6 @@ StreamSummary summarize_stream(std::vector<std::uint64_t> idle, std::vector<std:
 bool stream_due(const CalendarWindow& w, std::chrono::milliseconds interval, WallTime now,
                 std::optional<WallTime> last, long tz_offset_seconds);
 
-// "last start" records: one line "EPOCH_SECONDS PATH" per directory.
-std::map<std::string, double> parse_stream_state(std::string_view text);
-std::string format_stream_state(const std::map<std::string, double>& m);
 
 struct StreamRun {
   State state = State::ok;

@@ -76,7 +76,7 @@ Result<Observation> JobDriver::observe(const ScrubTarget& t, TargetState& st, Dr
       return o;
     }
   }
-  if (process_running(env.ctx.host, exe(), t.mountpoint, also_arg())) {
+  if (process_running(env, exe(), t.mountpoint, also_arg())) {
     o.phase = Phase::running;  // somebody else's run
     o.detail = exe() + " started by someone else is running";
   }
@@ -164,15 +164,27 @@ Result<int> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st
   return static_cast<int>(*pid);
 }
 
-bool process_running(const HostPaths& host, const std::string& exe, const std::string& arg, const std::string& also_arg) {
+namespace {
+
+std::vector<std::vector<std::string>> read_processes(const HostPaths& host) {
+  std::vector<std::vector<std::string>> out;
   std::error_code ec;
   for (auto it = fs::directory_iterator(host.procfs, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     auto name = it->path().filename().string();
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
     auto cmd = read_file(it->path() / "cmdline", 64 << 10);
     if (!cmd || cmd->empty()) continue;
-    auto args = split(*cmd, '\0');
-    if (args.empty() || fs::path(std::string(args[0])).filename() != exe) continue;
+    std::vector<std::string> argv;
+    for (auto a : split(*cmd, '\0')) argv.emplace_back(a);
+    out.push_back(std::move(argv));
+  }
+  return out;
+}
+
+bool any_matches(const std::vector<std::vector<std::string>>& procs, const std::string& exe, const std::string& arg,
+                 const std::string& also_arg) {
+  for (const auto& args : procs) {
+    if (args.empty() || fs::path(args[0]).filename() != exe) continue;
     bool has_arg = false, has_also = also_arg.empty();
     for (size_t i = 1; i < args.size(); ++i) {
       has_arg = has_arg || args[i] == arg;
@@ -181,6 +193,17 @@ bool process_running(const HostPaths& host, const std::string& exe, const std::s
     if (has_arg && has_also) return true;
   }
   return false;
+}
+
+}  // namespace
+
+bool process_running(const HostPaths& host, const std::string& exe, const std::string& arg, const std::string& also_arg) {
+  return any_matches(read_processes(host), exe, arg, also_arg);
+}
+
+bool process_running(DriverEnv& env, const std::string& exe, const std::string& arg, const std::string& also_arg) {
+  if (!env.processes) env.processes = read_processes(env.ctx.host);
+  return any_matches(*env.processes, exe, arg, also_arg);
 }
 
 }  // namespace fsaudit::scrub

@@ -40,7 +40,10 @@ struct DriverEnv {
   ProbeContext& ctx;
   std::filesystem::path jobs_dir;  // <state_dir>/scrub/jobs
   std::string detach_helper;       // path of fsaudit-scrub-detach
+  std::string privileged_helper;   // fsaudit-helper's socket (canary.helper), for what the host refuses us
   double now = 0;
+  // Every process's argv, read from /proc at most once per pass (process_running), not per target.
+  std::optional<std::vector<std::vector<std::string>>> processes = std::nullopt;
 };
 
 class Driver {
@@ -80,6 +83,8 @@ Result<int> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st
 // Processes whose argv satisfies `match` (argv[0] basename == `exe` and some argument == `arg`).
 bool process_running(const HostPaths& host, const std::string& exe, const std::string& arg,
                      const std::string& also_arg = "");
+// The same on the pass's process table (env.processes, read on first use).
+bool process_running(DriverEnv& env, const std::string& exe, const std::string& arg, const std::string& also_arg = "");
 // PATH lookup as the runner does it (plus /usr/sbin:/sbin); "" if absent.
 std::string find_tool(const std::string& name);
 

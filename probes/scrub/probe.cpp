@@ -24,8 +24,8 @@ namespace fsaudit::scrub {
 namespace fs = std::filesystem;
 
 
-ScrubProbe::ScrubProbe(config::ScrubConfig cfg, TargetSelection selection)
-    : cfg_(std::move(cfg)), selection_(std::move(selection)) {}
+ScrubProbe::ScrubProbe(config::ScrubConfig cfg, TargetSelection selection, std::string privileged_helper)
+    : cfg_(std::move(cfg)), selection_(std::move(selection)), privileged_helper_(std::move(privileged_helper)) {}
 
 std::string ScrubProbe::detach_helper(ProbeContext& ctx) const {
   auto it = ctx.tools.find("fsaudit-scrub-detach");
@@ -118,7 +118,7 @@ ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   Pass pass{ctx, now, tz_offset_ ? *tz_offset_ : CalendarWindow::local_offset(), dir,
-            DriverEnv{ctx, dir / "jobs", detach_helper(ctx), now}, scan_distro_schedulers(ctx.host.rootfs),
+            DriverEnv{ctx, dir / "jobs", detach_helper(ctx), privileged_helper_, now}, scan_distro_schedulers(ctx.host.rootfs),
             std::nullopt, "", 0, {}};
   pass.load = io_load(ctx, pass.load_source);
   return pass;
@@ -431,7 +431,7 @@ std::string ScrubProbe::unknown_target_message(const std::string& target, const 
 }
 
 std::unique_ptr<Probe> make_scrub_probe(const config::Config& cfg) {
-  return std::make_unique<ScrubProbe>(cfg.scrub, cfg.targets);
+  return std::make_unique<ScrubProbe>(cfg.scrub, cfg.targets, cfg.canary.helper);
 }
 
 }  // namespace fsaudit::scrub

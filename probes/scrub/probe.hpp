@@ -20,7 +20,7 @@ namespace fsaudit::scrub {
 
 class ScrubProbe final : public Probe {
  public:
-  ScrubProbe(config::ScrubConfig cfg, TargetSelection selection);
+  ScrubProbe(config::ScrubConfig cfg, TargetSelection selection, std::string privileged_helper = "");
   std::string name() const override { return "scrub"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
@@ -45,6 +45,7 @@ class ScrubProbe final : public Probe {
 
   config::ScrubConfig cfg_;
   TargetSelection selection_;
+  std::string privileged_helper_;
   std::optional<long> tz_offset_;
   std::mutex run_mu_;  // a scheduled run and a request never overlap
   std::mutex mu_;

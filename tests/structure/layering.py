@@ -25,13 +25,6 @@ IMPURE_PROJECT = ("daemon/core/files.hpp", "daemon/core/host_paths.hpp", "daemon
                   "daemon/config/", "daemon/metrics/", "daemon/systemd/")
 # Config section parsers read YAML by design: they are not tool-output parsers.
 PARSE_RULE_EXEMPT_DIRS = ("daemon/config/",)
-# Files another change in flight is moving; each goes from this list when that lands. An entry that
-# no longer violates its rule is reported (not failed), so merging that change stays green.
-PENDING = {
-    "parse": {"probes/canary/helper_protocol.hpp", "probes/latency/stream.hpp"},
-    "mountinfo": {"probes/latency/latency_probe.cpp", "probes/kernel_log/attribution.cpp"},
-    "prometheus": set(),
-}
 MOUNTINFO_READER = "daemon/probe/targets.cpp"
 MOUNTINFO_OPEN = re.compile(r'"[^"\n]*mountinfo"')
 
@@ -101,13 +94,8 @@ def check(root, notes=None):
             found["mountinfo"][rel] = "opens mountinfo itself; use mount_table(ctx) or read_mount_table(host)"
     problems = []
     for rule, hits in found.items():
-        pending = PENDING.get(rule, set())
         for rel, why in sorted(hits.items()):
-            if rel not in pending:
-                problems.append(rel + ": " + why)
-        for rel in sorted(pending - set(hits)):
-            notes.append(rel + ": listed as pending for rule '" + rule + "' but no longer violates it: "
-                         "remove it from PENDING in tests/structure/layering.py")
+            problems.append(rel + ": " + why)
     return problems
 
 
@@ -120,9 +108,6 @@ def self_test():
         MOUNTINFO_READER: 'const char* p = "self/mountinfo";\n',
         "probes/y/parse.hpp": '#pragma once\n#include <string_view>\n// parse_y(yaml) reads <yaml-cpp/yaml.h>\nint parse_y(std::string_view);\n',
     }
-    for rule, files in PENDING.items():
-        for rel in files:
-            planted.setdefault(rel, "\n")
     with tempfile.TemporaryDirectory() as d:
         for rel, text in planted.items():
             os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
@@ -133,8 +118,7 @@ def self_test():
     want = ["probes/x/parse.hpp: declares parse_* but reaches probes/x/model.hpp -> <prometheus/family.h>",
             "daemon/app/a.cpp: daemon/ includes probes/x/parse.hpp",
             "probes/x/probe.cpp: includes <prometheus/counter.h> outside",
-            "probes/x/probe.cpp: opens mountinfo itself",
-            "no longer violates it"]
+            "probes/x/probe.cpp: opens mountinfo itself"]
     missing = [w for w in want if w not in got]
     clean = "probes/y/parse.hpp" not in got and MOUNTINFO_READER + ":" not in got
     if missing or not clean:
