@@ -56,6 +56,8 @@ Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text) {
   // parser knows, and the mounts it describes would silently go unwatched.
   if (!first_bad.empty()) return err("mountinfo: line not understood: " + first_bad.substr(0, 120));
   if (!text.empty() && text.back() != '\n') return err("mountinfo: last line has no newline: cut short");
+  // Every mount namespace has at least its root mount: an empty table is a failed read, not "no mounts".
+  if (out.empty()) return err("mountinfo: empty (no mount at all, not even the root)");
   return out;
 }
 

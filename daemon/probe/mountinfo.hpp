@@ -25,7 +25,8 @@ struct MountEntry {
 };
 
 // Parses proc(5) mountinfo. Any line that does not parse, or a last line without its newline (cut
-// short), makes the whole call an error: a partial table would leave mounts silently unwatched.
+// short), makes the whole call an error: a partial table would leave mounts silently unwatched. So
+// does an empty table: every mount namespace has at least its root mount.
 Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text);
 
 }  // namespace fsaudit

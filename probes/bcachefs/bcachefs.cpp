@@ -15,18 +15,26 @@ namespace fsaudit::bcachefs {
 namespace fs = std::filesystem;
 
 Result<IoErrors> parse_io_errors(std::string_view text) {
+  // The kernel ends every line with a newline; without it the last counter may be cut ("1" of "17").
+  if (!text.empty() && text.back() != '\n')
+    return err("io_errors: ends inside a line (cut short): '" + std::string(trim(lines(text).back())) + "'");
   IoErrors e;
   std::map<std::string, std::uint64_t>* cur = nullptr;
+  std::string section;
   bool seen = false;
+  auto empty_section = [&] { return cur && cur->empty(); };
+  auto no_counters = [&] { return err("io_errors: no counters under '" + section + "' (cut short?)"); };
   for (auto raw : lines(text)) {
     auto line = trim(raw);
     if (line.empty()) continue;
-    if (line == "IO errors since filesystem creation") {
-      cur = &e.since_creation;
-      seen = true;
-      continue;
-    }
     if (line.starts_with("IO errors since ")) {
+      if (empty_section()) return no_counters();
+      section = std::string(line);
+      if (line == "IO errors since filesystem creation") {
+        cur = &e.since_creation;
+        seen = true;
+        continue;
+      }
       cur = &e.since_reset;
       auto age = line.substr(16);
       if (age.ends_with(" ago")) age.remove_suffix(4);
@@ -37,10 +45,12 @@ Result<IoErrors> parse_io_errors(std::string_view text) {
     if (!cur || colon == std::string_view::npos) continue;  // e.g. a "Flush errors ..." note line
     auto key = trim(line.substr(0, colon));
     auto n = parse_u64(trim(line.substr(colon + 1)));
-    if (!n) continue;
+    if (!n) return err("io_errors: '" + std::string(key) + "' is '" + std::string(trim(line.substr(colon + 1))) +
+                       "', not a number");
     (*cur)[std::string(key)] = *n;
   }
   if (!seen) return err("io_errors: no 'IO errors since filesystem creation' section");
+  if (empty_section()) return no_counters();
   return e;
 }
 

@@ -15,6 +15,8 @@ struct IoErrors {
   std::map<std::string, std::uint64_t> since_reset;     // the second section
   std::string reset_age;                                // "7 y" from "IO errors since 7 y ago"
 };
+// A section without counters, a counter that is not a number, or text ending inside a line (cut
+// short) is an error.
 Result<IoErrors> parse_io_errors(std::string_view text);
 
 struct Counter {

@@ -61,6 +61,10 @@ bool set_stat(DeviceErrors& e, std::string_view key, std::uint64_t v) {
 }  // namespace
 
 Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text) {
+  // btrfs-progs ends every line with a newline; without it the last counter may be cut ("12" of "1234").
+  if (!text.empty() && text.back() != '\n')
+    return err("btrfs device stats: output ends inside a line (cut short): '" +
+               std::string(trim(lines(text).back())).substr(0, 80) + "'");
   std::vector<DeviceStatsEntry> out;
   std::map<std::string, size_t> index;
   bool tabular = false;
@@ -70,10 +74,9 @@ Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text) 
     if (line.starts_with("[")) {
       // [/dev/sda3].write_io_errs   0
       auto close = line.find("].");
-      if (close == std::string_view::npos) continue;
+      auto ws = close == std::string_view::npos ? std::vector<std::string_view>{} : split_ws(line.substr(close + 2));
+      if (ws.size() != 2) return err("btrfs device stats: line not understood (cut short?): '" + std::string(line) + "'");
       auto dev = std::string(line.substr(1, close - 1));
-      auto ws = split_ws(line.substr(close + 2));
-      if (ws.size() != 2) continue;
       auto n = parse_u64(ws[1]);
       if (!n) return err("btrfs device stats: bad value in '" + std::string(line) + "'");
       auto it = index.find(dev);
@@ -92,13 +95,16 @@ Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text) 
       //  1 /dev/vdc            0           0            0                 0                 0
       if (line.starts_with("--")) continue;
       auto ws = split_ws(line);
-      if (ws.size() != 7) continue;
+      // The path may hold a blank ("<missing disk>"): it is everything between the id and the 5 counters.
+      if (ws.size() < 7) return err("btrfs device stats -T: row not understood (cut short?): '" + std::string(line) + "'");
       auto id = parse_u64(ws[0]);
+      const auto c = ws.size() - 5;
       std::array<std::optional<std::uint64_t>, 5> v;
-      for (int i = 0; i < 5; ++i) v[i] = parse_u64(ws[2 + i]);
+      for (std::size_t i = 0; i < 5; ++i) v[i] = parse_u64(ws[c + i]);
       if (!id || !v[0] || !v[1] || !v[2] || !v[3] || !v[4])
         return err("btrfs device stats -T: bad row '" + std::string(line) + "'");
-      out.push_back(DeviceStatsEntry{std::string(ws[1]), id, DeviceErrors{*v[0], *v[1], *v[2], *v[3], *v[4]}});
+      auto path = line.substr(ws[1].data() - line.data(), ws[c - 1].data() + ws[c - 1].size() - ws[1].data());
+      out.push_back(DeviceStatsEntry{std::string(path), id, DeviceErrors{*v[0], *v[1], *v[2], *v[3], *v[4]}});
     }
   }
   if (out.empty()) {

@@ -525,6 +525,11 @@ Result<ScrubStatus> parse_scrub_status(std::string_view text) {
     std::string first = ls.empty() ? std::string("(empty output)") : std::string(trim(ls.front()).substr(0, 80));
     return err("btrfs scrub status output not recognised; first line: '" + first + "'");
   }
+  // btrfs-progs ends every line with a newline; a last line without it was cut, and its value may be
+  // a valid but wrong number ("21" of "2112").
+  if (text.back() != '\n')
+    return err("btrfs scrub status output ends inside a line (cut short): '" +
+               std::string(trim(lines(text).back()).substr(0, 80)) + "'");
   return r.finish();
 }
 

@@ -104,7 +104,8 @@ struct ScrubStatus {
   bool uncorrectable_reported() const;  // an ERROR line about uncorrectable errors
 };
 
-// Errors only when nothing at all was recognised (e.g. a usage message).
+// Errors when nothing at all was recognised (e.g. a usage message) or when the text ends inside a
+// line (cut short: btrfs-progs ends every line with a newline).
 Result<ScrubStatus> parse_scrub_status(std::string_view text);
 
 // One device record of /var/lib/btrfs/scrub.status.<FSID>.

@@ -18,22 +18,31 @@ const char* const kFiles[] = {"errors_count",       "first_error_time",  "first_
                               "last_error_func",    "last_error_line",   "last_error_ino",    "last_error_block",
                               "last_error_errcode", "warning_count",     "msg_count"};
 
-std::optional<ErrorRecord> record(const std::map<std::string, std::string>& f, const std::string& which) {
+// A file that is there must hold what the kernel prints ("%u\n", "%lld\n"): anything else is junk
+// or a cut read, reported rather than taken as 0.
+Result<std::optional<ErrorRecord>> record(const std::map<std::string, std::string>& f, const std::string& which) {
   auto get = [&](const std::string& k) -> std::optional<std::string_view> {
     auto it = f.find(which + "_error_" + k);
     if (it == f.end()) return std::nullopt;
     return trim(it->second);
   };
-  auto time = get("time");
-  if (!time) return std::nullopt;
+  std::string bad;
+  auto num = [&](const std::string& k, auto parse, auto& dst) {
+    auto v = get(k);
+    if (!v || !bad.empty()) return;
+    if (auto n = parse(*v)) dst = *n;
+    else bad = which + "_error_" + k + " is '" + std::string(v->substr(0, 40)) + "', not a number";
+  };
+  if (!get("time")) return std::optional<ErrorRecord>();
   ErrorRecord r;
-  r.time = parse_i64(*time).value_or(0);
+  num("time", parse_i64, r.time);
   if (auto v = get("func")) r.function = std::string(*v);
-  if (auto v = get("line")) r.line = parse_u64(*v).value_or(0);
-  if (auto v = get("ino")) r.inode = parse_u64(*v).value_or(0);
-  if (auto v = get("block")) r.block = parse_u64(*v).value_or(0);
-  if (auto v = get("errcode")) r.errcode = parse_i64(*v).value_or(0);
-  return r;
+  num("line", parse_u64, r.line);
+  num("ino", parse_u64, r.inode);
+  num("block", parse_u64, r.block);
+  num("errcode", parse_i64, r.errcode);
+  if (!bad.empty()) return err("ext4 sysfs: " + bad);
+  return std::optional<ErrorRecord>(std::move(r));
 }
 
 }  // namespace
@@ -54,10 +63,17 @@ Result<ErrorState> parse_ext4_sysfs(const std::map<std::string, std::string>& f)
   if (!n) return err("ext4 sysfs: errors_count is '" + std::string(trim(it->second)) + "', not a number");
   ErrorState s;
   s.errors_count = *n;
-  s.first = record(f, "first");
-  s.last = record(f, "last");
-  if (auto w = f.find("warning_count"); w != f.end()) s.warning_count = parse_u64(trim(w->second));
-  if (auto m = f.find("msg_count"); m != f.end()) s.msg_count = parse_u64(trim(m->second));
+  for (auto [which, dst] : {std::pair{"first", &s.first}, std::pair{"last", &s.last}}) {
+    auto r = record(f, which);
+    if (!r) return err(r.error());
+    *dst = std::move(*r);
+  }
+  for (auto [name, dst] : {std::pair{"warning_count", &s.warning_count}, std::pair{"msg_count", &s.msg_count}}) {
+    auto it = f.find(name);
+    if (it == f.end()) continue;
+    *dst = parse_u64(trim(it->second));
+    if (!*dst) return err("ext4 sysfs: " + std::string(name) + " is '" + std::string(trim(it->second)) + "', not a number");
+  }
   return s;
 }
 

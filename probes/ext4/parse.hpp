@@ -25,7 +25,8 @@ struct ErrorState {
   std::optional<std::uint64_t> warning_count, msg_count;  // since mount
 };
 
-// Pure: file name -> file content of the sysfs directory. errors_count is required.
+// Pure: file name -> file content of the sysfs directory. errors_count is required; any other
+// numeric file that is present must be a number (junk or an empty read is an error, not 0).
 Result<ErrorState> parse_ext4_sysfs(const std::map<std::string, std::string>& files);
 
 // Name of an ext4 error code as stored in the superblock (EXT4_ERR_*: 2 "EIO", 4 "EFSBADCRC",

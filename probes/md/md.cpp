@@ -143,6 +143,12 @@ Result<Mdstat> parse_mdstat(std::string_view text) {
       continue;
     }
     if (line.starts_with("unused devices:")) {
+      // md_seq_show prints "<none>" or one "name " per spare-less device, then a newline: anything
+      // else, or the line without its newline, is a cut ("unused dev", "<no", "sdb1 sd").
+      auto list = trim(line.substr(15));
+      bool whole = text.find('\n', static_cast<std::size_t>(raw.data() - text.data())) != std::string_view::npos;
+      if (!whole || list.empty() || (list.find('<') != std::string_view::npos && list != "<none>"))
+        return err("the 'unused devices:' end line is cut short: '" + std::string(line.substr(0, 80)) + "'");
       seen_header = true;
       seen_end = true;
       cur = nullptr;

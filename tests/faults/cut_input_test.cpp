@@ -2,8 +2,8 @@
 // their format: an error with a reason, never a success with part of the data. Cuts are taken at
 // every byte of a fixture; for formats without an end marker a cut at a line boundary is a valid
 // shorter output (caught through the runner's exit status / truncated flag), so only cuts inside a
-// line are asserted there. The DISABLED_ tests are gaps found by this file and not fixed yet (listed
-// in docs/reliability.md, "Known limits"); enable each with its fix.
+// line are asserted there (the parsers of those formats refuse a text that ends inside a line: the
+// tools end every line with a newline).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -101,34 +101,34 @@ TEST(CutInput, MountinfoCutInsideALine) {
   }
 }
 
-// Gaps (see the file comment).
-TEST(CutInput, DISABLED_BtrfsDeviceStatsCutInsideALine) {  // a cut last line is skipped as unrecognised
+// Gaps this file found once: a cut or empty input that used to parse.
+TEST(CutInput, BtrfsDeviceStatsCutInsideALine) {  // a cut last line is skipped as unrecognised
   every_cut_fails(fixture("written/btrfs/device-stats-single-all-zero.txt"),
                   [](const std::string& s) { return btrfs::parse_device_stats(s).ok(); }, true, "device stats");
 }
 
-TEST(CutInput, DISABLED_BtrfsScrubStatusCutInsideALine) {
+TEST(CutInput, BtrfsScrubStatusCutInsideALine) {
   every_cut_fails(fixture(kScrub), [](const std::string& s) { return btrfs::parse_scrub_status(s).ok(); }, true,
                   "scrub status");
 }
 
-TEST(CutInput, DISABLED_BcachefsIoErrorsCut) {  // e.g. the header line alone is a success with no counters
+TEST(CutInput, BcachefsIoErrorsCut) {  // e.g. the header line alone is a success with no counters
   every_cut_fails(fixture(kIoErrors), [](const std::string& s) { return bcachefs::parse_io_errors(s).ok(); }, true,
                   "io_errors");
 }
 
-TEST(CutInput, DISABLED_MdstatCutInsideItsEndLine) {  // "unused dev" is taken as the end line
+TEST(CutInput, MdstatCutInsideItsEndLine) {  // "unused dev" is taken as the end line
   std::string full = fixture(kMdstat);
   for (std::size_t n = full.find("unused devices") + 1; n + 1 < full.size(); ++n)
     EXPECT_FALSE(md::parse_mdstat(full.substr(0, n)).ok()) << "cut after " << n << " bytes";
 }
 
-TEST(CutInput, DISABLED_MountinfoEmptyIsAnError) {  // an empty table parses as "no mounts"
+TEST(CutInput, MountinfoEmptyIsAnError) {  // an empty table parses as "no mounts"
   EXPECT_FALSE(parse_mountinfo(""));
   EXPECT_FALSE(parse_mountinfo("\n"));
 }
 
-TEST(CutInput, DISABLED_Ext4JunkInAnOptionalField) {  // ignored instead of reported
+TEST(CutInput, Ext4JunkInAnOptionalField) {  // ignored instead of reported
   EXPECT_FALSE(ext4::parse_ext4_sysfs({{"errors_count", "1"}, {"first_error_time", "12x"}}));
 }
 

@@ -123,6 +123,22 @@ TEST(BtrfsDeviceStats, NotDeviceStatsIsAnError) {
   EXPECT_NE(r.error().find("not a btrfs filesystem"), std::string::npos);
 }
 
+TEST(BtrfsDeviceStats, TabularRowOfAMissingDeviceKeepsItsPath) {
+  // The path of a missing member has a blank; the row is still read, not refused as cut short.
+  auto r = parse_device_stats(
+      "Id Path           Write errors Read errors Flush errors Corruption errors Generation errors\n"
+      "-- -------------- ------------ ----------- ------------ ----------------- -----------------\n"
+      " 1 /dev/vdc                  0           0            0                 3                 0\n"
+      " 2 <missing disk>            0           5            0                 0                 0\n");
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[1].device, "<missing disk>");
+  EXPECT_EQ((*r)[1].devid, 2u);
+  EXPECT_EQ((*r)[1].errors.read, 5u);
+  EXPECT_EQ((*r)[0].errors.corruption, 3u);
+  EXPECT_FALSE(parse_device_stats("Id Path Write errors Read errors\n 2 /dev/vdd 0 0\n").ok()) << "a row cut short";
+}
+
 // ---- scrub status captured on this machine -------------------------------------------------
 
 TEST(BtrfsScrubCaptured, NeverScrubbedPerDevice) {
