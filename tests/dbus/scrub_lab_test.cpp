@@ -50,6 +50,9 @@ class ScrubControlLab : public ::testing::Test {
     auto text = daemon_->wait_for_metric("fsaudit_scrub_mode_info", {{"target", mnt_}}, 120);
     ASSERT_NE(text.find("fsaudit_scrub_mode_info"), std::string::npos) << daemon_->log();
     for (int i = 0; i < 600 && ctl({"status"}).exit_code != 0; ++i) DaemonProcess::sleep_ms(100);
+    // The metric can be served before the status that `scrub list` reads has this target's row
+    // (seen under ASan on a loaded machine): wait for the row too.
+    for (int i = 0; i < 600 && text_state().rfind("(no row", 0) == 0; ++i) DaemonProcess::sleep_ms(100);
   }
   void TearDown() override {
     if (mount_ && mount_->ok()) run({"btrfs", "scrub", "cancel", mnt_});  // never leave a scrub running
