@@ -400,16 +400,6 @@ double errors(const ProbeResult& r, const std::string& dev) {
   return std::isnan(v) ? 0 : v;
 }
 
-template <class P>
-ProbeResult run_until(Harness& h, Probe& p, P pred) {
-  ProbeResult r = h.run(p);
-  for (int i = 0; i < 50 && !pred(r); ++i) {
-    ::usleep(100'000);
-    r = h.run(p);
-  }
-  return r;
-}
-
 std::string io_line(const std::string& dev, int sector) {
   return "<3>I/O error, dev " + dev + ", sector " + std::to_string(sector) + " op 0x0:(READ) flags 0x0 phys_seg 1 prio class 2\n";
 }
@@ -431,26 +421,26 @@ TEST(JournaldFaults, RestartRotateVacuumAndInvalidCursor) {
     KernelLogProbe p(cfg);
     ASSERT_EQ(h.run(p).outcome, Outcome::ok);
     emit();
-    auto r = run_until(h, p, until_all);
+    auto r = h.run_until(p, until_all);
     ASSERT_EQ(errors(r, dev), 1) << r.reason;
     // journald restarted under the watcher: it opens a new file, the reader follows.
     jd.stop();
     jd.start();
     ASSERT_TRUE(jd.ok());
     emit();
-    r = run_until(h, p, until_all);
+    r = h.run_until(p, until_all);
     EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
     EXPECT_EQ(errors(r, dev), 2) << "line after the journald restart";
     // Rotated under the reader, read, rotated again and the archived files (the one being read
     // included) vacuumed. (An entry vacuumed before any run read it is gone with its file.)
     testing::must({"journalctl", "--namespace=" + jd.ns(), "--rotate"});
     emit();
-    r = run_until(h, p, until_all);
+    r = h.run_until(p, until_all);
     EXPECT_EQ(errors(r, dev), emitted) << "line after a rotation";
     testing::must({"journalctl", "--namespace=" + jd.ns(), "--rotate"});
     testing::must({"journalctl", "--namespace=" + jd.ns(), "--vacuum-files=1"});
     emit();
-    r = run_until(h, p, until_all);
+    r = h.run_until(p, until_all);
     EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
     EXPECT_EQ(errors(r, dev), emitted) << "lines across rotate + vacuum (files now " << jd.files() << ")";
     r = h.run(p);
@@ -460,7 +450,7 @@ TEST(JournaldFaults, RestartRotateVacuumAndInvalidCursor) {
     // A restart of the watcher after the vacuum: resumes at its cursor, nothing counted twice.
     KernelLogProbe p(cfg);
     emit();
-    auto r = run_until(h, p, until_all);
+    auto r = h.run_until(p, until_all);
     EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
     EXPECT_EQ(errors(r, dev), emitted);
   }
@@ -479,7 +469,7 @@ TEST(JournaldFaults, RestartRotateVacuumAndInvalidCursor) {
     EXPECT_EQ(r.metrics.value("fsaudit_kernel_log_gaps_total", {{"source", "journal"}}), 1);
     EXPECT_EQ(errors(r, dev), emitted) << "counters kept across the gap";
     emit();
-    r = run_until(h, p, until_all);
+    r = h.run_until(p, until_all);
     EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
     EXPECT_EQ(errors(r, dev), emitted);
   }

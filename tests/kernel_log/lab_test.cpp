@@ -37,17 +37,6 @@ double errors(const ProbeResult& r, const std::map<std::string, std::string>& la
   return std::isnan(v) ? 0 : v;
 }
 
-// Runs the probe until `pred` holds (kernel log delivery is asynchronous for journald) or ~5 s pass.
-template <class P>
-ProbeResult run_until(Harness& h, Probe& p, P pred) {
-  ProbeResult r = h.run(p);
-  for (int i = 0; i < 50 && !pred(r); ++i) {
-    ::usleep(100'000);
-    r = h.run(p);
-  }
-  return r;
-}
-
 config::KernelLogConfig kmsg_config() {
   config::KernelLogConfig c;
   c.source = "kmsg";
@@ -67,7 +56,7 @@ TEST(KernelLogLab, KmsgMarkedLineCountedOnceAndNotAgainAfterRestart) {
     EXPECT_EQ(r.metrics.value("fsaudit_kernel_log_source_info", {{"source", "kmsg"}}), 1);
     write_kmsg("<4>BTRFS warning (device " + dev + "): csum failed root 5 ino 257 off 0 csum 0x89f52ec6 expected csum 0xef48a15b mirror 1\n");
     write_kmsg("<3>BTRFS error (device " + dev + "): bdev /dev/" + dev + " errs: wr 0, rd 0, flush 0, corrupt 7, gen 0\n");
-    r = run_until(h, p, [&](const ProbeResult& x) { return errors(x, csum) >= 1; });
+    r = h.run_until(p, [&](const ProbeResult& x) { return errors(x, csum) >= 1; });
     ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
     EXPECT_EQ(errors(r, csum), 1);
     EXPECT_EQ(r.metrics.value("fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "checksum"}, {"target", ""}}), 1);
@@ -85,7 +74,7 @@ TEST(KernelLogLab, KmsgMarkedLineCountedOnceAndNotAgainAfterRestart) {
     ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
     EXPECT_EQ(errors(r, csum), 1) << "restart re-counted the line";
     write_kmsg("<3>BTRFS error (device " + dev + "): unable to fixup (regular) error at logical 88145920 on dev /dev/" + dev + " physical 1\n");
-    r = run_until(h, again, [&](const ProbeResult& x) {
+    r = h.run_until(again, [&](const ProbeResult& x) {
       return errors(x, {{"device", dev}, {"kind", "unrepairable"}}) >= 1;
     });
     EXPECT_EQ(errors(r, {{"device", dev}, {"kind", "unrepairable"}}), 1);
@@ -107,7 +96,7 @@ TEST(KernelLogLab, KmsgBoundedLinesPerRun) {
   auto r = h.run(p);
   EXPECT_LE(r.metrics.value("fsaudit_kernel_log_lines_total", {{"source", "kmsg"}}), 10);
   EXPECT_EQ(errors(r, {{"device", dev}}), 0);  // not reached yet: it waits for the next runs
-  r = run_until(h, p, [&](const ProbeResult& x) { return errors(x, {{"device", dev}}) >= 1; });
+  r = h.run_until(p, [&](const ProbeResult& x) { return errors(x, {{"device", dev}}) >= 1; });
   EXPECT_EQ(errors(r, {{"device", dev}, {"kind", "fs_error"}, {"fs", "ext4"}}), 1);
   EXPECT_GE(r.metrics.value("fsaudit_kernel_log_lines_total", {{"source", "kmsg"}}), 31);
   EXPECT_EQ(r.metrics.value("fsaudit_kernel_log_lost_messages_total", {{"source", "kmsg"}}), 0);
@@ -199,7 +188,7 @@ TEST(KernelLogLab, RealBtrfsRaid1CsumFailuresAttributedToTarget) {
     testing::Mount m(a.device(), mnt, "btrfs");
     ASSERT_TRUE(m.ok()) << m.error();
     testing::run({"btrfs", "scrub", "start", "-B", mnt.string()});
-    r = run_until(h, p, [&](const ProbeResult& x) { return errors(x, {{"kind", "repaired"}, {"device", adev}}) >= 1; });
+    r = h.run_until(p, [&](const ProbeResult& x) { return errors(x, {{"kind", "repaired"}, {"device", adev}}) >= 1; });
   }
   EXPECT_GE(errors(r, {{"kind", "repaired"}, {"device", adev}, {"fs", "btrfs"}, {"target", mnt.string()}}), 1)
       << "scrub's fixed-up error on " << adev << "\n" << r.reason;
@@ -210,7 +199,7 @@ TEST(KernelLogLab, RealBtrfsRaid1CsumFailuresAttributedToTarget) {
     ASSERT_TRUE(m.ok()) << m.error();
     auto c = testing::run({"cat", (mnt / "victim").string()});
     EXPECT_FALSE(c.ok()) << "reading a block whose both copies are bad must fail with EIO";
-    r = run_until(h, p, [&](const ProbeResult& x) { return errors(x, {{"kind", "checksum"}, {"target", mnt.string()}}) >= 2; });
+    r = h.run_until(p, [&](const ProbeResult& x) { return errors(x, {{"kind", "checksum"}, {"target", mnt.string()}}) >= 2; });
   }
   // "csum failed ... mirror 1" and "... mirror 2" name the filesystem's device (the first member).
   EXPECT_GE(errors(r, {{"kind", "checksum"}, {"fs", "btrfs"}, {"target", mnt.string()}}), 2);
@@ -239,7 +228,7 @@ TEST(KernelLogLab, RealExt4ErrorAttributedToTarget) {
   }
   const std::map<std::string, std::string> want{
       {"device", dev}, {"fs", "ext4"}, {"kind", "fs_error"}, {"target", (dir / "mnt").string()}};
-  auto r = run_until(h, p, [&](const ProbeResult& x) { return errors(x, want) >= 1; });
+  auto r = h.run_until(p, [&](const ProbeResult& x) { return errors(x, want) >= 1; });
   EXPECT_EQ(errors(r, want), 1);
 }
 
@@ -262,7 +251,7 @@ TEST(KernelLogLab, PrivateJournaldThroughSdJournal) {
     ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
     ASSERT_EQ(r.metrics.value("fsaudit_kernel_log_source_info", {{"source", "journal"}}), 1);
     write_kmsg("<2>XFS (" + dev + "): Metadata corruption detected at xfs_sb_read_verify+0x157/0x170, xfs_sb block 0x0\n");
-    r = run_until(h, p, [&](const ProbeResult& x) { return errors(x, want) >= 1; });
+    r = h.run_until(p, [&](const ProbeResult& x) { return errors(x, want) >= 1; });
     ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
     EXPECT_EQ(errors(r, want), 1) << "journald running: " << jd.running();
     EXPECT_GE(r.metrics.value("fsaudit_kernel_log_lines_total", {{"source", "journal"}}), 1);
@@ -278,7 +267,7 @@ TEST(KernelLogLab, PrivateJournaldThroughSdJournal) {
     ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
     EXPECT_EQ(errors(r, want), 1) << "restart re-counted the journal entry";
     write_kmsg("<2>XFS (" + dev + "): Corruption of in-memory data detected.  Shutting down filesystem\n");
-    r = run_until(h, again, [&](const ProbeResult& x) { return errors(x, {{"device", dev}, {"kind", "shutdown"}}) >= 1; });
+    r = h.run_until(again, [&](const ProbeResult& x) { return errors(x, {{"device", dev}, {"kind", "shutdown"}}) >= 1; });
     EXPECT_EQ(errors(r, {{"device", dev}, {"kind", "shutdown"}}), 1);
     EXPECT_EQ(errors(r, want), 1);
   }

@@ -37,6 +37,16 @@ struct HostProbeHarness {
                      std::chrono::steady_clock::now() + std::chrono::seconds(10)};
     return p.run(Target::host(), ctx);
   }
+  // Runs the probe until `pred` holds (kernel log delivery is asynchronous for journald) or ~5 s pass.
+  template <class P>
+  ProbeResult run_until(Probe& p, P pred) {
+    ProbeResult r = run(p);
+    for (int i = 0; i < 50 && !pred(r); ++i) {
+      ::usleep(100'000);
+      r = run(p);
+    }
+    return r;
+  }
 };
 
 }  // namespace fsaudit::testing
