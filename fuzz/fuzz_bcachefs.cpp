@@ -1,6 +1,6 @@
 // bcachefs sysfs files: io_errors, counters/<name>, state, errors.
 #include "fuzz/fuzz_util.hpp"
-#include "probes/bcachefs/bcachefs.hpp"
+#include "probes/bcachefs/probe.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fsaudit;

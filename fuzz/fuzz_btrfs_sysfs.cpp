@@ -1,6 +1,6 @@
 // btrfs sysfs: devinfo/<devid>/error_stats, and profile names from allocation/ directory names.
 #include "fuzz/fuzz_util.hpp"
-#include "probes/btrfs/btrfs.hpp"
+#include "probes/btrfs/probe.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fsaudit;

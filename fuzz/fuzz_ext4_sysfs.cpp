@@ -1,7 +1,7 @@
 // ext4 superblock error fields as sysfs shows them (/sys/fs/ext4/<dev>/{errors_count,first_error_*,
 // last_error_*,...}). Input: "name=value" records separated by NUL bytes.
 #include "fuzz/fuzz_util.hpp"
-#include "probes/ext4/ext4.hpp"
+#include "probes/ext4/probe.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fsaudit;

@@ -1,6 +1,6 @@
 // /proc/mdstat -> metrics.
 #include "fuzz/fuzz_util.hpp"
-#include "probes/md/md.hpp"
+#include "probes/md/probe.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fsaudit;

@@ -1,6 +1,6 @@
 // xfs_spaceman -c "health -c" output -> metrics.
 #include "fuzz/fuzz_util.hpp"
-#include "probes/xfs/xfs.hpp"
+#include "probes/xfs/probe.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fsaudit;

@@ -1,6 +1,6 @@
 #pragma once
 // Pure parsers for bcachefs sysfs files (io_errors, counters, state, errors): text in, struct
-// out. No host access here; the probe (probes/bcachefs/bcachefs.hpp) reads the files.
+// out. No host access here; the probe (probes/bcachefs/probe.hpp) reads the files.
 #include <cstdint>
 #include <map>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 // Pure parsers for btrfs tool output and sysfs text: string_view in, struct out. No host access
-// here; the probe (probes/btrfs/btrfs.hpp) reads the files and runs the tools.
+// here; the probe (probes/btrfs/probe.hpp) reads the files and runs the tools.
 #include <cstdint>
 #include <optional>
 #include <string>

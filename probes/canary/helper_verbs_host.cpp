@@ -17,7 +17,7 @@
 #include "probes/canary/lock.hpp"
 #include "probes/canary/safety.hpp"
 #include "probes/canary/stack.hpp"
-#include "probes/latency/latency_probe.hpp"
+#include "probes/latency/probe.hpp"
 #include "probes/latency/sampler.hpp"
 #include "probes/latency/stacks.hpp"
 

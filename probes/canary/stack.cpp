@@ -5,7 +5,7 @@
 
 #include "daemon/core/strings.hpp"
 #include "daemon/core/units.hpp"
-#include "probes/btrfs/btrfs.hpp"
+#include "probes/btrfs/probe.hpp"
 #include "probes/btrfs/scrub_driver.hpp"
 #include "probes/btrfs/scrub_status.hpp"
 #include "probes/zfs/scrub_driver.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // Pure parsers for the ext4 sysfs error files: text in, struct out. No host access here; the
-// probe (probes/ext4/ext4.hpp) reads the files.
+// probe (probes/ext4/probe.hpp) reads the files.
 #include <cstdint>
 #include <map>
 #include <optional>

@@ -12,7 +12,7 @@
 
 #include "daemon/core/units.hpp"
 #include "daemon/runner/runner.hpp"
-#include "probes/latency/latency_probe.hpp"
+#include "probes/latency/probe.hpp"
 #include "probes/latency/stream.hpp"
 
 using namespace fsaudit;

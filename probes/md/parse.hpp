@@ -1,6 +1,6 @@
 #pragma once
 // Pure parsers for /proc/mdstat: text in, struct out. No host access here; the
-// probe (probes/md/md.hpp) reads the files.
+// probe (probes/md/probe.hpp) reads the files.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -9,9 +9,9 @@
 
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
-#include "probes/bcachefs/bcachefs.hpp"
+#include "probes/bcachefs/probe.hpp"
 #include "probes/capacity/statfs_helper.hpp"
-#include "probes/btrfs/btrfs.hpp"
+#include "probes/btrfs/probe.hpp"
 #include "probes/scrub/drivers.hpp"
 #include "probes/scrub/model.hpp"
 #include "probes/setup/nocow.hpp"

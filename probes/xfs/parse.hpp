@@ -1,6 +1,6 @@
 #pragma once
 // Pure parsers for `xfs_spaceman -c health` output: text in, struct out. No host access here; the
-// probe (probes/xfs/xfs.hpp) reads the files and runs the tools.
+// probe (probes/xfs/probe.hpp) reads the files and runs the tools.
 #include <cstddef>
 #include <string>
 #include <string_view>

@@ -19,7 +19,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/helper_client.hpp"
-#include "probes/btrfs/btrfs.hpp"
+#include "probes/btrfs/probe.hpp"
 #include "probes/canary/cli.hpp"
 #include "probes/canary/helper_protocol.hpp"
 #include "tests/support/fake_runner.hpp"

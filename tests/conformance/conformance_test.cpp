@@ -17,12 +17,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "probes/bcachefs/bcachefs.hpp"
-#include "probes/btrfs/btrfs.hpp"
+#include "probes/bcachefs/probe.hpp"
+#include "probes/btrfs/probe.hpp"
 #include "probes/btrfs/scrub_status.hpp"
 #include "probes/kernel_log/classify.hpp"
 #include "probes/xfs/scrub_output.hpp"
-#include "probes/xfs/xfs.hpp"
+#include "probes/xfs/probe.hpp"
 #include "probes/zfs/probe.hpp"
 #include "probes/zfs/scan.hpp"
 #include "probes/zfs/status.hpp"

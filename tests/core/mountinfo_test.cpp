@@ -2,7 +2,7 @@
 
 #include "daemon/core/files.hpp"
 #include "daemon/probe/targets.hpp"
-#include "probes/mount/mount.hpp"
+#include "probes/mount/probe.hpp"
 
 using namespace fsaudit;
 

@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "daemon/probe/targets.hpp"
-#include "probes/bcachefs/bcachefs.hpp"
-#include "probes/btrfs/btrfs.hpp"
-#include "probes/ext4/ext4.hpp"
-#include "probes/md/md.hpp"
-#include "probes/xfs/xfs.hpp"
+#include "probes/bcachefs/probe.hpp"
+#include "probes/btrfs/probe.hpp"
+#include "probes/ext4/probe.hpp"
+#include "probes/md/probe.hpp"
+#include "probes/xfs/probe.hpp"
 
 namespace fsaudit {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "daemon/config/config.hpp"
-#include "probes/btrfs/btrfs.hpp"
+#include "probes/btrfs/probe.hpp"
 #include "probes/scrub/probe.hpp"
 #include "daemon/core/strings.hpp"
 #include "tests/fshealth/lab_util.hpp"

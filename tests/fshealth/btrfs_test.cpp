@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "probes/btrfs/btrfs.hpp"
+#include "probes/btrfs/probe.hpp"
 #include "probes/btrfs/scrub_status.hpp"
 #include "tests/fshealth/fshealth_util.hpp"
 #include "tests/support/support.hpp"

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 
 #include "daemon/core/strings.hpp"
-#include "probes/ext4/ext4.hpp"
-#include "probes/xfs/xfs.hpp"
+#include "probes/ext4/probe.hpp"
+#include "probes/xfs/probe.hpp"
 #include "tests/fshealth/lab_util.hpp"
 #include "tests/support/lab.hpp"
 

@@ -1,11 +1,11 @@
 // ext4, XFS, md and bcachefs probes: parsers on real fixtures / captures, adapters on fixture trees.
 #include <gtest/gtest.h>
 
-#include "probes/bcachefs/bcachefs.hpp"
+#include "probes/bcachefs/probe.hpp"
 #include "probes/ext4/block_name.hpp"
-#include "probes/ext4/ext4.hpp"
-#include "probes/md/md.hpp"
-#include "probes/xfs/xfs.hpp"
+#include "probes/ext4/probe.hpp"
+#include "probes/md/probe.hpp"
+#include "probes/xfs/probe.hpp"
 #include "tests/fshealth/fshealth_util.hpp"
 #include "tests/support/support.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "daemon/core/strings.hpp"
 #include "probes/kernel_log/attribution.hpp"
-#include "probes/kernel_log/kernel_log_probe.hpp"
+#include "probes/kernel_log/probe.hpp"
 #include "probes/kernel_log/kmsg_record.hpp"
 #include "tests/support/support.hpp"
 

@@ -14,7 +14,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "daemon/runner/runner.hpp"
-#include "probes/kernel_log/kernel_log_probe.hpp"
+#include "probes/kernel_log/probe.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/journald.hpp"
 #include "tests/support/kernel_log.hpp"

@@ -21,7 +21,7 @@
 #include <sstream>
 
 #include "daemon/runner/runner.hpp"
-#include "probes/latency/latency_probe.hpp"
+#include "probes/latency/probe.hpp"
 #include "probes/latency/stream.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/lab.hpp"

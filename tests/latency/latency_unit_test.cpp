@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "daemon/config/config.hpp"
-#include "probes/latency/latency_probe.hpp"
+#include "probes/latency/probe.hpp"
 #include "daemon/core/files.hpp"
 #include "probes/latency/budget.hpp"
 #include "probes/latency/stacks.hpp"

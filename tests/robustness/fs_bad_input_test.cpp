@@ -1,10 +1,10 @@
 // btrfs, md and kernel log inputs that are not garbage but were read wrong, and cut-short sources.
 #include <gtest/gtest.h>
 
-#include "probes/bcachefs/bcachefs.hpp"
-#include "probes/btrfs/btrfs.hpp"
+#include "probes/bcachefs/probe.hpp"
+#include "probes/btrfs/probe.hpp"
 #include "probes/kernel_log/classify.hpp"
-#include "probes/md/md.hpp"
+#include "probes/md/probe.hpp"
 
 namespace fsaudit {
 namespace {

@@ -1,4 +1,4 @@
-#include "probes/ext4/ext4.hpp"
+#include "probes/ext4/probe.hpp"
 
 #include <cstring>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "probes/bcachefs/bcachefs.hpp"
+#include "probes/bcachefs/probe.hpp"
 
 #include <algorithm>
 #include <filesystem>

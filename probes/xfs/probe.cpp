@@ -1,4 +1,4 @@
-#include "probes/xfs/xfs.hpp"
+#include "probes/xfs/probe.hpp"
 
 #include <filesystem>
 #include <set>

@@ -1,4 +1,4 @@
-#include "probes/latency/latency_probe.hpp"
+#include "probes/latency/probe.hpp"
 
 #include <fcntl.h>
 #include <sys/statvfs.h>

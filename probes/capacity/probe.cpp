@@ -1,4 +1,4 @@
-#include "probes/capacity/capacity.hpp"
+#include "probes/capacity/probe.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "probes/mount/mount.hpp"
+#include "probes/mount/probe.hpp"
 
 #include "daemon/core/strings.hpp"
 

@@ -1,4 +1,4 @@
-#include "probes/btrfs/btrfs.hpp"
+#include "probes/btrfs/probe.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "probes/kernel_log/kernel_log_probe.hpp"
+#include "probes/kernel_log/probe.hpp"
 
 #include <time.h>
 

@@ -1,4 +1,4 @@
-#include "probes/md/md.hpp"
+#include "probes/md/probe.hpp"
 
 #include <algorithm>
 #include <cctype>
