@@ -11,7 +11,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "probes/scrub/probe.hpp"
-#include "tests/fshealth/fshealth_util.hpp"
+#include "tests/support/probe_fixture.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
 

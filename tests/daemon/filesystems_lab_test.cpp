@@ -1,4 +1,4 @@
-// Lab: the real fsauditd scrapes what the fshealth probes see on loop-device filesystems.
+// Lab: the real fsauditd scrapes what the filesystem probes see on loop-device filesystems.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "daemon/core/strings.hpp"
-#include "tests/fshealth/lab_util.hpp"
+#include "tests/support/fs_lab.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/lab.hpp"
 
@@ -21,7 +21,7 @@ using testing::ScrubStatusFileCleanup;
 using testing::scrape_lines;
 using testing::scrape_value;
 
-std::string kname(const std::string& dev) { return fs::path(dev).filename().string(); }
+using testing::kname;
 
 std::string config_for(int port, const fs::path& state, const std::vector<fs::path>& mounts) {
   std::string explicit_list;
@@ -37,7 +37,7 @@ std::string config_for(int port, const fs::path& state, const std::vector<fs::pa
          "kernel_log:\n  source: kmsg\n";
 }
 
-TEST(FshealthDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
+TEST(FilesystemsDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   testing::TempDir dir("fsaudit-fsh-daemon");
   testing::LoopDevice a(dir.path(), "a.img", 128 << 20), b(dir.path(), "b.img", 128 << 20);
@@ -100,7 +100,7 @@ TEST(FshealthDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
   EXPECT_EQ(d.stop(10), 0);
 }
 
-TEST(FshealthDaemonLab, XfsAndExt4HaveNoDataChecksumsAndAreHealthy) {
+TEST(FilesystemsDaemonLab, XfsAndExt4HaveNoDataChecksumsAndAreHealthy) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   testing::TempDir dir("fsaudit-fsh-daemon");
   testing::LoopDevice x(dir.path(), "xfs.img", 300 << 20), e(dir.path(), "ext4.img", 64 << 20);

@@ -1,4 +1,4 @@
-// Lab: ext4 and XFS on loop devices, the probes called directly on the real host.
+// Lab: ext4 on loop devices, the probe called directly on the real host.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,8 +7,7 @@
 
 #include "daemon/core/strings.hpp"
 #include "probes/ext4/probe.hpp"
-#include "probes/xfs/probe.hpp"
-#include "tests/fshealth/lab_util.hpp"
+#include "tests/support/fs_lab.hpp"
 #include "tests/support/lab.hpp"
 
 namespace fsaudit {
@@ -18,16 +17,8 @@ namespace fs = std::filesystem;
 using testing::must;
 using testing::run;
 
-std::string kname(const std::string& dev) { return fs::path(dev).filename().string(); }
-
-ProbeResult run_probe(Probe& p, const std::string& mnt) {
-  auto t = testing::live_target(mnt);
-  EXPECT_TRUE(t) << "no mount at " << mnt;
-  if (!t) return ProbeResult::failed("no mount");
-  EXPECT_TRUE(p.applies_to(*t));
-  testing::LiveContext c;
-  return p.run(*t, c.ctx);
-}
+using testing::kname;
+using testing::run_probe;
 
 TEST(Ext4Lab, FreshFilesystemHasNoErrorsThenTriggeredErrorCounts) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
@@ -99,31 +90,6 @@ TEST(Ext4Lab, CorruptedInodeChecksumIsCountedWithItsFunction) {
                              {"inode", std::to_string(st.st_ino)}}),
             1);
   std::cout << "[lab] ext4 inode checksum corruption: errors_count = " << errors << "\n";
-}
-
-TEST(XfsLab, FreshHealthNotCollectedThenShutdownDetected) {
-  FSAUDIT_REQUIRE_LAB_OR_SKIP();
-  testing::TempDir dir("fsaudit-xfs-lab");
-  testing::LoopDevice loop(dir.path(), "xfs.img", 300 << 20);
-  ASSERT_TRUE(loop.ok());
-  must({"mkfs.xfs", "-q", "-f", loop.device()});
-  testing::Mount m(loop.device(), dir / "mnt", "xfs");
-  ASSERT_TRUE(m.ok()) << m.error();
-  auto probe = probes::make_xfs_probe(config::default_config());
-  auto r = run_probe(*probe, (dir / "mnt").string());
-  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
-  metrics::Labels l{{"target", (dir / "mnt").string()}, {"device", kname(loop.device())}};
-  EXPECT_EQ(r.metrics.value("fsaudit_xfs_shutdown", l), 0);
-  // No online scrub in this kernel and no runtime corruption yet: nothing collected.
-  EXPECT_EQ(r.metrics.value("fsaudit_xfs_health_collected", l), 0);
-  EXPECT_EQ(r.metrics.value("fsaudit_xfs_unhealthy_metadata", l), 0);
-  EXPECT_EQ(r.metrics.value("fsaudit_xfs_error_max_retries", {{"error", "EIO"}}), -1);
-
-  // A forced shutdown, as after a fatal log I/O error.
-  must({"xfs_io", "-x", "-c", "shutdown", (dir / "mnt").string()});
-  r = run_probe(*probe, (dir / "mnt").string());
-  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
-  EXPECT_EQ(r.metrics.value("fsaudit_xfs_shutdown", l), 1);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #pragma once
-// Lab helpers for the fshealth tests: raw device pattern search and overwrite, Target from the live
+// Lab helpers for the filesystem probe tests: raw device pattern search and overwrite, Target from the live
 // mount table, and a ProbeContext on the real host.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -91,6 +92,19 @@ struct LiveContext {
         ctx{host, runner, SystemClock::instance(), tools, state_dir, {},
             SystemClock::instance().now() + std::chrono::seconds(60)} {}
 };
+
+// The kernel name the probes put in the `device` label of a /dev/<name> device (loop devices here).
+inline std::string kname(const std::string& dev) { return std::filesystem::path(dev).filename().string(); }
+
+// Runs `p` once on the live mount at `mnt`, as the daemon would.
+inline ProbeResult run_probe(Probe& p, const std::string& mnt) {
+  auto t = live_target(mnt);
+  EXPECT_TRUE(t) << "no mount at " << mnt;
+  if (!t) return ProbeResult::failed("no mount");
+  EXPECT_TRUE(p.applies_to(*t));
+  LiveContext c;
+  return p.run(*t, c.ctx);
+}
 
 // btrfs-progs records scrubs in /var/lib/btrfs/scrub.status.<fsid>: remove the file our scrub created.
 class ScrubStatusFileCleanup {

@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the fshealth tests: captured data under tests/fixtures/fshealth, a fake command
+// Helpers shared by the filesystem probe tests: captured data under tests/fixtures/fshealth, a fake command
 // runner, and a ProbeContext over a fixture tree.
 #include <chrono>
 #include <filesystem>

@@ -9,7 +9,7 @@
 #include "probes/btrfs/probe.hpp"
 #include "probes/scrub/probe.hpp"
 #include "daemon/core/strings.hpp"
-#include "tests/fshealth/lab_util.hpp"
+#include "tests/support/fs_lab.hpp"
 #include "tests/support/lab.hpp"
 
 namespace fsaudit::btrfs {
@@ -23,7 +23,7 @@ using testing::ScrubStatusFileCleanup;
 
 constexpr std::uint64_t kDevSize = 128ull << 20;  // >= 110 MiB each for raid1 with default mkfs options
 
-std::string kname(const std::string& dev) { return fs::path(dev).filename().string(); }
+using testing::kname;
 
 metrics::Batch probe_now(const std::string& mnt, ProbeResult* full = nullptr) {
   auto t = testing::live_target(mnt);

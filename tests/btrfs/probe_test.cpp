@@ -8,7 +8,7 @@
 
 #include "probes/btrfs/probe.hpp"
 #include "probes/btrfs/scrub_status.hpp"
-#include "tests/fshealth/fshealth_util.hpp"
+#include "tests/support/probe_fixture.hpp"
 #include "tests/support/support.hpp"
 
 namespace fsaudit::btrfs {

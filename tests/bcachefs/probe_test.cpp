@@ -1,0 +1,92 @@
+// bcachefs probe: the sysfs parsers on written fixtures, the adapter on fixture trees.
+#include <gtest/gtest.h>
+
+#include "probes/bcachefs/probe.hpp"
+#include "tests/support/probe_fixture.hpp"
+#include "tests/support/support.hpp"
+
+namespace fsaudit {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fixture;
+using testing::fshealth_data_dir;
+
+HostPaths tree(const std::string& rel) { return HostPaths::under(fshealth_data_dir() / rel); }
+
+TEST(Bcachefs, IoErrorsFixtureLayout) {
+  auto e = bcachefs::parse_io_errors(fixture("written/bcachefs/sysfs-dev-io_errors.txt"));
+  ASSERT_TRUE(e.ok()) << e.error();
+  EXPECT_EQ(e->since_creation.at("read"), 4u);
+  EXPECT_EQ(e->since_creation.at("write"), 0u);
+  EXPECT_EQ(e->since_creation.at("checksum"), 9u);
+  EXPECT_EQ(e->since_reset.at("checksum"), 2u);
+  EXPECT_EQ(e->reset_age, "3 d");
+  EXPECT_FALSE(bcachefs::parse_io_errors("read: 1\n").ok());
+}
+
+TEST(Bcachefs, CounterFixtures) {
+  auto c = bcachefs::parse_counter(fixture("written/bcachefs/sysfs-counter-plain.txt"));
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->since_mount, 12);
+  EXPECT_EQ(c->since_creation, 3047);
+  auto u = bcachefs::parse_counter(fixture("written/bcachefs/sysfs-counter-bytes-units.txt"));
+  ASSERT_TRUE(u.ok()) << u.error();
+  EXPECT_NEAR(u->since_mount, 512.0 * 1024 * 1024, 1e3);
+  EXPECT_NEAR(u->since_creation, 3.25 * 1024 * 1024 * 1024 * 1024, 1e3);
+  EXPECT_FALSE(bcachefs::parse_counter("nothing here\n").ok());
+}
+
+TEST(Bcachefs, StateAndErrorsFile) {
+  EXPECT_EQ(bcachefs::parse_state("[rw] ro evacuating failed spare\n"), "rw");
+  EXPECT_EQ(bcachefs::parse_state("rw ro [failed] spare"), "failed");
+  EXPECT_EQ(bcachefs::parse_state("ro\n"), "ro");
+  auto e = bcachefs::parse_sb_errors("ptr_to_missing_backpointer   4   2025-11-02 10:11:12\nbad\n");
+  EXPECT_EQ(e.size(), 1u);
+  EXPECT_EQ(e["ptr_to_missing_backpointer"], 4u);
+  EXPECT_TRUE(bcachefs::error_counter("io_read_retry"));
+  EXPECT_FALSE(bcachefs::error_counter("io_read"));
+}
+
+TEST(BcachefsAdapter, TreeTwoDevicesOneFailedWithChecksumErrors) {
+  testing::FakeRunner runner;
+  testing::ContextHolder c(tree("bcachefs/tree"), runner);
+  auto probe = probes::make_bcachefs_probe(config::default_config());
+  Target t{"/pool", "/pool", "bcachefs", "/dev/sdc:/dev/sdd", "", "", 0, 50};
+  ASSERT_TRUE(probe->applies_to(t));
+  auto r = probe->run(t, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  const auto& b = r.metrics;
+  EXPECT_EQ(b.value("fsaudit_bcachefs_device_errors", {{"device", "sdc"}, {"kind", "checksum"}}), 11);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_device_errors", {{"device", "sdc"}, {"kind", "read"}}), 6);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_device_errors", {{"device", "sdd"}, {"kind", "checksum"}}), 17);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_device_state", {{"device", "sdc"}, {"state", "rw"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_device_state", {{"device", "sdd"}, {"state", "failed"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_device_state", {{"device", "sdd"}, {"state", "rw"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_device_info", {{"device", "sdd"}, {"label", "hdd.hdd2"}, {"dev", "dev-1"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_errors", {{"error", "ptr_to_missing_backpointer"}}), 4);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_errors", {{"error", "btree_node_read_error"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_error_events_total", {{"counter", "io_read_retry"}}), 218);
+  EXPECT_FALSE(b.has("fsaudit_bcachefs_error_events_total", {{"counter", "io_read"}}));
+  // replicas=2 but sdd failed: one copy left, nothing to repair from.
+  EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/pool"}, {"fs", "bcachefs"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_bcachefs_data_replicas"), 2);
+}
+
+TEST(BcachefsAdapter, SingleReplicaAndUnknownSource) {
+  testing::TempDir d;
+  fs::copy(fshealth_data_dir() / "bcachefs/tree", d.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  testing::write_text(d / "sys/fs/bcachefs/a9da1e6e-d4e5-4717-a520-408c8af4b084/options/data_replicas", "1\n");
+  testing::FakeRunner runner;
+  testing::ContextHolder c(HostPaths::under(d.path()), runner);
+  auto probe = probes::make_bcachefs_probe(config::default_config());
+  auto r = probe->run(Target{"/pool", "/pool", "bcachefs", "/dev/sdd", "", "", 0, 50}, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(r.metrics.value("fsaudit_filesystem_data_redundancy", {{"target", "/pool"}}), 0);
+  auto none = probe->run(Target{"/other", "/other", "bcachefs", "/dev/nvme9n1", "", "", 0, 51}, c.ctx);
+  ASSERT_EQ(none.outcome, Outcome::failed);
+  EXPECT_NE(none.reason.find("/dev/nvme9n1"), std::string::npos) << none.reason;
+}
+
+}  // namespace
+}  // namespace fsaudit

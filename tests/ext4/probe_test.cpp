@@ -1,0 +1,85 @@
+// ext4 probe: the sysfs parser on captured trees, the adapter on fixture trees.
+#include <gtest/gtest.h>
+
+#include "probes/ext4/block_name.hpp"
+#include "probes/ext4/probe.hpp"
+#include "tests/support/probe_fixture.hpp"
+#include "tests/support/support.hpp"
+
+namespace fsaudit {
+namespace {
+
+using testing::fshealth_data_dir;
+
+HostPaths tree(const std::string& rel) { return HostPaths::under(fshealth_data_dir() / rel); }
+
+TEST(Ext4, ErrorsTreeFromTriggerFsError) {
+  auto files = ext4::read_ext4_sysfs_files(fshealth_data_dir() / "ext4/tree-errors/sys/fs/ext4/loop1");
+  auto s = ext4::parse_ext4_sysfs(files);
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->errors_count, 1u);
+  ASSERT_TRUE(s->first && s->last);
+  EXPECT_EQ(s->first->time, 1795997445);
+  EXPECT_EQ(s->first->function, "trigger_test_error");
+  EXPECT_EQ(s->first->line, 129u);
+  EXPECT_EQ(s->first->errcode, 5);
+  EXPECT_EQ(s->last->function, "trigger_test_error");
+  EXPECT_EQ(s->warning_count, 0u);
+  // ext4_error() records EFSCORRUPTED (EXT4_ERR code 5); a bad inode checksum records EFSBADCRC (4).
+  EXPECT_EQ(ext4::errno_name(5), "EFSCORRUPTED");
+  EXPECT_EQ(ext4::errno_name(4), "EFSBADCRC");
+  EXPECT_EQ(ext4::errno_name(2), "EIO");
+  EXPECT_EQ(ext4::errno_name(0), "");
+  EXPECT_EQ(ext4::errno_name(9999), "9999");
+}
+
+TEST(Ext4, CleanTreeHasNoErrorTimes) {
+  auto s = ext4::parse_ext4_sysfs(ext4::read_ext4_sysfs_files(fshealth_data_dir() / "ext4/tree-clean/sys/fs/ext4/loop1"));
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->errors_count, 0u);
+  ASSERT_TRUE(s->first);
+  EXPECT_EQ(s->first->time, 0);
+  EXPECT_EQ(s->first->function, "");
+  Target t{"/srv", "/srv", "ext4", "/dev/loop1", "", "", 7, 1};
+  auto b = ext4::ext4_metrics(t, "loop1", *s);
+  EXPECT_EQ(b.value("fsaudit_ext4_errors", {{"target", "/srv"}, {"device", "loop1"}}), 0);
+  EXPECT_FALSE(b.has("fsaudit_ext4_first_error_timestamp_seconds"));
+  EXPECT_FALSE(b.has("fsaudit_ext4_error_info"));
+}
+
+TEST(Ext4, MissingOrBadErrorsCount) {
+  EXPECT_FALSE(ext4::parse_ext4_sysfs({}).ok());
+  auto r = ext4::parse_ext4_sysfs({{"errors_count", "lots\n"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("lots"), std::string::npos);
+}
+
+TEST(Ext4Adapter, FindsDirectoryByMajorMinorAndReportsError) {
+  testing::FakeRunner runner;
+  testing::ContextHolder c(tree("ext4/tree-errors"), runner);
+  auto probe = probes::make_ext4_probe(config::default_config());
+  EXPECT_EQ(probe->name(), "ext4");
+  // The source name says nothing (e.g. /dev/root); major:minor 7:1 leads to loop1 via sys/dev/block.
+  Target t{"/", "/", "ext4", "/dev/root", "rw", "rw", 7, 1};
+  ASSERT_TRUE(probe->applies_to(t));
+  auto r = probe->run(t, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_errors", {{"target", "/"}, {"device", "loop1"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_last_error_timestamp_seconds"), 1795997445);
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_error_info",
+                            {{"which", "first"}, {"function", "trigger_test_error"}, {"line", "129"}, {"errcode", "EFSCORRUPTED"}}),
+            1);
+  EXPECT_TRUE(runner.calls.empty());
+}
+
+TEST(Ext4Adapter, UnknownDeviceIsAClearFailure) {
+  testing::FakeRunner runner;
+  testing::ContextHolder c(tree("ext4/tree-clean"), runner);
+  auto r = probes::make_ext4_probe(config::default_config())
+               ->run(Target{"/srv", "/srv", "ext4", "/dev/sdq9", "", "", 8, 9}, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::failed);
+  EXPECT_NE(r.reason.find("sdq9"), std::string::npos) << r.reason;
+}
+
+}  // namespace
+}  // namespace fsaudit
