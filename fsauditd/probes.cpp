@@ -36,14 +36,14 @@ Probes one(const config::Config& cfg) {
 
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> f = {
-      {"capacity", one<probes::make_capacity_probe>},
-      {"mount", one<probes::make_mount_probe>},
+      {"capacity", one<capacity::make_capacity_probe>},
+      {"mount", one<mount::make_mount_probe>},
       {"zfs", one<zfs::make_zfs_probe>},
-      {"btrfs", one<probes::make_btrfs_probe>},
-      {"bcachefs", one<probes::make_bcachefs_probe>},
-      {"xfs", one<probes::make_xfs_probe>},
-      {"ext4", one<probes::make_ext4_probe>},
-      {"md", one<probes::make_md_probe>},
+      {"btrfs", one<btrfs::make_btrfs_probe>},
+      {"bcachefs", one<bcachefs::make_bcachefs_probe>},
+      {"xfs", one<xfs::make_xfs_probe>},
+      {"ext4", one<ext4::make_ext4_probe>},
+      {"md", one<md::make_md_probe>},
       {"kernel_log", one<kernel_log::make_kernel_log_probe>},
       {"canary", canary::make_canary_probes},
       {"latency", latency::make_latency_probes},

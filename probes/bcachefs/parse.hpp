@@ -31,4 +31,7 @@ std::string parse_state(std::string_view text);
 // The `errors` file: error id -> count.
 std::map<std::string, std::uint64_t> parse_sb_errors(std::string_view text);
 
+// Counters worth exporting for health: names containing error, fail, retry, poison, corrupt, fsck.
+bool error_counter(std::string_view name);
+
 }  // namespace fsaudit::bcachefs

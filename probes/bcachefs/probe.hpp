@@ -7,7 +7,7 @@
 //   errors            superblock error counters: "<error id> <count> <date time>..." per line
 //   counters/<name>   "since mount: N" / "since filesystem creation: N" (sizes may have units: 7.69G)
 //   options/data_replicas, options/metadata_replicas
-// No bcachefs in this kernel: tested on a fixture tree (tests/data/fshealth/bcachefs).
+// No bcachefs in this kernel: tested on a fixture tree (tests/fixtures/fshealth/bcachefs, tests/bcachefs/).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -45,17 +45,12 @@ struct Filesystem {
 // Members that hold no readable copy: state "failed", or no block device behind them.
 int lost_devices(const Filesystem& f);
 
-// Counters worth exporting for health: names containing error, fail, retry, poison, corrupt, fsck.
-bool error_counter(std::string_view name);
-
 // The <uuid> whose member devices include one of the mount source's devices ("/dev/sdb:/dev/sdc").
 Result<std::string> find_uuid(const HostPaths& host, const std::string& source);
 Result<Filesystem> read_filesystem(const HostPaths& host, const std::string& uuid);
 
 metrics::Batch bcachefs_metrics(const Target& t, const Filesystem& f);
 
-}  // namespace fsaudit::bcachefs
-
-namespace fsaudit::probes {
 std::unique_ptr<Probe> make_bcachefs_probe(const config::Config& cfg);
-}  // namespace fsaudit::probes
+
+}  // namespace fsaudit::bcachefs

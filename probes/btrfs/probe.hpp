@@ -65,8 +65,6 @@ struct Observation {
 // Pure: the metrics for `target` from what was observed.
 metrics::Batch btrfs_metrics(const Target& target, const Observation& obs);
 
-}  // namespace fsaudit::btrfs
-
-namespace fsaudit::probes {
 std::unique_ptr<Probe> make_btrfs_probe(const config::Config& cfg);
-}  // namespace fsaudit::probes
+
+}  // namespace fsaudit::btrfs

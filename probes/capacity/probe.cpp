@@ -5,7 +5,7 @@
 
 #include "probes/capacity/statfs_helper.hpp"
 
-namespace fsaudit::probes {
+namespace fsaudit::capacity {
 
 CapacityStats capacity_from_statvfs(const struct statvfs& s) {
   double frsize = static_cast<double>(s.f_frsize ? s.f_frsize : s.f_bsize);
@@ -52,4 +52,4 @@ class CapacityProbe final : public Probe {
 
 std::unique_ptr<Probe> make_capacity_probe(const config::Config&) { return std::make_unique<CapacityProbe>(); }
 
-}  // namespace fsaudit::probes
+}  // namespace fsaudit::capacity

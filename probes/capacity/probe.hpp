@@ -8,7 +8,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/probe/probe.hpp"
 
-namespace fsaudit::probes {
+namespace fsaudit::capacity {
 
 struct CapacityStats {
   double size_bytes = 0, free_bytes = 0, avail_bytes = 0;
@@ -21,4 +21,4 @@ metrics::Batch capacity_metrics(const Target& t, const CapacityStats& c);
 
 std::unique_ptr<Probe> make_capacity_probe(const config::Config& cfg);
 
-}  // namespace fsaudit::probes
+}  // namespace fsaudit::capacity

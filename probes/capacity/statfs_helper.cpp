@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace fsaudit::probes {
+namespace fsaudit::capacity {
 
 namespace {
 
@@ -220,4 +220,4 @@ Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out,
   return err("the statfs helper ended without answering");
 }
 
-}  // namespace fsaudit::probes
+}  // namespace fsaudit::capacity

@@ -23,7 +23,7 @@
 #include "daemon/core/clock.hpp"
 #include "daemon/core/result.hpp"
 
-namespace fsaudit::probes {
+namespace fsaudit::capacity {
 
 class StatfsHelpers {
  public:
@@ -73,4 +73,4 @@ class StatfsHelpers {
 // (the setup probe's stack facts).
 StatfsHelpers& shared_statfs_helpers();
 
-}  // namespace fsaudit::probes
+}  // namespace fsaudit::capacity

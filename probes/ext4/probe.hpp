@@ -21,8 +21,6 @@ std::map<std::string, std::string> read_ext4_sysfs_files(const std::filesystem::
 
 metrics::Batch ext4_metrics(const Target& t, const std::string& device, const ErrorState& s);
 
-}  // namespace fsaudit::ext4
-
-namespace fsaudit::probes {
 std::unique_ptr<Probe> make_ext4_probe(const config::Config& cfg);
-}  // namespace fsaudit::probes
+
+}  // namespace fsaudit::ext4

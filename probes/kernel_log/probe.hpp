@@ -68,7 +68,3 @@ class KernelLogProbe final : public Probe {
 std::unique_ptr<Probe> make_kernel_log_probe(const config::Config& cfg);
 
 }  // namespace fsaudit::kernel_log
-
-namespace fsaudit {
-using kernel_log::make_kernel_log_probe;
-}

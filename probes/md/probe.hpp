@@ -47,8 +47,6 @@ struct Observation {
 };
 metrics::Batch md_metrics(const Observation& o);
 
-}  // namespace fsaudit::md
-
-namespace fsaudit::probes {
 std::unique_ptr<Probe> make_md_probe(const config::Config& cfg);
-}  // namespace fsaudit::probes
+
+}  // namespace fsaudit::md

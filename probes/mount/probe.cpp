@@ -2,7 +2,7 @@
 
 #include "daemon/core/strings.hpp"
 
-namespace fsaudit::probes {
+namespace fsaudit::mount {
 
 bool has_data_checksums(const std::string& fstype, const std::string& mount_options,
                         const std::string& super_options) {
@@ -59,4 +59,4 @@ class MountProbe final : public Probe {
 
 std::unique_ptr<Probe> make_mount_probe(const config::Config&) { return std::make_unique<MountProbe>(); }
 
-}  // namespace fsaudit::probes
+}  // namespace fsaudit::mount

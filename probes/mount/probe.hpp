@@ -7,7 +7,7 @@
 #include "daemon/probe/probe.hpp"
 #include "daemon/probe/targets.hpp"
 
-namespace fsaudit::probes {
+namespace fsaudit::mount {
 
 // 1 where the filesystem verifies data checksums on read (btrfs without nodatasum/nodatacow, ZFS,
 // bcachefs without data_checksum=none); 0 for XFS, ext4 and anything else: their data can rot unseen.
@@ -20,4 +20,4 @@ metrics::Batch mount_metrics(const Target& t, const MountEntry* entry);
 
 std::unique_ptr<Probe> make_mount_probe(const config::Config& cfg);
 
-}  // namespace fsaudit::probes
+}  // namespace fsaudit::mount

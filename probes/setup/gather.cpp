@@ -385,7 +385,7 @@ StackFacts gather_facts(const Target& t, GatherEnv& env) {
   if (!t.mountpoint.empty()) {
     struct statvfs sv{};
     // In a helper process: a hung filesystem must not hold this thread in the kernel for good.
-    auto r = probes::shared_statfs_helpers().statvfs(t.mountpoint, &sv, env.stop, SystemClock::instance(),
+    auto r = capacity::shared_statfs_helpers().statvfs(t.mountpoint, &sv, env.stop, SystemClock::instance(),
                                                      SteadyTime::max());
     if (r && *r == 0) {
       f.size_bytes = static_cast<double>(sv.f_blocks) * sv.f_frsize;

@@ -141,7 +141,7 @@ metrics::Batch xfs_metrics(const Target& t, const Observation& o) {
 
 }  // namespace fsaudit::xfs
 
-namespace fsaudit::probes {
+namespace fsaudit::xfs {
 
 namespace {
 
@@ -189,4 +189,4 @@ class XfsProbe final : public Probe {
 
 std::unique_ptr<Probe> make_xfs_probe(const config::Config&) { return std::make_unique<XfsProbe>(); }
 
-}  // namespace fsaudit::probes
+}  // namespace fsaudit::xfs

@@ -44,8 +44,6 @@ struct Observation {
 };
 metrics::Batch xfs_metrics(const Target& t, const Observation& o);
 
-}  // namespace fsaudit::xfs
-
-namespace fsaudit::probes {
 std::unique_ptr<Probe> make_xfs_probe(const config::Config& cfg);
-}  // namespace fsaudit::probes
+
+}  // namespace fsaudit::xfs

@@ -11,8 +11,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::fixture;
 using testing::fshealth_data_dir;
-
-HostPaths tree(const std::string& rel) { return HostPaths::under(fshealth_data_dir() / rel); }
+using testing::fshealth_tree;
 
 TEST(Bcachefs, IoErrorsFixtureLayout) {
   auto e = bcachefs::parse_io_errors(fixture("written/bcachefs/sysfs-dev-io_errors.txt"));
@@ -50,8 +49,8 @@ TEST(Bcachefs, StateAndErrorsFile) {
 
 TEST(BcachefsAdapter, TreeTwoDevicesOneFailedWithChecksumErrors) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(tree("bcachefs/tree"), runner);
-  auto probe = probes::make_bcachefs_probe(config::default_config());
+  testing::ContextHolder c(fshealth_tree("bcachefs/tree"), runner);
+  auto probe = bcachefs::make_bcachefs_probe(config::default_config());
   Target t{"/pool", "/pool", "bcachefs", "/dev/sdc:/dev/sdd", "", "", 0, 50};
   ASSERT_TRUE(probe->applies_to(t));
   auto r = probe->run(t, c.ctx);
@@ -79,7 +78,7 @@ TEST(BcachefsAdapter, SingleReplicaAndUnknownSource) {
   testing::write_text(d / "sys/fs/bcachefs/a9da1e6e-d4e5-4717-a520-408c8af4b084/options/data_replicas", "1\n");
   testing::FakeRunner runner;
   testing::ContextHolder c(HostPaths::under(d.path()), runner);
-  auto probe = probes::make_bcachefs_probe(config::default_config());
+  auto probe = bcachefs::make_bcachefs_probe(config::default_config());
   auto r = probe->run(Target{"/pool", "/pool", "bcachefs", "/dev/sdd", "", "", 0, 50}, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_EQ(r.metrics.value("fsaudit_filesystem_data_redundancy", {{"target", "/pool"}}), 0);

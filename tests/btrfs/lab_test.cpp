@@ -30,7 +30,7 @@ metrics::Batch probe_now(const std::string& mnt, ProbeResult* full = nullptr) {
   EXPECT_TRUE(t) << "no mount at " << mnt;
   if (!t) return {};
   testing::LiveContext c;
-  auto probe = probes::make_btrfs_probe(config::default_config());
+  auto probe = btrfs::make_btrfs_probe(config::default_config());
   EXPECT_TRUE(probe->applies_to(*t));
   auto r = probe->run(*t, c.ctx);
   EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;

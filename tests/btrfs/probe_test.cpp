@@ -277,7 +277,7 @@ TEST(BtrfsProbeAdapter, Raid1TreeCountersProfilesAndScrub) {
   testing::FakeRunner runner;
   runner.answer("btrfs scrub status -d -R /mnt/r1", fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
-  auto probe = probes::make_btrfs_probe(config::default_config());
+  auto probe = btrfs::make_btrfs_probe(config::default_config());
   EXPECT_EQ(probe->name(), "btrfs");
   auto tg = target("/mnt/r1", "/dev/loop3");
   ASSERT_TRUE(probe->applies_to(tg));
@@ -308,7 +308,7 @@ TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
   testing::FakeRunner runner;
   runner.answer("btrfs scrub status -d -R /mnt/s", fshealth_data("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
-  auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/s", "/dev/loop3"), c.ctx);
+  auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/s", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   const auto& b = r.metrics;
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"kind", "corruption"}}), 4);
@@ -329,7 +329,7 @@ TEST(BtrfsProbeAdapter, NoSysfsFallsBackToDeviceStatsCommand) {
   runner.answer("btrfs device stats /data", fixture("written/btrfs/device-stats-dm-corruption-errs-412.txt"));
   runner.answer("btrfs scrub status -d -R /data", fixture("written/btrfs/scrub-status-finished-csum-48211-uncorrectable.txt"));
   testing::ContextHolder c(HostPaths::under(empty.path()), runner);
-  auto r = probes::make_btrfs_probe(config::default_config())
+  auto r = btrfs::make_btrfs_probe(config::default_config())
                ->run(Target{"/data", "/data", "btrfs", "/dev/mapper/cryptdata", "", "", 0, 30}, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   // Named by the kernel name behind /dev/mapper/cryptdata, as sysfs and the kernel log name it.
@@ -344,7 +344,7 @@ TEST(BtrfsProbeAdapter, MissingToolIsAClearFailureButKeepsSysfsCounters) {
                       "write_errs invalid\nread_errs 0\nflush_errs 0\ncorruption_errs 0\ngeneration_errs 0\n");
   testing::FakeRunner runner;  // answers nothing: "btrfs: not found in PATH"
   testing::ContextHolder c(t.host(), runner);
-  auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
+  auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::failed);
   EXPECT_NE(r.reason.find("btrfs device stats /mnt/r1"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("not found"), std::string::npos) << r.reason;
@@ -362,7 +362,7 @@ TEST(BtrfsProbeAdapter, UnreadableErrorStatsFallsBackToDeviceStatsForThatDevice)
   runner.answer("btrfs device stats /mnt/r1", fshealth_data("btrfs/device-stats-raid1-corruption-1-each-progs-6.2.txt"));
   runner.answer("btrfs scrub status -d -R /mnt/r1", fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
-  auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
+  auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_EQ(runner.calls.front(), "btrfs device stats /mnt/r1");
   // loop3 from sysfs (devid 1), loop4 from the command (printed /dev/loop4, no devid): the same
@@ -381,7 +381,7 @@ TEST(BtrfsProbeAdapter, MissingDeviceIsReported) {
   testing::FakeRunner runner;
   runner.answer("btrfs scrub status -d -R /mnt/r1", fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
-  auto r = probes::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
+  auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_devices_missing"), 1);
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_missing", {{"devid", "2"}}), 1);

@@ -128,26 +128,26 @@ TEST(MountProbe, ReportsReadOnlyAndChecksums) {
   Target t;
   t.name = "/srv/old disk";
   t.fstype = "ext4";
-  auto b = probes::mount_metrics(t, find(ms, "/srv/old disk"));
+  auto b = mount::mount_metrics(t, find(ms, "/srv/old disk"));
   EXPECT_EQ(b.value("fsaudit_filesystem_readonly", {{"target", "/srv/old disk"}}), 1);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_checksums"), 0);
   EXPECT_EQ(b.value("fsaudit_filesystem_info", {{"device", "/dev/sdd1"}, {"fs", "ext4"}}), 1);
   t.name = "/srv/data";
   t.fstype = "btrfs";
-  auto bb = probes::mount_metrics(t, find(ms, "/srv/data"));
+  auto bb = mount::mount_metrics(t, find(ms, "/srv/data"));
   EXPECT_EQ(bb.value("fsaudit_filesystem_readonly"), 0);
   EXPECT_EQ(bb.value("fsaudit_filesystem_data_checksums"), 1);
-  auto gone = probes::mount_metrics(t, nullptr);
+  auto gone = mount::mount_metrics(t, nullptr);
   EXPECT_TRUE(gone.empty());
 }
 
 TEST(MountProbe, DataChecksumsByStack) {
-  EXPECT_TRUE(probes::has_data_checksums("zfs", "rw", "rw"));
-  EXPECT_TRUE(probes::has_data_checksums("fuse.zfs", "rw", "rw,user_id=0"));
-  EXPECT_TRUE(probes::has_data_checksums("btrfs", "rw", "rw,space_cache=v2"));
-  EXPECT_FALSE(probes::has_data_checksums("btrfs", "rw", "rw,nodatasum"));
-  EXPECT_TRUE(probes::has_data_checksums("bcachefs", "rw", "rw"));
-  EXPECT_FALSE(probes::has_data_checksums("bcachefs", "rw", "rw,data_checksum=none"));
-  EXPECT_FALSE(probes::has_data_checksums("xfs", "rw", "rw"));
-  EXPECT_FALSE(probes::has_data_checksums("ext4", "rw", "rw"));
+  EXPECT_TRUE(mount::has_data_checksums("zfs", "rw", "rw"));
+  EXPECT_TRUE(mount::has_data_checksums("fuse.zfs", "rw", "rw,user_id=0"));
+  EXPECT_TRUE(mount::has_data_checksums("btrfs", "rw", "rw,space_cache=v2"));
+  EXPECT_FALSE(mount::has_data_checksums("btrfs", "rw", "rw,nodatasum"));
+  EXPECT_TRUE(mount::has_data_checksums("bcachefs", "rw", "rw"));
+  EXPECT_FALSE(mount::has_data_checksums("bcachefs", "rw", "rw,data_checksum=none"));
+  EXPECT_FALSE(mount::has_data_checksums("xfs", "rw", "rw"));
+  EXPECT_FALSE(mount::has_data_checksums("ext4", "rw", "rw"));
 }

@@ -14,10 +14,9 @@ namespace fsaudit {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::kname;
 using testing::must;
 using testing::run;
-
-using testing::kname;
 using testing::run_probe;
 
 TEST(Ext4Lab, FreshFilesystemHasNoErrorsThenTriggeredErrorCounts) {
@@ -28,7 +27,7 @@ TEST(Ext4Lab, FreshFilesystemHasNoErrorsThenTriggeredErrorCounts) {
   must({"mkfs.ext4", "-q", "-F", loop.device()});
   testing::Mount m(loop.device(), dir / "mnt", "ext4");
   ASSERT_TRUE(m.ok()) << m.error();
-  auto probe = probes::make_ext4_probe(config::default_config());
+  auto probe = ext4::make_ext4_probe(config::default_config());
   auto r = run_probe(*probe, (dir / "mnt").string());
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   metrics::Labels l{{"target", (dir / "mnt").string()}, {"device", kname(loop.device())}};
@@ -81,7 +80,7 @@ TEST(Ext4Lab, CorruptedInodeChecksumIsCountedWithItsFunction) {
   auto cat = run({"cat", (mnt / "victim").string()});
   EXPECT_FALSE(cat.ok());
   EXPECT_NE(cat.err.find("Bad message"), std::string::npos) << cat.err;  // EBADMSG = EFSBADCRC
-  auto r = run_probe(*probes::make_ext4_probe(config::default_config()), mnt.string());
+  auto r = run_probe(*ext4::make_ext4_probe(config::default_config()), mnt.string());
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   double errors = r.metrics.value("fsaudit_ext4_errors", {{"device", kname(loop.device())}});
   EXPECT_GE(errors, 1);

@@ -10,8 +10,7 @@ namespace fsaudit {
 namespace {
 
 using testing::fshealth_data_dir;
-
-HostPaths tree(const std::string& rel) { return HostPaths::under(fshealth_data_dir() / rel); }
+using testing::fshealth_tree;
 
 TEST(Ext4, ErrorsTreeFromTriggerFsError) {
   auto files = ext4::read_ext4_sysfs_files(fshealth_data_dir() / "ext4/tree-errors/sys/fs/ext4/loop1");
@@ -56,8 +55,8 @@ TEST(Ext4, MissingOrBadErrorsCount) {
 
 TEST(Ext4Adapter, FindsDirectoryByMajorMinorAndReportsError) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(tree("ext4/tree-errors"), runner);
-  auto probe = probes::make_ext4_probe(config::default_config());
+  testing::ContextHolder c(fshealth_tree("ext4/tree-errors"), runner);
+  auto probe = ext4::make_ext4_probe(config::default_config());
   EXPECT_EQ(probe->name(), "ext4");
   // The source name says nothing (e.g. /dev/root); major:minor 7:1 leads to loop1 via sys/dev/block.
   Target t{"/", "/", "ext4", "/dev/root", "rw", "rw", 7, 1};
@@ -74,8 +73,8 @@ TEST(Ext4Adapter, FindsDirectoryByMajorMinorAndReportsError) {
 
 TEST(Ext4Adapter, UnknownDeviceIsAClearFailure) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(tree("ext4/tree-clean"), runner);
-  auto r = probes::make_ext4_probe(config::default_config())
+  testing::ContextHolder c(fshealth_tree("ext4/tree-clean"), runner);
+  auto r = ext4::make_ext4_probe(config::default_config())
                ->run(Target{"/srv", "/srv", "ext4", "/dev/sdq9", "", "", 8, 9}, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::failed);
   EXPECT_NE(r.reason.find("sdq9"), std::string::npos) << r.reason;

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace fsaudit::probes {
+namespace fsaudit::capacity {
 namespace {
 
 namespace fs = std::filesystem;
@@ -107,4 +107,4 @@ TEST(StatfsHelpers, NothingLeftAfterDestruction) {
 }
 
 }  // namespace
-}  // namespace fsaudit::probes
+}  // namespace fsaudit::capacity

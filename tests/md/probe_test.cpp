@@ -9,9 +9,7 @@ namespace fsaudit {
 namespace {
 
 using testing::fshealth_data;
-using testing::fshealth_data_dir;
-
-HostPaths tree(const std::string& rel) { return HostPaths::under(fshealth_data_dir() / rel); }
+using testing::fshealth_tree;
 
 md::Mdstat mdstat(const std::string& name) {
   auto r = md::parse_mdstat(fshealth_data("md/" + name));
@@ -118,8 +116,8 @@ TEST(Mdstat, NotMdstatIsAnError) {
 
 TEST(MdAdapter, TreeDegradedRecoveryAndMismatches) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(tree("md/tree"), runner);
-  auto probe = probes::make_md_probe(config::default_config());
+  testing::ContextHolder c(fshealth_tree("md/tree"), runner);
+  auto probe = md::make_md_probe(config::default_config());
   EXPECT_EQ(probe->name(), "md");
   EXPECT_EQ(probe->scope(), Scope::host);
   auto r = probe->run(Target::host(), c.ctx);
@@ -143,7 +141,7 @@ TEST(MdAdapter, NoMdstatIsNotApplicable) {
   testing::TempDir empty;
   testing::FakeRunner runner;
   testing::ContextHolder c(HostPaths::under(empty.path()), runner);
-  auto r = probes::make_md_probe(config::default_config())->run(Target::host(), c.ctx);
+  auto r = md::make_md_probe(config::default_config())->run(Target::host(), c.ctx);
   EXPECT_EQ(r.outcome, Outcome::not_applicable);
   EXPECT_NE(r.reason.find("mdstat"), std::string::npos);
 }

@@ -7,6 +7,10 @@
 2. daemon/ includes nothing from probes/ or fsauditd/: the composition root plugs probes in.
 3. prometheus is included only by daemon/metrics (store, exposition) and daemon/http.
 4. Shipped code opens mountinfo in one place: daemon/probe/targets.cpp (read_mount_table).
+5. Dependencies are explicit: a shipped source that includes a header of another component (a folder
+   with a CMakeLists.txt that defines a library) belongs to a target that links that library, directly
+   or through PUBLIC dependencies. Every header is reachable from the one include root (the repository,
+   declared by fsaudit_core), so the compiler cannot refuse such an include: this rule does.
 
 Usage: layering.py SOURCE_DIR        exit 0 when every rule holds, 1 with one line per violation.
        layering.py --self-test       shows that each rule catches a planted violation.
@@ -27,6 +31,9 @@ IMPURE_PROJECT = ("daemon/core/files.hpp", "daemon/core/host_paths.hpp", "daemon
 PARSE_RULE_EXEMPT_DIRS = ("daemon/config/",)
 MOUNTINFO_READER = "daemon/probe/targets.cpp"
 MOUNTINFO_OPEN = re.compile(r'"[^"\n]*mountinfo"')
+CMAKE_CALL = re.compile(r'\b(add_library|add_executable|target_link_libraries|target_sources|set_property)\s*\(([^)]*)\)', re.S)
+CMAKE_KEYWORDS = {"STATIC", "SHARED", "OBJECT", "INTERFACE", "PUBLIC", "PRIVATE", "GLOBAL", "APPEND", "PROPERTY",
+                  "EXCLUDE_FROM_ALL"}
 
 
 def sources(root):
@@ -72,6 +79,73 @@ def impure_reach(root, rel, seen=None):
     return None
 
 
+def cmake_graph(root):
+    """Targets of the shipped folders: {target: (folder, sources, deps, public deps)}, from CMakeLists.txt."""
+    targets, globals_ = {}, {}
+    calls = []
+    for top in SHIPPED:
+        for d, _, files in os.walk(os.path.join(root, top)):
+            if "CMakeLists.txt" in files:
+                rel = os.path.relpath(d, root).replace(os.sep, "/")
+                text = re.sub(r"#[^\n]*", "", read(root, rel + "/CMakeLists.txt"))
+                calls += [(rel, kind, args.split()) for kind, args in CMAKE_CALL.findall(text)]
+    for rel, kind, args in calls:
+        if kind in ("add_library", "add_executable") and args:
+            srcs = {rel + "/" + a for a in args[1:] if a not in CMAKE_KEYWORDS and not a.startswith("$")}
+            targets[args[0]] = (rel, srcs, set(), set())
+        if kind == "set_property" and args[:3] == ["GLOBAL", "APPEND", "PROPERTY"] and len(args) > 4:
+            globals_.setdefault(args[3], set()).update(args[4:])
+    for rel, kind, args in calls:
+        if kind in ("target_link_libraries", "target_sources") and args and args[0] in targets:
+            public = True
+            for a in args[1:]:
+                if a in ("PUBLIC", "INTERFACE", "PRIVATE"):
+                    public = a != "PRIVATE"
+                    continue
+                if kind == "target_sources":
+                    targets[args[0]][1].add(rel + "/" + a)
+                    continue
+                names = globals_.get(a[2:-1], set()) if a.startswith("${") else {a}
+                targets[args[0]][2].update(names)
+                if public:
+                    targets[args[0]][3].update(names)
+    return targets
+
+
+def reachable(targets, name):
+    """Folders whose libraries `name` can include from: its own, its direct deps', their PUBLIC deps'."""
+    seen, todo = set(), list(targets[name][2])
+    while todo:
+        t = todo.pop()
+        if t in seen or t not in targets:
+            continue
+        seen.add(t)
+        todo += targets[t][3]
+    return {targets[name][0]} | {targets[t][0] for t in seen}
+
+
+def dependency_problems(root, rels):
+    targets = cmake_graph(root)
+    lib_dirs = {folder for folder, _, _, _ in targets.values()}
+    owners = {}
+    for name, (folder, srcs, _, _) in targets.items():
+        for src in srcs:
+            owners.setdefault(src, []).append(name)
+    found = {}
+    for rel in rels:
+        folder = os.path.dirname(rel)
+        if folder not in lib_dirs:
+            continue
+        # A header belongs to every target of its folder: one of them must reach what it includes.
+        names = owners.get(rel) or [n for n, t in targets.items() if t[0] == folder]
+        allowed = set().union(*(reachable(targets, n) for n in names))
+        for kind, inc in includes(root, rel):
+            dep = os.path.dirname(inc)
+            if kind == '"' and dep in lib_dirs and dep not in allowed:
+                found[rel] = "includes " + inc + " but " + "/".join(sorted(names)) + " does not link a library of " + dep
+    return found
+
+
 def check(root, notes=None):
     notes = [] if notes is None else notes
     found = {"parse": {}, "daemon": {}, "prometheus": {}, "mountinfo": {}}
@@ -92,6 +166,7 @@ def check(root, notes=None):
                     found["prometheus"][rel] = "includes <" + name + "> outside daemon/metrics and daemon/http"
         if rel != MOUNTINFO_READER and MOUNTINFO_OPEN.search(text):
             found["mountinfo"][rel] = "opens mountinfo itself; use mount_table(ctx) or read_mount_table(host)"
+    found["deps"] = dependency_problems(root, list(sources(root)))
     problems = []
     for rule, hits in found.items():
         for rel, why in sorted(hits.items()):
@@ -107,6 +182,12 @@ def self_test():
         "probes/x/probe.cpp": '#include <prometheus/counter.h>\nconst char* p = "/proc/self/mountinfo";\n',
         MOUNTINFO_READER: 'const char* p = "self/mountinfo";\n',
         "probes/y/parse.hpp": '#pragma once\n#include <string_view>\n// parse_y(yaml) reads <yaml-cpp/yaml.h>\nint parse_y(std::string_view);\n',
+        "probes/x/CMakeLists.txt": 'add_library(x STATIC probe.cpp)\ntarget_link_libraries(x PRIVATE y)\n',
+        "probes/y/CMakeLists.txt": 'add_library(y STATIC y.cpp)\ntarget_link_libraries(y PRIVATE z)\n',
+        "probes/y/y.cpp": '#include "probes/z/z.hpp"\n',
+        "probes/z/CMakeLists.txt": 'add_library(z STATIC z.cpp)\n',
+        "probes/z/z.cpp": '#include "probes/y/parse.hpp"\n',
+        "probes/x/uses.cpp": '#include "probes/y/parse.hpp"\n#include "probes/z/z.hpp"\n',
     }
     with tempfile.TemporaryDirectory() as d:
         for rel, text in planted.items():
@@ -118,9 +199,12 @@ def self_test():
     want = ["probes/x/parse.hpp: declares parse_* but reaches probes/x/model.hpp -> <prometheus/family.h>",
             "daemon/app/a.cpp: daemon/ includes probes/x/parse.hpp",
             "probes/x/probe.cpp: includes <prometheus/counter.h> outside",
-            "probes/x/probe.cpp: opens mountinfo itself"]
+            "probes/x/probe.cpp: opens mountinfo itself",
+            "probes/z/z.cpp: includes probes/y/parse.hpp but z does not link a library of probes/y",
+            "probes/x/uses.cpp: includes probes/z/z.hpp but x does not link a library of probes/z"]
     missing = [w for w in want if w not in got]
-    clean = "probes/y/parse.hpp" not in got and MOUNTINFO_READER + ":" not in got
+    clean = ("probes/y/parse.hpp:" not in got and MOUNTINFO_READER + ":" not in got
+             and "probes/y/y.cpp" not in got and "uses.cpp: includes probes/y" not in got)
     if missing or not clean:
         print("self-test FAILED; missing:", missing, "clean parts flagged:", not clean, "\n" + got)
         return 1

@@ -34,6 +34,9 @@ inline std::string fshealth_data(const std::string& rel) {
   return out;
 }
 
+// The host as seen through a fixture tree under tests/fixtures/fshealth/<rel> (sys/, proc/, dev/).
+inline HostPaths fshealth_tree(const std::string& rel) { return HostPaths::under(fshealth_data_dir() / rel); }
+
 // A ProbeContext with its own storage.
 struct ContextHolder {
   HostPaths host;

@@ -1,11 +1,6 @@
 // Lab: XFS on loop devices, the probe called directly on the real host.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <optional>
-#include <sys/stat.h>
-
-#include "daemon/core/strings.hpp"
 #include "probes/xfs/probe.hpp"
 #include "tests/support/fs_lab.hpp"
 #include "tests/support/lab.hpp"
@@ -13,11 +8,8 @@
 namespace fsaudit {
 namespace {
 
-namespace fs = std::filesystem;
-using testing::must;
-using testing::run;
-
 using testing::kname;
+using testing::must;
 using testing::run_probe;
 
 TEST(XfsLab, FreshHealthNotCollectedThenShutdownDetected) {
@@ -28,7 +20,7 @@ TEST(XfsLab, FreshHealthNotCollectedThenShutdownDetected) {
   must({"mkfs.xfs", "-q", "-f", loop.device()});
   testing::Mount m(loop.device(), dir / "mnt", "xfs");
   ASSERT_TRUE(m.ok()) << m.error();
-  auto probe = probes::make_xfs_probe(config::default_config());
+  auto probe = xfs::make_xfs_probe(config::default_config());
   auto r = run_probe(*probe, (dir / "mnt").string());
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   metrics::Labels l{{"target", (dir / "mnt").string()}, {"device", kname(loop.device())}};

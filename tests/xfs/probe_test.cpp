@@ -8,12 +8,9 @@
 namespace fsaudit {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::fixture;
 using testing::fshealth_data;
-using testing::fshealth_data_dir;
-
-HostPaths tree(const std::string& rel) { return HostPaths::under(fshealth_data_dir() / rel); }
+using testing::fshealth_tree;
 
 TEST(XfsHealth, NotCollectedIsNotAnError) {
   auto h = xfs::parse_spaceman_health(fixture("fshealth/xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
@@ -81,8 +78,8 @@ TEST(XfsAdapter, FreshTreeErrorConfigAndNotCollected) {
   testing::FakeRunner runner;
   runner.answer("xfs_spaceman -c health /data", "",
                 0, fshealth_data("xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
-  testing::ContextHolder c(tree("xfs/tree"), runner);
-  auto probe = probes::make_xfs_probe(config::default_config());
+  testing::ContextHolder c(fshealth_tree("xfs/tree"), runner);
+  auto probe = xfs::make_xfs_probe(config::default_config());
   Target t{"/data", "/data", "xfs", "/dev/loop1", "", "", 7, 1};
   ASSERT_TRUE(probe->applies_to(t));
   auto r = probe->run(t, c.ctx);
@@ -99,8 +96,8 @@ TEST(XfsAdapter, FreshTreeErrorConfigAndNotCollected) {
 TEST(XfsAdapter, ShutdownFilesystemFromCapturedEio) {
   testing::FakeRunner runner;
   runner.answer("xfs_spaceman -c health /data", "", 1, fshealth_data("xfs/spaceman-health-shutdown-eio-xfsprogs-6.1.txt"));
-  testing::ContextHolder c(tree("xfs/tree"), runner);
-  auto r = probes::make_xfs_probe(config::default_config())
+  testing::ContextHolder c(fshealth_tree("xfs/tree"), runner);
+  auto r = xfs::make_xfs_probe(config::default_config())
                ->run(Target{"/data", "/data", "xfs", "/dev/loop1", "", "", 7, 1}, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_EQ(r.metrics.value("fsaudit_xfs_shutdown", {{"target", "/data"}}), 1);
@@ -109,8 +106,8 @@ TEST(XfsAdapter, ShutdownFilesystemFromCapturedEio) {
 
 TEST(XfsAdapter, MissingToolFails) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(tree("xfs/tree"), runner);
-  auto r = probes::make_xfs_probe(config::default_config())
+  testing::ContextHolder c(fshealth_tree("xfs/tree"), runner);
+  auto r = xfs::make_xfs_probe(config::default_config())
                ->run(Target{"/data", "/data", "xfs", "/dev/loop1", "", "", 7, 1}, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::failed);
   EXPECT_NE(r.reason.find("xfs_spaceman"), std::string::npos) << r.reason;
