@@ -559,257 +559,329 @@ void clear_caused_counters(StackOps& ops, const Counters& before, const std::str
   }
 }
 
+// One cycle of one canary, phase by phase. A phase returns the final report when the cycle ends
+// there, nullopt to go on; once anything is on disk, an ending goes through abort() (undo, back
+// online, verify, delete the file; the marker goes only when all of that worked).
+class Cycle {
+ public:
+  Cycle(const config::CanaryConfig& cfg, const std::string& name, CycleEnv& env)
+      : cfg_(cfg), name_(name), env_(env), t_start_(std::chrono::steady_clock::now()) {
+    r_.canary = name;
+    r_.started = now_s(env.clock);
+  }
+
+  CycleReport run() {
+    try {
+      for (auto step : {&Cycle::prepare, &Cycle::mark, &Cycle::write_file, &Cycle::go_offline, &Cycle::locate,
+                        &Cycle::inject, &Cycle::come_online})
+        if (auto end = (this->*step)()) return *end;
+      Verdict verdict = Verdict::error;
+      if (auto end = read_back_file(verdict)) return *end;
+      scrub(verdict);
+      return clean_up(verdict);
+    } catch (const std::exception& e) {
+      return finish(Verdict::error, std::string("internal error: ") + e.what());
+    }
+  }
+
+ private:
+  using End = std::optional<CycleReport>;
+
+  CycleReport finish(Verdict verdict, const std::string& reason) {
+    r_.verdict = verdict;
+    if (!reason.empty()) r_.reason = reason;
+    r_.finished = now_s(env_.clock);
+    r_.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
+    r_.expectation_met = expectation_met(r_.expect, std::string(to_string(r_.verdict)));
+    return r_;
+  }
+
+  void advance(const std::string& p) {
+    mk_.phase = p;
+    (void)write_marker(env_.state_dir, name_, mk_);
+    phase(env_, p);
+  }
+
+  // Any failure after the marker: undo the injection while offline, back online, verify, delete the
+  // file. The marker goes only when all of that worked.
+  CycleReport abort(Verdict verdict, const std::string& reason) {
+    bool clean = true;
+    if (!online_) {
+      if (inj_) clean = undo_injection();
+      auto on = ops_nostop_->bring_online();
+      if (!on) {
+        r_.cleanup_errors.push_back(on.error());
+        return finish(verdict, reason + " (and the canary could not be brought back online; the marker stays for the next run)");
+      }
+      if (!wait_online(*t_, env_.host)) {
+        r_.cleanup_errors.push_back("the canary did not appear at " + t_->mountpoint);
+        return finish(verdict, reason + " (and the canary did not come back online; the marker stays for the next run)");
+      }
+      online_ = true;
+    }
+    auto vo = verify_canary(cfg_, name_, env_.host, env_.state_dir, &*ops_nostop_, true);
+    if (!vo) {
+      r_.cleanup_errors.push_back("not verified online: " + vo.error());
+      return finish(verdict, reason + " (the canary is not verified online; nothing removed, the marker stays)");
+    }
+    remove_canary_file(*t_, &r_.cleanup_errors);
+    if (!clean) return finish(verdict, reason + " (cleanup incomplete; the marker stays for the next run)");
+    remove_marker(env_.state_dir, name_);
+    return finish(verdict, reason);
+  }
+
+  // Offline: puts the original bytes back where they differ. False when that could not be done.
+  bool undo_injection() {
+    auto vv = verify_canary(cfg_, name_, env_.host, env_.state_dir, nullptr, false);
+    if (!vv) {
+      r_.cleanup_errors.push_back("restore skipped: " + vv.error());
+      return false;
+    }
+    auto cur = read_direct(inj_->device, inj_->offset, inj_before_.size());
+    if (cur && *cur == inj_before_) return true;
+    auto blk = inj_complete_ ? injected_block(key_, *inj_, inj_after_) : std::nullopt;
+    auto w = restore_bytes(*vv, *inj_, inj_before_, blk, env_);
+    if (!w) {
+      r_.cleanup_errors.push_back("restore: " + w.error());
+      return false;
+    }
+    return true;
+  }
+
+  // The canary is configured, not busy, has nothing pending, verifies online; the counters before.
+  End prepare() {
+    t_ = cfg_.find(name_);
+    if (!t_) {
+      if (fs::exists(inflight_path(env_.state_dir, name_)))
+        r_.recovery = "found a pending cycle for a canary no longer in the config; left untouched";
+      return finish(Verdict::refused, "\"" + name_ + "\" is not a canary in the config; only configured canaries may be corrupted");
+    }
+    // One cycle per canary at a time, recovery included: a live cycle's marker is not a crash.
+    auto lock = CanaryLock::acquire(env_.state_dir, *t_, env_.host);
+    if (!lock) {
+      r_.busy = true;
+      return finish(Verdict::refused, lock.error());
+    }
+    lock_.emplace(std::move(*lock));
+    r_.recovery = recover_pending(cfg_, name_, env_);
+    if (fs::exists(inflight_path(env_.state_dir, name_)))
+      return finish(Verdict::error, "a pending cycle could not be cleaned up: " + r_.recovery);
+    r_.fs = t_->fs;
+    r_.layout = t_->layout;
+    r_.expect = t_->expect.empty() ? default_expectation(t_->fs, t_->layout) : t_->expect;
+    r_.file_blocks = t_->file_blocks;
+    r_.expected_copies = expected_copies(*t_);
+    ops_.emplace(*t_, StackEnv{env_.runner, env_.tools, env_.stop, env_.command_timeout});
+    // Cleanup must finish even after a stop request: its commands do not take the stop token.
+    ops_nostop_.emplace(*t_, StackEnv{env_.runner, env_.tools, {}, env_.command_timeout});
+
+    auto v = verify_canary(cfg_, name_, env_.host, env_.state_dir, &*ops_, true);
+    if (!v) return finish(Verdict::refused, v.error());
+    auto before = ops_->counters();
+    if (!before) return finish(Verdict::error, before.error());
+    before_counters_ = *before;
+    r_.preexisting_errors = before_counters_.total();
+
+    struct statvfs sv {};
+    if (::statvfs(t_->mountpoint.c_str(), &sv) != 0) return finish(Verdict::error, "statvfs " + t_->mountpoint + " failed");
+    bs_ = static_cast<std::size_t>(sv.f_bsize);
+    if (bs_ < 512 || bs_ > 65536 || bs_ % 512) bs_ = 4096;
+    r_.block_size = bs_;
+    key_ = PatternKey{v->record.pattern_key, random_u64()};
+    file_ = fs::path(t_->mountpoint) / kCanaryFile;
+    return std::nullopt;
+  }
+
+  End mark() {
+    mk_.phase = "started";
+    mk_.started = r_.started;
+    mk_.nonce = key_.nonce;
+    mk_.counters_before = before_counters_.total();
+    mk_.counters_before_devices = before_counters_.per_device;
+    mk_.pid = static_cast<long>(::getpid());
+    mk_.boot_id = boot_id(env_.host);
+    if (auto w = write_marker(env_.state_dir, name_, mk_); !w) return finish(Verdict::error, "cannot write in-flight marker: " + w.error());
+    phase(env_, "marked");
+    return std::nullopt;
+  }
+
+  // 1. write the canary file
+  End write_file() {
+    if (auto w = write_canary_file(file_, key_, t_->file_blocks, bs_, t_->fs != "zfs"); !w) return abort(Verdict::error, w.error());
+    advance("written");
+    if (env_.stop.stop_requested()) return abort(Verdict::error, "cancelled");
+    return std::nullopt;
+  }
+
+  // 3 (before 2, so that every copy is final on disk). Drop the caches: unmount / export.
+  End go_offline() {
+    if (auto off = ops_->take_offline(); !off) return abort(Verdict::error, off.error());
+    online_ = false;
+    advance("offline");
+    // The offline re-check: the scan and the write go to the members it verified, nothing else.
+    auto vv = verify_canary(cfg_, name_, env_.host, env_.state_dir, nullptr, false);
+    if (!vv) return abort(Verdict::refused, vv.error());
+    vv_.emplace(std::move(*vv));
+    return std::nullopt;
+  }
+
+  // 2. locate every physical copy of the chosen block
+  End locate() {
+    chosen_ = t_->file_blocks / 2;
+    want_ = make_block(key_, chosen_, bs_);
+    std::uint64_t other_blocks = 0;
+    auto located = locate_copies(*vv_, key_, chosen_, want_, env_, r_, other_blocks);
+    if (!located) return abort(Verdict::error, located.error());
+    copies_ = std::move(*located);
+    r_.copies_found = copies_.size();
+    for (const auto& c : copies_) r_.copies.push_back(c.device + "@" + std::to_string(c.offset));
+    if (copies_.empty())
+      return abort(Verdict::not_injectable, "block " + std::to_string(chosen_) + " of the canary file was not found on any member device (" +
+                                                std::to_string(other_blocks) +
+                                                " other canary blocks seen): compression, encryption or inline data?");
+    // A layout that keeps N copies but shows another number is not the stack the verdict would describe.
+    if (r_.expected_copies != 0 && r_.copies_found != r_.expected_copies)
+      return abort(Verdict::error, "found " + std::to_string(r_.copies_found) + " copies of block " + std::to_string(chosen_) +
+                                       " but layout " + t_->layout + " keeps " + std::to_string(r_.expected_copies) +
+                                       ": the configured layout does not match the filesystem");
+    if (env_.stop.stop_requested()) return abort(Verdict::error, "cancelled");
+    return std::nullopt;
+  }
+
+  // 4. corrupt a few bytes of ONE copy, through the gate and the raw writer
+  End inject() {
+    auto st = load_state(env_.state_dir, name_);
+    const Copy& victim = copies_[st.cycles % copies_.size()];
+    const DeviceIdentity* member = find_member(*vv_, victim.device);
+    if (!member) return abort(Verdict::refused, victim.device + " is not a verified member of the canary");
+    Injection I = plan_injection(victim, want_, chosen_, t_->corrupt_bytes, inj_before_, inj_after_);
+    auto grant = grant_for(*member, victim.offset, victim.offset + bs_);
+    if (!grant) return abort(Verdict::refused, grant.error());
+    grant->block = want_;       // the whole located block, compared through the descriptor that writes
+    grant->exclusive = true;    // offline: a mount or another holder makes the open fail
+    mk_.phase = "injecting";
+    mk_.injection = I;
+    if (auto w = write_marker(env_.state_dir, name_, mk_); !w) return abort(Verdict::error, "cannot write in-flight marker: " + w.error());
+    inj_ = I;  // from here on, abort() restores the bytes (when they differ from the original)
+    auto wr = raw_write(RawWriteRequest{I.device, I.offset, inj_after_, inj_before_}, {*grant});
+    if (!wr) return abort(wr.error().rfind("refused", 0) == 0 ? Verdict::refused : Verdict::error, wr.error());
+    inj_complete_ = true;
+    r_.injection = I;
+    t_injected_ = std::chrono::steady_clock::now();
+    advance("injected");
+    return std::nullopt;
+  }
+
+  // back online (mount / import) with cold caches
+  End come_online() {
+    if (auto on = ops_nostop_->bring_online(); !on) return abort(Verdict::error, on.error());
+    if (!wait_online(*t_, env_.host)) return abort(Verdict::error, "canary did not come back online at " + t_->mountpoint);
+    online_ = true;
+    if (auto von = verify_canary(cfg_, name_, env_.host, env_.state_dir, &*ops_nostop_, true); !von)
+      return abort(Verdict::refused, "after mounting: " + von.error());
+    advance("online");
+    return std::nullopt;
+  }
+
+  // 1 when the original bytes are back on disk at the injection (within 2 s), 0 when not, -1 unreadable.
+  int raw_fixed() {
+    for (int i = 0; i < 20; ++i) {
+      auto b = read_direct(inj_->device, inj_->offset, inj_before_.size());
+      if (!b) return -1;
+      if (*b == inj_before_) return 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return 0;
+  }
+
+  // 5. read back through the filesystem
+  End read_back_file(Verdict& verdict) {
+    auto c0 = ops_nostop_->counters();
+    r_.read_result = read_back(file_, key_, t_->file_blocks, bs_);
+    auto t_read = std::chrono::steady_clock::now();
+    auto c1 = ops_nostop_->counters();
+    std::uint64_t read_delta = (c0 && c1 && c1->total() > c0->total()) ? c1->total() - c0->total() : 0;
+    r_.errors_counted_on_read = read_delta;
+    auto read_verdict = verdict_of_read(r_.read_result, read_delta);
+    if (!read_verdict) return abort(Verdict::error, "reading the canary back: " + r_.read_result);
+    verdict = *read_verdict;
+    if (verdict == Verdict::detected || verdict == Verdict::repaired) r_.detected_by = "read";
+    if (!r_.detected_by.empty())
+      r_.time_to_detect_seconds = std::chrono::duration<double>(t_read - t_injected_).count();
+    if (verdict == Verdict::repaired) r_.repair_verified = raw_fixed();
+    return std::nullopt;
+  }
+
+  // 6. scrub when the read did not settle it (or the read-repair is not on disk yet)
+  void scrub(Verdict& verdict) {
+    bool want_scrub = verdict == Verdict::unverified || verdict == Verdict::silent || (verdict == Verdict::repaired && r_.repair_verified != 1);
+    r_.scrub_supported = ops_->checksumming();
+    if (want_scrub && r_.scrub_supported && !env_.stop.stop_requested()) {
+      auto cs0 = ops_nostop_->counters();
+      phase(env_, "scrubbing");
+      auto so2 = ops_->scrub();
+      auto cs1 = ops_nostop_->counters();
+      r_.scrub_ran = true;
+      r_.scrub_ok = so2.ok;
+      r_.scrub_seconds = so2.seconds;
+      r_.scrub_found = so2.errors_found;
+      if (cs0 && cs1 && cs1->total() > cs0->total()) r_.scrub_found = std::max(r_.scrub_found, cs1->total() - cs0->total());
+      r_.scrub_repaired = so2.errors_repaired;
+      r_.scrub_uncorrectable = so2.uncorrectable;
+      r_.scrub_summary = so2.ok ? so2.summary : so2.error;
+      r_.repair_verified = raw_fixed();
+      if (verdict == Verdict::unverified && r_.scrub_found > 0) {
+        r_.detected_by = "scrub";
+        r_.time_to_detect_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_injected_).count();
+        verdict = r_.repair_verified == 1 ? Verdict::repaired : Verdict::detected;
+      }
+    } else if (!r_.scrub_supported) {
+      r_.scrub_summary = t_->fs + " has no data scrub (unsupported)";
+    }
+    if (r_.repair_verified == -1 && verdict != Verdict::repaired) r_.repair_verified = raw_fixed();
+  }
+
+  // 7. clean up: delete the file, clear only the counters this cycle caused (on the injected
+  // device only: a count elsewhere is a real error that arrived during the cycle)
+  CycleReport clean_up(Verdict verdict) {
+    advance("cleaning");
+    remove_canary_file(*t_, &r_.cleanup_errors);
+    ::sync();
+    clear_caused_counters(*ops_nostop_, before_counters_, inj_->device, r_);
+    remove_marker(env_.state_dir, name_);
+    std::string why;
+    if (verdict == Verdict::silent) why = "wrong data returned with success";
+    if (verdict == Verdict::unverified) why = "correct data, but no error was seen" + std::string(r_.scrub_ran ? " even after a scrub" : "");
+    return finish(verdict, why);
+  }
+
+  const config::CanaryConfig& cfg_;
+  const std::string& name_;
+  CycleEnv& env_;
+  CycleReport r_;
+  std::chrono::steady_clock::time_point t_start_, t_injected_;
+  const config::CanaryTarget* t_ = nullptr;
+  std::optional<CanaryLock> lock_;  // held until the cycle object ends
+  std::optional<StackOps> ops_, ops_nostop_;
+  Counters before_counters_;
+  std::optional<Verified> vv_;  // the offline verification: the scan and the write go to its members
+  std::size_t bs_ = 0;
+  PatternKey key_;
+  fs::path file_;
+  Marker mk_;
+  bool online_ = true;
+  std::optional<Injection> inj_;
+  bool inj_complete_ = false;  // the injected bytes are known to be on disk exactly
+  std::vector<unsigned char> inj_before_, inj_after_;
+  std::uint64_t chosen_ = 0;
+  std::vector<unsigned char> want_;
+  std::vector<Copy> copies_;
+};
+
 }  // namespace
 
 CycleReport run_cycle(const config::CanaryConfig& cfg, const std::string& name, CycleEnv& env) {
-  CycleReport r;
-  r.canary = name;
-  r.started = now_s(env.clock);
-  auto t_start = std::chrono::steady_clock::now();
-  auto finish = [&](Verdict verdict, const std::string& reason) {
-    r.verdict = verdict;
-    if (!reason.empty()) r.reason = reason;
-    r.finished = now_s(env.clock);
-    r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-    r.expectation_met = expectation_met(r.expect, std::string(to_string(r.verdict)));
-    return r;
-  };
-  try {
-    const auto* t = cfg.find(name);
-    if (!t) {
-      if (fs::exists(inflight_path(env.state_dir, name)))
-        r.recovery = "found a pending cycle for a canary no longer in the config; left untouched";
-      return finish(Verdict::refused, "\"" + name + "\" is not a canary in the config; only configured canaries may be corrupted");
-    }
-    // One cycle per canary at a time, recovery included: a live cycle's marker is not a crash.
-    auto lock = CanaryLock::acquire(env.state_dir, *t, env.host);
-    if (!lock) {
-      r.busy = true;
-      return finish(Verdict::refused, lock.error());
-    }
-    r.recovery = recover_pending(cfg, name, env);
-    if (fs::exists(inflight_path(env.state_dir, name)))
-      return finish(Verdict::error, "a pending cycle could not be cleaned up: " + r.recovery);
-    r.fs = t->fs;
-    r.layout = t->layout;
-    r.expect = t->expect.empty() ? default_expectation(t->fs, t->layout) : t->expect;
-    r.file_blocks = t->file_blocks;
-    r.expected_copies = expected_copies(*t);
-    StackOps ops(*t, StackEnv{env.runner, env.tools, env.stop, env.command_timeout});
-    // Cleanup must finish even after a stop request: its commands do not take the stop token.
-    StackOps ops_nostop(*t, StackEnv{env.runner, env.tools, {}, env.command_timeout});
-
-    auto v = verify_canary(cfg, name, env.host, env.state_dir, &ops, true);
-    if (!v) return finish(Verdict::refused, v.error());
-    auto before_counters = ops.counters();
-    if (!before_counters) return finish(Verdict::error, before_counters.error());
-    r.preexisting_errors = before_counters->total();
-
-    struct statvfs sv {};
-    if (::statvfs(t->mountpoint.c_str(), &sv) != 0) return finish(Verdict::error, "statvfs " + t->mountpoint + " failed");
-    std::size_t bs = static_cast<std::size_t>(sv.f_bsize);
-    if (bs < 512 || bs > 65536 || bs % 512) bs = 4096;
-    r.block_size = bs;
-    PatternKey key{v->record.pattern_key, random_u64()};
-    fs::path file = fs::path(t->mountpoint) / kCanaryFile;
-
-    Marker mk;
-    mk.phase = "started";
-    mk.started = r.started;
-    mk.nonce = key.nonce;
-    mk.counters_before = before_counters->total();
-    mk.counters_before_devices = before_counters->per_device;
-    mk.pid = static_cast<long>(::getpid());
-    mk.boot_id = boot_id(env.host);
-    if (auto w = write_marker(env.state_dir, name, mk); !w) return finish(Verdict::error, "cannot write in-flight marker: " + w.error());
-    phase(env, "marked");
-
-    bool online = true;
-    std::optional<Injection> inj;
-    bool inj_complete = false;  // the injected bytes are known to be on disk exactly
-    std::vector<unsigned char> inj_before, inj_after;
-    // Any failure after this point goes through here: undo the injection while offline, back online,
-    // verify, delete the file. The marker goes only when all of that worked.
-    auto abort_cycle = [&](Verdict verdict, const std::string& reason) {
-      bool clean = true;
-      if (!online) {
-        if (inj) {
-          auto vv = verify_canary(cfg, name, env.host, env.state_dir, nullptr, false);
-          if (!vv) {
-            r.cleanup_errors.push_back("restore skipped: " + vv.error());
-            clean = false;
-          } else {
-            auto cur = read_direct(inj->device, inj->offset, inj_before.size());
-            if (!cur || *cur != inj_before) {
-              auto blk = inj_complete ? injected_block(key, *inj, inj_after) : std::nullopt;
-              auto w = restore_bytes(*vv, *inj, inj_before, blk, env);
-              if (!w) {
-                r.cleanup_errors.push_back("restore: " + w.error());
-                clean = false;
-              }
-            }
-          }
-        }
-        auto on = ops_nostop.bring_online();
-        if (!on) {
-          r.cleanup_errors.push_back(on.error());
-          return finish(verdict, reason + " (and the canary could not be brought back online; the marker stays for the next run)");
-        }
-        if (!wait_online(*t, env.host)) {
-          r.cleanup_errors.push_back("the canary did not appear at " + t->mountpoint);
-          return finish(verdict, reason + " (and the canary did not come back online; the marker stays for the next run)");
-        }
-        online = true;
-      }
-      auto vo = verify_canary(cfg, name, env.host, env.state_dir, &ops_nostop, true);
-      if (!vo) {
-        r.cleanup_errors.push_back("not verified online: " + vo.error());
-        return finish(verdict, reason + " (the canary is not verified online; nothing removed, the marker stays)");
-      }
-      remove_canary_file(*t, &r.cleanup_errors);
-      if (!clean) return finish(verdict, reason + " (cleanup incomplete; the marker stays for the next run)");
-      remove_marker(env.state_dir, name);
-      return finish(verdict, reason);
-    };
-
-    // 1. write the canary file
-    if (auto w = write_canary_file(file, key, t->file_blocks, bs, t->fs != "zfs"); !w) return abort_cycle(Verdict::error, w.error());
-    mk.phase = "written";
-    (void)write_marker(env.state_dir, name, mk);
-    phase(env, "written");
-    if (env.stop.stop_requested()) return abort_cycle(Verdict::error, "cancelled");
-
-    // 3 (before 2, so that every copy is final on disk). Drop the caches: unmount / export.
-    if (auto off = ops.take_offline(); !off) return abort_cycle(Verdict::error, off.error());
-    online = false;
-    mk.phase = "offline";
-    (void)write_marker(env.state_dir, name, mk);
-    phase(env, "offline");
-
-    // The offline re-check: the scan and the write go to the members it verified, nothing else.
-    auto vv = verify_canary(cfg, name, env.host, env.state_dir, nullptr, false);
-    if (!vv) return abort_cycle(Verdict::refused, vv.error());
-
-    // 2. locate every physical copy of the chosen block
-    std::uint64_t chosen = t->file_blocks / 2;
-    auto want = make_block(key, chosen, bs);
-    std::uint64_t other_blocks = 0;
-    auto located = locate_copies(*vv, key, chosen, want, env, r, other_blocks);
-    if (!located) return abort_cycle(Verdict::error, located.error());
-    std::vector<Copy> copies = std::move(*located);
-    r.copies_found = copies.size();
-    for (const auto& c : copies) r.copies.push_back(c.device + "@" + std::to_string(c.offset));
-    if (copies.empty())
-      return abort_cycle(Verdict::not_injectable, "block " + std::to_string(chosen) + " of the canary file was not found on any member device (" +
-                                               std::to_string(other_blocks) +
-                                               " other canary blocks seen): compression, encryption or inline data?");
-    // A layout that keeps N copies but shows another number is not the stack the verdict would describe.
-    if (r.expected_copies != 0 && r.copies_found != r.expected_copies)
-      return abort_cycle(Verdict::error, "found " + std::to_string(r.copies_found) + " copies of block " + std::to_string(chosen) +
-                                      " but layout " + t->layout + " keeps " + std::to_string(r.expected_copies) +
-                                      ": the configured layout does not match the filesystem");
-    if (env.stop.stop_requested()) return abort_cycle(Verdict::error, "cancelled");
-
-    // 4. corrupt a few bytes of ONE copy, through the gate and the raw writer
-    auto st = load_state(env.state_dir, name);
-    const Copy& victim = copies[st.cycles % copies.size()];
-    const DeviceIdentity* member = find_member(*vv, victim.device);
-    if (!member) return abort_cycle(Verdict::refused, victim.device + " is not a verified member of the canary");
-    Injection I = plan_injection(victim, want, chosen, t->corrupt_bytes, inj_before, inj_after);
-    auto grant = grant_for(*member, victim.offset, victim.offset + bs);
-    if (!grant) return abort_cycle(Verdict::refused, grant.error());
-    grant->block = want;        // the whole located block, compared through the descriptor that writes
-    grant->exclusive = true;    // offline: a mount or another holder makes the open fail
-    mk.phase = "injecting";
-    mk.injection = I;
-    if (auto w = write_marker(env.state_dir, name, mk); !w) return abort_cycle(Verdict::error, "cannot write in-flight marker: " + w.error());
-    inj = I;  // from here on, abort_cycle restores the bytes (when they differ from the original)
-    auto wr = raw_write(RawWriteRequest{I.device, I.offset, inj_after, inj_before}, {*grant});
-    if (!wr) return abort_cycle(wr.error().rfind("refused", 0) == 0 ? Verdict::refused : Verdict::error, wr.error());
-    inj_complete = true;
-    r.injection = I;
-    auto t_injected = std::chrono::steady_clock::now();
-    mk.phase = "injected";
-    (void)write_marker(env.state_dir, name, mk);
-    phase(env, "injected");
-
-    // back online (mount / import) with cold caches
-    if (auto on = ops_nostop.bring_online(); !on) return abort_cycle(Verdict::error, on.error());
-    if (!wait_online(*t, env.host)) return abort_cycle(Verdict::error, "canary did not come back online at " + t->mountpoint);
-    online = true;
-    if (auto von = verify_canary(cfg, name, env.host, env.state_dir, &ops_nostop, true); !von)
-      return abort_cycle(Verdict::refused, "after mounting: " + von.error());
-    mk.phase = "online";
-    (void)write_marker(env.state_dir, name, mk);
-    phase(env, "online");
-    auto raw_fixed = [&]() -> int {
-      for (int i = 0; i < 20; ++i) {
-        auto b = read_direct(I.device, I.offset, inj_before.size());
-        if (!b) return -1;
-        if (*b == inj_before) return 1;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      return 0;
-    };
-
-    // 5. read back through the filesystem
-    auto c0 = ops_nostop.counters();
-    r.read_result = read_back(file, key, t->file_blocks, bs);
-    auto t_read = std::chrono::steady_clock::now();
-    auto c1 = ops_nostop.counters();
-    std::uint64_t read_delta = (c0 && c1 && c1->total() > c0->total()) ? c1->total() - c0->total() : 0;
-    r.errors_counted_on_read = read_delta;
-    auto read_verdict = verdict_of_read(r.read_result, read_delta);
-    if (!read_verdict) return abort_cycle(Verdict::error, "reading the canary back: " + r.read_result);
-    Verdict verdict = *read_verdict;
-    if (verdict == Verdict::detected || verdict == Verdict::repaired) r.detected_by = "read";
-    if (!r.detected_by.empty())
-      r.time_to_detect_seconds = std::chrono::duration<double>(t_read - t_injected).count();
-    if (verdict == Verdict::repaired) r.repair_verified = raw_fixed();
-
-    // 6. scrub when the read did not settle it (or the read-repair is not on disk yet)
-    bool want_scrub = verdict == Verdict::unverified || verdict == Verdict::silent || (verdict == Verdict::repaired && r.repair_verified != 1);
-    r.scrub_supported = ops.checksumming();
-    if (want_scrub && r.scrub_supported && !env.stop.stop_requested()) {
-      auto cs0 = ops_nostop.counters();
-      phase(env, "scrubbing");
-      auto so2 = ops.scrub();
-      auto cs1 = ops_nostop.counters();
-      r.scrub_ran = true;
-      r.scrub_ok = so2.ok;
-      r.scrub_seconds = so2.seconds;
-      r.scrub_found = so2.errors_found;
-      if (cs0 && cs1 && cs1->total() > cs0->total()) r.scrub_found = std::max(r.scrub_found, cs1->total() - cs0->total());
-      r.scrub_repaired = so2.errors_repaired;
-      r.scrub_uncorrectable = so2.uncorrectable;
-      r.scrub_summary = so2.ok ? so2.summary : so2.error;
-      r.repair_verified = raw_fixed();
-      if (verdict == Verdict::unverified && r.scrub_found > 0) {
-        r.detected_by = "scrub";
-        r.time_to_detect_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_injected).count();
-        verdict = r.repair_verified == 1 ? Verdict::repaired : Verdict::detected;
-      }
-    } else if (!r.scrub_supported) {
-      r.scrub_summary = t->fs + " has no data scrub (unsupported)";
-    }
-    if (r.repair_verified == -1 && verdict != Verdict::repaired) r.repair_verified = raw_fixed();
-    mk.phase = "cleaning";
-    (void)write_marker(env.state_dir, name, mk);
-    phase(env, "cleaning");
-
-    // 7. clean up: delete the file, clear only the counters this cycle caused (on the injected
-    // device only: a count elsewhere is a real error that arrived during the cycle)
-    remove_canary_file(*t, &r.cleanup_errors);
-    ::sync();
-    clear_caused_counters(ops_nostop, *before_counters, I.device, r);
-    remove_marker(env.state_dir, name);
-    std::string why;
-    if (verdict == Verdict::silent) why = "wrong data returned with success";
-    if (verdict == Verdict::unverified) why = "correct data, but no error was seen" + std::string(r.scrub_ran ? " even after a scrub" : "");
-    return finish(verdict, why);
-  } catch (const std::exception& e) {
-    return finish(Verdict::error, std::string("internal error: ") + e.what());
-  }
+  return Cycle(cfg, name, env).run();
 }
 
 }  // namespace fsaudit::canary
