@@ -65,11 +65,11 @@ TEST(FilesystemsDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
       {"target", mnt.string()}, {"device", kname(a.device())}, {"kind", "corruption"}};
   const std::map<std::string, std::string> dev_b{
       {"target", mnt.string()}, {"device", kname(b.device())}, {"kind", "corruption"}};
-  auto text = d.wait_for_metric("fsaudit_btrfs_device_errors", dev_a, 30);
+  auto text = d.wait_for_metric("fsaudit_btrfs_device_errors", dev_a, 90);
   ASSERT_EQ(scrape_value(text, "fsaudit_btrfs_device_errors", dev_a), 0) << d.log();
   EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_data_redundancy", {{"target", mnt.string()}, {"fs", "btrfs"}}), 1);
   // The kernel log watcher must be reading before the corruption is hit.
-  d.wait_for_metric("fsaudit_kernel_log_source_info", {}, 30);
+  d.wait_for_metric("fsaudit_kernel_log_source_info", {}, 90);
   DaemonProcess::sleep_ms(1500);
 
   for (int i = 0; i < 8; ++i)
@@ -78,14 +78,15 @@ TEST(FilesystemsDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
   if (!(scrape_value(text, "fsaudit_btrfs_device_errors", dev_a) >= 1)) {
     // No reader landed on the bad mirror: a scrub reads both copies.
     must({"btrfs", "scrub", "start", "-B", mnt.string()});
-    text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_btrfs_device_errors", dev_a) >= 1; }, 15);
+    text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_btrfs_device_errors", dev_a) >= 1; }, 90);
   }
-  EXPECT_GE(scrape_value(text, "fsaudit_btrfs_device_errors", dev_a), 1) << scrape_lines(text, "fsaudit_btrfs_device_errors");
+  EXPECT_GE(scrape_value(text, "fsaudit_btrfs_device_errors", dev_a), 1) << scrape_lines(text, "fsaudit_btrfs_device_errors")
+                                                                      << "\n" << d.log();
   EXPECT_EQ(scrape_value(text, "fsaudit_btrfs_device_errors", dev_b), 0) << scrape_lines(text, "fsaudit_btrfs_device_errors");
 
   // The kernel log watcher counted the checksum failure for the same device.
   const std::map<std::string, std::string> klog{{"device", kname(a.device())}, {"kind", "checksum"}};
-  text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_kernel_errors_total", klog) >= 1; }, 15);
+  text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_kernel_errors_total", klog) >= 1; }, 90);
   EXPECT_GE(scrape_value(text, "fsaudit_kernel_errors_total", klog), 1) << scrape_lines(text, "fsaudit_kernel_errors_total")
                                                                        << "\n" << d.log();
   EXPECT_TRUE(std::isnan(scrape_value(text, "fsaudit_kernel_errors_total",
@@ -97,7 +98,7 @@ TEST(FilesystemsDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
   const auto durations = scrape_lines(text, "fsaudit_probe_duration_seconds");
   for (const auto& line : lines(durations))
     if (line.find("probe=\"btrfs\"") != std::string_view::npos) std::cout << "[lab] " << line << "\n";
-  EXPECT_EQ(d.stop(10), 0);
+  EXPECT_EQ(d.stop(60), 0) << d.log();
 }
 
 TEST(FilesystemsDaemonLab, XfsAndExt4HaveNoDataChecksumsAndAreHealthy) {
@@ -121,7 +122,7 @@ TEST(FilesystemsDaemonLab, XfsAndExt4HaveNoDataChecksumsAndAreHealthy) {
                !std::isnan(scrape_value(s, "fsaudit_ext4_errors", te)) &&
                !std::isnan(scrape_value(s, "fsaudit_xfs_shutdown", tx));
       },
-      30);
+      90);
   EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_data_checksums", {{"target", (dir / "xfs").string()}, {"fs", "xfs"}}), 0)
       << d.log();
   EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_data_checksums", {{"target", (dir / "ext4").string()}, {"fs", "ext4"}}), 0);
@@ -133,9 +134,9 @@ TEST(FilesystemsDaemonLab, XfsAndExt4HaveNoDataChecksumsAndAreHealthy) {
 
   // ext4 records an error: the scrape follows.
   std::ofstream(fs::path("/sys/fs/ext4") / kname(e.device()) / "trigger_fs_error") << "fsaudit daemon lab\n";
-  text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_ext4_errors", te) == 1; }, 15);
-  EXPECT_EQ(scrape_value(text, "fsaudit_ext4_errors", te), 1) << scrape_lines(text, "fsaudit_ext4");
-  EXPECT_EQ(d.stop(10), 0);
+  text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_ext4_errors", te) == 1; }, 90);
+  EXPECT_EQ(scrape_value(text, "fsaudit_ext4_errors", te), 1) << scrape_lines(text, "fsaudit_ext4") << "\n" << d.log();
+  EXPECT_EQ(d.stop(60), 0) << d.log();
 }
 
 }  // namespace
