@@ -10,12 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/support/support.hpp"
@@ -23,58 +22,62 @@
 namespace fsaudit::testing {
 
 // fsaudit-helper.socket in miniature: a listening unix socket; every connection gets its own
-// fsaudit-helper with the accepted socket on fd 0 and 1 (Accept=yes, StandardInput=socket).
+// fsaudit-helper with the accepted socket on fd 0 and 1 (Accept=yes, StandardInput=socket). The
+// accepting loop is a forked process, not a thread, so a test can fork callers (run_as) from a
+// process that runs no other thread.
 class HelperSocket {
  public:
   HelperSocket(const std::filesystem::path& dir, std::vector<std::string> args)
       : path_(dir / "helper.sock"), args_(std::move(args)) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     std::strncpy(a.sun_path, path_.c_str(), sizeof a.sun_path - 1);
-    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
     ::chmod(path_.c_str(), 0666);
-    ok_ = ok_ && ::listen(fd_, 8) == 0;
-    thread_ = std::thread([this] { serve(); });
+    ok = ok && ::listen(fd, 8) == 0;
+    std::vector<char*> argv;
+    for (auto& s : args_) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    pid_t parent = ::getpid();
+    if (ok) server_ = ::fork();
+    if (server_ == 0) {
+      while (::getppid() == parent) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        pid_t pid = ::fork();
+        if (pid == 0) {
+          ::dup2(c, 0);
+          ::dup2(c, 1);
+          ::execv(argv[0], argv.data());
+          ::_exit(127);
+        }
+        ::close(c);
+        int st = 0;
+        ::waitpid(pid, &st, 0);
+      }
+      ::_exit(0);
+    }
+    if (fd >= 0) ::close(fd);
   }
   ~HelperSocket() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
+    if (server_ > 0) {
+      ::kill(server_, SIGKILL);  // a helper it started finishes its one request on its own
+      int st = 0;
+      ::waitpid(server_, &st, 0);
+    }
   }
   HelperSocket(const HelperSocket&) = delete;
   HelperSocket& operator=(const HelperSocket&) = delete;
-  bool ok() const { return ok_; }
+  bool ok() const { return server_ > 0; }
   std::string path() const { return path_.string(); }
 
  private:
-  void serve() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      std::vector<char*> argv;
-      for (auto& s : args_) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      pid_t pid = ::fork();
-      if (pid == 0) {
-        ::dup2(c, 0);
-        ::dup2(c, 1);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-      }
-      ::close(c);
-      int st = 0;
-      ::waitpid(pid, &st, 0);
-    }
-  }
   std::filesystem::path path_;
   std::vector<std::string> args_;
-  int fd_ = -1;
-  bool ok_ = false;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  pid_t server_ = -1;
 };
 
 // Runs `fn` in a forked child as `uid`/`gid` (no supplementary groups) and returns what it returned
