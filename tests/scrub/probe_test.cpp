@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <thread>
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
@@ -520,6 +521,51 @@ TEST(ScrubProbe, ThroughTheHelperTheDaemonFollowsAndCancelsTheHelpersJob) {
   EXPECT_EQ(helper.runner.count("btrfs scrub cancel /mnt/r1"), 1);
   EXPECT_EQ(h.runner.count("btrfs scrub cancel /mnt/r1"), 0);
   ::close(lock);
+}
+
+}  // namespace
+}  // namespace fsaudit::scrub
+
+namespace fsaudit::scrub {
+namespace {
+
+// The real fsaudit-scrub-detach under a umask like the helper unit's (0077): the job directory and
+// files stay readable by others (the unprivileged daemon reads the helper's jobs), and the job reads
+// as alive from its watcher's lock alone (no pid to look up in /proc), then as finished.
+TEST(ScrubDetach, JobReadableWhateverTheUmaskAndAliveByItsLock) {
+  testing::TempDir d("scrub-detach");
+  auto dir = d / "job";
+  ProcessRunner runner;
+  CommandSpec spec;
+  spec.argv = {FSAUDIT_SCRUB_DETACH_BINARY, dir.string(), "--", "sh", "-c", "echo scrubbing; sleep 2"};
+  spec.timeout = std::chrono::seconds(60);
+  mode_t old = ::umask(077);
+  auto r = runner.run(spec);
+  ::umask(old);
+  ASSERT_TRUE(r.ok()) << r.describe();
+  ASSERT_EQ(r.out.rfind("pid=", 0), 0u) << r.out;
+  HostPaths nowhere = HostPaths::under(d.path());  // no /proc here: liveness must come from the lock
+  auto job = read_job(nowhere, dir, 0);
+  EXPECT_TRUE(job.alive);
+  EXPECT_FALSE(job.finished);
+  struct stat sb {};
+  ASSERT_EQ(::stat(dir.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0755u);
+  for (const char* f : {"output", "lock", "pid"}) {
+    ASSERT_EQ(::stat((dir / f).c_str(), &sb), 0) << f;
+    EXPECT_EQ(sb.st_mode & 0777, 0644u) << f;
+  }
+  for (int i = 0; i < 600 && !(job = read_job(nowhere, dir, 0)).finished; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(job.finished);
+  EXPECT_FALSE(job.alive);
+  EXPECT_EQ(job.exit_code, 0);
+  EXPECT_EQ(job.output, "scrubbing\n");
+  ASSERT_EQ(::stat((dir / "status").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0644u);
+  // The watcher is gone: its lock is free, and a job without a status is not alive.
+  std::filesystem::remove(dir / "status");
+  EXPECT_FALSE(read_job(nowhere, dir, 0).alive);
 }
 
 }  // namespace
