@@ -523,12 +523,6 @@ TEST(ScrubProbe, ThroughTheHelperTheDaemonFollowsAndCancelsTheHelpersJob) {
   ::close(lock);
 }
 
-}  // namespace
-}  // namespace fsaudit::scrub
-
-namespace fsaudit::scrub {
-namespace {
-
 // The real fsaudit-scrub-detach under a umask like the helper unit's (0077): the job directory and
 // files stay readable by others (the unprivileged daemon reads the helper's jobs), and the job reads
 // as alive from its watcher's lock alone (no pid to look up in /proc), then as finished.
