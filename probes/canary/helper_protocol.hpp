@@ -3,7 +3,7 @@
 // connection, one JSON line each way:
 //   {"verb": "canary-run", "canary": "NAME"}     one full cycle (recovery first), answers the report
 //   {"verb": "canary-status", "canary": "NAME"}  the canary's recorded state
-//   {"verb": "scrub-start|scrub-pause|scrub-cancel", "target": "NAME"}  see probes/scrub/helper_verbs.hpp
+//   {"verb": "scrub-start|scrub-pause|scrub-cancel", "target": "NAME" [, "job": "PID"]}  see probes/scrub/helper_verbs.hpp
 // and the host verbs of handle_host_verb() below, each with its own typed arguments.
 // Nothing else is accepted: no other keys, no paths, no devices, no tools. Every name is looked up
 // in the config the helper reads itself; whatever the caller believes about devices or mount

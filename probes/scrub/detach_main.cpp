@@ -8,10 +8,16 @@
 //       exit=<code>\nsignal=<n>\nstart=<unix>\nend=<unix>\n
 //   * DIR/pid holds the process group id (kill -TERM -- -PGID cancels the scrub; the watcher
 //     ignores SIGTERM so it still records how the command ended);
+//   * the watcher holds an exclusive flock on DIR/lock while it lives: a reader that cannot see
+//     the watcher in /proc (fsauditd under ProtectProc=invisible, the job fsaudit-helper's, as root)
+//     still tells a running job from one that vanished;
+//   * DIR is 0755 and its files 0644 whatever the umask: the unprivileged daemon reads the jobs
+//     fsaudit-helper starts for it (it can write none of them).
 //   * this process prints "pid=<pgid>" and exits 0 once the watcher is set up.
 // It never uses a shell. Exit 2: usage; 1: could not set up.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,9 +31,15 @@
 
 namespace {
 
+int open_file(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd >= 0) ::fchmod(fd, 0644);
+  return fd;
+}
+
 bool write_atomic(const std::string& path, const std::string& data) {
   std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open_file(tmp, O_WRONLY | O_TRUNC);
   if (fd < 0) return false;
   bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
   ok = ::fsync(fd) == 0 && ok;
@@ -43,9 +55,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string dir = argv[1];
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     std::fprintf(stderr, "cannot create %s: %s\n", dir.c_str(), std::strerror(errno));
     return 1;
+  }
+  {
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0 || ::fchmod(dfd, 0755) != 0) {
+      std::fprintf(stderr, "cannot use %s: %s\n", dir.c_str(), std::strerror(errno));
+      return 1;
+    }
+    ::close(dfd);
   }
   ::unlink((dir + "/status").c_str());
   int sync[2];
@@ -73,8 +93,9 @@ int main(int argc, char** argv) {
   ::close(sync[0]);
   ::setsid();
   int devnull = ::open("/dev/null", O_RDWR);
-  int out = ::open((dir + "/output").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-  if (devnull < 0 || out < 0) {
+  int out = open_file(dir + "/output", O_WRONLY | O_TRUNC | O_APPEND);
+  int lock = open_file(dir + "/lock", O_RDONLY);
+  if (devnull < 0 || out < 0 || lock < 0 || ::flock(lock, LOCK_EX) != 0) {
     ssize_t ignored = ::write(sync[1], "e", 1);
     (void)ignored;
     _exit(1);

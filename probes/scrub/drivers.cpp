@@ -1,9 +1,12 @@
 #include "probes/scrub/drivers.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "daemon/core/files.hpp"
@@ -130,8 +133,13 @@ JobStatus read_job(const HostPaths& host, const fs::path& dir, int pid) {
     }
     return j;
   }
-  if (pid > 0) {
-    // Alive when the watcher's /proc entry exists and still is our helper (pids get reused).
+  // Alive while the watcher holds DIR/lock; a job without one (an older watcher) by its /proc
+  // entry, which must still be our helper (pids get reused).
+  int lock = ::open((dir / "lock").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (lock >= 0) {
+    j.alive = ::flock(lock, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(lock);
+  } else if (pid > 0) {
     auto cmd = read_file(host.proc(std::to_string(pid) + "/cmdline"));
     j.alive = cmd && cmd->find("fsaudit-scrub-detach") != std::string::npos;
   }

@@ -25,7 +25,9 @@ namespace fs = std::filesystem;
 
 
 ScrubProbe::ScrubProbe(config::ScrubConfig cfg, TargetSelection selection, std::string privileged_helper)
-    : cfg_(std::move(cfg)), selection_(std::move(selection)), privileged_helper_(std::move(privileged_helper)) {}
+    : cfg_(std::move(cfg)), selection_(std::move(selection)), privileged_helper_(std::move(privileged_helper)) {
+  if (actions_via_helper(privileged_helper_, ::geteuid())) transport_ = socket_transport(privileged_helper_);
+}
 
 std::string ScrubProbe::detach_helper(ProbeContext& ctx) const {
   auto it = ctx.tools.find("fsaudit-scrub-detach");
@@ -110,6 +112,7 @@ struct ScrubProbe::Pass {
   std::string load_source;
   int running = 0;  // scrubs running on the host now (anybody's)
   std::vector<std::string> notes;
+  const HelperTransport* transport = nullptr;  // start/pause/resume/cancel through fsaudit-helper
 };
 
 ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
@@ -119,7 +122,7 @@ ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
   fs::create_directories(dir, ec);
   Pass pass{ctx, now, tz_offset_ ? *tz_offset_ : CalendarWindow::local_offset(), dir,
             DriverEnv{ctx, dir / "jobs", detach_helper(ctx), privileged_helper_, now}, scan_distro_schedulers(ctx.host.rootfs),
-            std::nullopt, "", 0, {}};
+            std::nullopt, "", 0, {}, transport_ ? &transport_ : nullptr};
   pass.load = io_load(ctx, pass.load_source);
   return pass;
 }
@@ -130,6 +133,7 @@ struct Item {
   ScrubTarget target;
   std::unique_ptr<Driver> driver;
   TargetState state;
+  int recorded_job = 0;  // the detached job the state file named before this observation
   Observation obs;
   bool observed = false;
   std::string error;
@@ -156,9 +160,11 @@ Item observe_target(const ScrubTarget& t, const config::ScrubConfig& cfg, ScrubP
   Item it;
   it.target = t;
   it.driver = make_driver(t.fs);
+  if (pass.transport) it.driver = route_through_helper(std::move(it.driver), *pass.transport);
   it.policy = &cfg.policy_for(t.name);
   it.timer = scheduler_for(pass.distro, t.fs, t.fs == "zfs" ? t.pool : t.name);
   if (auto s = read_file(pass.dir / (t.key() + ".state"))) it.state = TargetState::parse(*s);
+  it.recorded_job = it.state.job_pid;
   auto o = it.driver->observe(t, it.state, pass.env);
   if (!o) {
     it.error = o.error();
@@ -372,22 +378,44 @@ ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
 }
 
 Result<std::string> ScrubProbe::request(const std::string& action, const std::string& target, ProbeContext& ctx) {
+  auto done = carry_out_request(action, target, ctx);
+  if (!done.ok) return err(done.text);
+  return done.text;
+}
+
+ScrubProbe::RequestDone ScrubProbe::carry_out_request(const std::string& action, const std::string& target,
+                                                      ProbeContext& ctx, int job) {
+  RequestDone out;
+  auto fail = [&](std::string why) {
+    out.text = std::move(why);
+    return out;
+  };
   if (action != "start" && action != "pause" && action != "cancel")
-    return err("scrub action must be start, pause or cancel, not '" + action + "'");
-  if (!cfg_.enabled) return err("scrub.enabled is false in the configuration");
+    return fail("scrub action must be start, pause or cancel, not '" + action + "'");
+  if (!cfg_.enabled) return fail("scrub.enabled is false in the configuration");
   std::lock_guard serial(run_mu_);
   std::vector<std::string> notes;
   auto targets = discover(ctx, notes);
   auto t = std::find_if(targets.begin(), targets.end(), [&](const ScrubTarget& x) { return x.name == target; });
-  if (t == targets.end()) return err(unknown_target_message(target, targets));
+  if (t == targets.end()) return fail(unknown_target_message(target, targets));
   Pass pass = begin_pass(ctx);
   Item it = observe_target(*t, cfg_, pass);
-  if (!it.observed) return err("cannot read the scrub state of " + target + ": " + it.error);
-  if (!it.obs.supported) return err(target + " cannot be scrubbed here: " + it.obs.unsupported_reason);
+  // A job named by the caller must be the one this state recorded: never signal another process.
+  if (job > 0 && job != it.recorded_job)
+    return fail("job " + std::to_string(job) + " is not a scrub job started here for " + target + " (recorded: " +
+                (it.recorded_job > 0 ? std::to_string(it.recorded_job) : std::string("none")) + ")");
+  out.pause_unsupported = it.state.pause_unsupported;
+  if (!it.observed) return fail("cannot read the scrub state of " + target + ": " + it.error);
+  if (!it.obs.supported) return fail(target + " cannot be scrubbed here: " + it.obs.unsupported_reason);
   auto done = carry_out(action, it.target, *it.driver, it.state, it.obs, pass);
   save_state(it, pass);
-  if (!done) return err(done.error());
-  return *done;
+  out.pause_unsupported = it.state.pause_unsupported;
+  out.job_pid = it.state.job_pid;
+  out.job_dir = it.state.job_dir;
+  if (!done) return fail(done.error());
+  out.ok = true;
+  out.text = *done;
+  return out;
 }
 
 Result<std::string> ScrubProbe::carry_out(const std::string& action, const ScrubTarget& t, Driver& driver, TargetState& st,

@@ -15,6 +15,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/probe/probe.hpp"
 #include "probes/scrub/drivers.hpp"
+#include "probes/scrub/helper_route.hpp"
 
 namespace fsaudit::scrub {
 
@@ -28,6 +29,21 @@ class ScrubProbe final : public Probe {
   // the targets this probe scrubs (its discovery under the scrub config). The driver carries it
   // out now; the planner then leaves that run to the operator (no window end, no automatic resume).
   Result<std::string> request(const std::string& action, const std::string& target, ProbeContext& ctx) override;
+  // The same request as fsaudit-helper carries it out for an unprivileged fsauditd: `job` (when
+  // > 0) must be the detached job this probe's state records for the target, else it is refused;
+  // the answer also says which job the target has now and what the driver learned.
+  struct RequestDone {
+    bool ok = false;
+    std::string text;  // what was done, or why not
+    int job_pid = 0;
+    std::string job_dir;
+    bool pause_unsupported = false;
+  };
+  RequestDone carry_out_request(const std::string& action, const std::string& target, ProbeContext& ctx, int job = 0);
+
+  // Tests: start, pause, resume and cancel through `t` as fsauditd does when it is not root and
+  // names a helper (actions_via_helper), whoever runs the test.
+  void set_helper_transport(HelperTransport t) { transport_ = std::move(t); }
 
   // Tests: the local time zone offset used for windows (default: the host's).
   void set_tz_offset(long seconds) { tz_offset_ = seconds; }
@@ -46,6 +62,7 @@ class ScrubProbe final : public Probe {
   config::ScrubConfig cfg_;
   TargetSelection selection_;
   std::string privileged_helper_;
+  HelperTransport transport_;  // empty: the drivers act in this process
   std::optional<long> tz_offset_;
   std::mutex run_mu_;  // a scheduled run and a request never overlap
   std::mutex mu_;

@@ -22,6 +22,7 @@
 #include "probes/btrfs/probe.hpp"
 #include "probes/canary/cli.hpp"
 #include "probes/canary/helper_protocol.hpp"
+#include "tests/canary/helper_socket.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/lab.hpp"
 #include "tests/support/support.hpp"
@@ -100,103 +101,20 @@ TEST(HelperHostVerbs, RefuseWhatTheirOwnConfigDoesNotOfferAndRunNothing) {
     EXPECT_FALSE(handle_host_verb(other, own, runner, 0, 0)) << other;
 }
 
-// fsaudit-helper.socket in miniature: a listening unix socket; every connection gets its own
-// fsaudit-helper with the accepted socket on fd 0 and 1 (Accept=yes, StandardInput=socket).
-class HelperSocket {
- public:
-  HelperSocket(const fs::path& dir, std::vector<std::string> args) : path_(dir / "helper.sock"), args_(std::move(args)) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, path_.c_str(), sizeof a.sun_path - 1);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ::chmod(path_.c_str(), 0666);
-    EXPECT_EQ(::listen(fd_, 8), 0);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~HelperSocket() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  void serve() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      std::vector<char*> argv;
-      for (auto& s : args_) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      pid_t pid = ::fork();
-      if (pid == 0) {
-        ::dup2(c, 0);
-        ::dup2(c, 1);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-      }
-      ::close(c);
-      int st = 0;
-      ::waitpid(pid, &st, 0);
-    }
-  }
-  fs::path path_;
-  std::vector<std::string> args_;
-  int fd_ = -1;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using testing::HelperSocket;
+using testing::Nobody;
+using testing::trusted_config;
 
 // helper_call (the daemon's own client) from a process running as `uid`; "ok: k=v ..." or "refused: why".
 std::string ask_as(uid_t uid, gid_t gid, const std::string& sock, const std::string& verb,
                    const std::map<std::string, std::string>& args) {
-  int pfd[2];
-  if (::pipe(pfd) != 0) return "pipe failed";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(pfd[0]);
-    if (uid != 0 && (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0)) ::_exit(3);
+  return testing::run_as(uid, gid, [&] {
     auto r = helper_call(sock, verb, args, std::chrono::seconds(120));
-    std::string out;
-    if (r) {
-      out = "ok:";
-      for (const auto& [k, v] : *r) out += " " + k + "=" + v;
-    } else {
-      out = "refused: " + r.error();
-    }
-    (void)!::write(pfd[1], out.data(), out.size());
-    ::_exit(0);
-  }
-  ::close(pfd[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(pfd[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  ::close(pfd[0]);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  return out;
-}
-
-struct Nobody {
-  uid_t uid = 65534;
-  gid_t gid = 65534;
-  std::string name = "nobody";
-  Nobody() {
-    if (auto* pw = ::getpwnam("nobody")) uid = pw->pw_uid, gid = pw->pw_gid;
-  }
-};
-
-// A config the helper trusts: root-owned, 0644, in a 0755 root-owned directory.
-fs::path trusted_config(const TempDir& d, const std::string& yaml) {
-  ::chmod(d.path().c_str(), 0755);
-  auto f = d / "fsaudit.yaml";
-  testing::write_text(f, yaml);
-  ::chmod(f.c_str(), 0644);
-  return f;
+    if (!r) return "refused: " + r.error();
+    std::string out = "ok:";
+    for (const auto& [k, v] : *r) out += " " + k + "=" + v;
+    return out;
+  });
 }
 
 TEST(HelperHostVerbs, LatencyFileCreateMakesTheCallersProbeFileWhereTheConfigSays) {

@@ -7,6 +7,7 @@
 
 #include "daemon/config/config.hpp"
 #include "probes/canary/helper_protocol.hpp"
+#include "probes/scrub/helper_route.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
 
@@ -82,6 +83,99 @@ TEST(ScrubHelperVerbs, CancelsAScrubOfATargetItsConfigHas) {
   EXPECT_TRUE(j.value("ok", false)) << j.dump();
   EXPECT_EQ(j.value("result", ""), "canceled the scrub of /mnt/r1");
   EXPECT_EQ(h.runner.count("btrfs scrub cancel /mnt/r1"), 1);
+}
+
+// A job named with pause/cancel must be the one the helper itself started for that target: any other
+// pid (a stale one, another process's) is refused and nothing is signalled or canceled.
+TEST(ScrubHelperVerbs, RefusesAJobItDidNotStart) {
+  HelperHost h("scrub:\n  filesystems: [btrfs]\n");
+  h.runner.answer("btrfs scrub status -d -R /mnt/r1",
+                  testing::fixture("written/btrfs/scrub-status-running-large-fs-progs-6.17.txt"));
+  h.runner.answer("btrfs scrub cancel /mnt/r1", "");
+  // Nothing recorded yet: no job of the caller's is the helper's.
+  for (const std::string req : {R"({"verb": "scrub-cancel", "target": "/mnt/r1", "job": "4242"})",
+                                R"({"verb": "scrub-pause", "target": "/mnt/r1", "job": "1"})"}) {
+    auto j = h.ask(req);
+    EXPECT_FALSE(j.value("ok", true)) << req << " -> " << j.dump();
+    EXPECT_NE(j.value("refused", "").find("is not a scrub job started here for /mnt/r1 (recorded: none)"), std::string::npos)
+        << j.dump();
+  }
+  // Mistyped job ids, and a job on start (the helper starts its own), are refused before anything runs.
+  for (const std::string req : {R"({"verb": "scrub-cancel", "target": "/mnt/r1", "job": 4242})",
+                                R"({"verb": "scrub-cancel", "target": "/mnt/r1", "job": "-1"})",
+                                R"({"verb": "scrub-cancel", "target": "/mnt/r1", "job": "12x"})",
+                                R"({"verb": "scrub-cancel", "target": "/mnt/r1", "job": "99999999999"})",
+                                R"({"verb": "scrub-start", "target": "/mnt/r1", "job": "4242"})"}) {
+    auto j = h.ask(req);
+    EXPECT_FALSE(j.value("ok", true)) << req << " -> " << j.dump();
+  }
+  EXPECT_EQ(h.scrub_commands(), 0) << "a refused request ran a scrub command";
+  // The helper's own record names job 4242: that one, and only that one, is canceled.
+  std::filesystem::create_directories(h.own.state_dir / "scrub");
+  TargetState st;
+  st.running = st.by_us = true;
+  st.job_pid = 4242;
+  st.job_dir = (h.own.state_dir / "scrub/jobs/btrfs__mnt_r1").string();
+  write_text(h.own.state_dir / "scrub/btrfs__mnt_r1.state", st.serialize());
+  auto j = h.ask(R"({"verb": "scrub-cancel", "target": "/mnt/r1", "job": "4243"})");
+  EXPECT_NE(j.value("refused", "").find("job 4243 is not a scrub job started here for /mnt/r1 (recorded: 4242)"),
+            std::string::npos)
+      << j.dump();
+  EXPECT_EQ(h.scrub_commands(), 0);
+  j = h.ask(R"({"verb": "scrub-cancel", "target": "/mnt/r1", "job": "4242"})");
+  EXPECT_TRUE(j.value("ok", false)) << j.dump();
+  EXPECT_EQ(h.runner.count("btrfs scrub cancel /mnt/r1"), 1);
+  // The answer reads back through the daemon's strict parser.
+  auto a = parse_scrub_helper_answer(j.dump());
+  ASSERT_TRUE(a) << a.error();
+  EXPECT_EQ(a->text, "canceled the scrub of /mnt/r1");
+}
+
+TEST(ScrubHelperAnswer, TypedAndChecked) {
+  auto good = parse_scrub_helper_answer(
+      R"({"ok": true, "result": "started the scrub of /m", "job": {"pid": 77, "dir": "/var/lib/h/scrub/jobs/btrfs__m"}, "pause_unsupported": false})");
+  ASSERT_TRUE(good) << good.error();
+  EXPECT_TRUE(good->ok);
+  EXPECT_EQ(good->job_pid, 77);
+  EXPECT_EQ(good->job_dir, "/var/lib/h/scrub/jobs/btrfs__m");
+  EXPECT_EQ(good->pause_unsupported, std::optional<bool>(false));
+  auto no = parse_scrub_helper_answer(R"({"ok": false, "refused": "why", "pause_unsupported": true})");
+  ASSERT_TRUE(no) << no.error();
+  EXPECT_FALSE(no->ok);
+  EXPECT_EQ(no->text, "why");
+  EXPECT_EQ(no->pause_unsupported, std::optional<bool>(true));
+  // What the helper itself writes reads back unchanged.
+  ScrubHelperAnswer mine{true, "paused", 9, "/s/scrub/jobs/zfs_tank", true};
+  auto back = parse_scrub_helper_answer(scrub_helper_answer(mine));
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->job_pid, 9);
+  EXPECT_EQ(back->job_dir, mine.job_dir);
+  for (const std::string bad : {
+           "", "[]", "not json", R"({"result": "x"})", R"({"ok": "true", "result": "x"})", R"({"ok": true})",
+           R"({"ok": true, "result": 5})", R"({"ok": false, "result": "x"})", R"({"ok": true, "result": "x", "extra": 1})",
+           R"({"ok": true, "result": "x", "pause_unsupported": "yes"})",
+           R"({"ok": true, "result": "x", "job": {"pid": 0, "dir": "/a/b"}})",
+           R"({"ok": true, "result": "x", "job": {"pid": -4, "dir": "/a/b"}})",
+           R"({"ok": true, "result": "x", "job": {"pid": "4", "dir": "/a/b"}})",
+           R"({"ok": true, "result": "x", "job": {"pid": 4.5, "dir": "/a/b"}})",
+           R"({"ok": true, "result": "x", "job": {"pid": 99999999999, "dir": "/a/b"}})",
+           R"({"ok": true, "result": "x", "job": {"pid": 4, "dir": "a/b"}})",
+           R"({"ok": true, "result": "x", "job": {"pid": 4, "dir": "/a/../etc"}})",
+           R"({"ok": true, "result": "x", "job": {"pid": 4, "dir": "/a/./b"}})",
+           R"({"ok": true, "result": "x", "job": {"pid": 4, "dir": "/"}})",
+           R"({"ok": true, "result": "x", "job": {"pid": 4}})",
+           R"({"ok": true, "result": "x", "job": {"pid": 4, "dir": "/a/b", "uid": 0}})",
+           R"({"ok": false, "refused": "x", "job": {"pid": 4, "dir": "/a/b"}})",
+       })
+    EXPECT_FALSE(parse_scrub_helper_answer(bad)) << bad;
+}
+
+TEST(ScrubHelperRoute, TheRuleIsAHelperAndNotRoot) {
+  EXPECT_TRUE(actions_via_helper("/run/fsaudit/helper.sock", 999));
+  EXPECT_FALSE(actions_via_helper("/run/fsaudit/helper.sock", 0)) << "root acts itself";
+  EXPECT_FALSE(actions_via_helper("", 999)) << "no helper: act (and fail with the host's reason)";
+  EXPECT_EQ(scrub_helper_request("scrub-pause", "/m", 12), R"({"job":"12","target":"/m","verb":"scrub-pause"})");
+  EXPECT_EQ(scrub_helper_request("scrub-start", "tank", 0), R"({"target":"tank","verb":"scrub-start"})");
 }
 
 }  // namespace

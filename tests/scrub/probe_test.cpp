@@ -2,14 +2,21 @@
 // FakeClock: starts a due scrub, never starts a second one (also across a restart), times the run
 // and reads its result back, observes a timer-managed pool instead of scheduling it, and honours
 // the concurrency limit across pools.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <thread>
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/metrics/store.hpp"
+#include "probes/scrub/helper_verbs.hpp"
 #include "probes/scrub/probe.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/fake_runner.hpp"
@@ -357,6 +364,202 @@ TEST(ScrubProbe, NothingToScrubIsNotApplicable) {
   ScrubProbe p(cfg.scrub, cfg.targets);
   auto r = h.run(p);
   EXPECT_EQ(r.outcome, fsaudit::Outcome::not_applicable);
+}
+
+// The helper's side for a routed probe: its own config, state and runner on the same fixture host,
+// answering through the real verb handler (handle_scrub_helper_request).
+struct FakeHelper {
+  Host& host;
+  FakeRunner runner;
+  config::Config own;
+  std::vector<std::string> requests;
+  FakeHelper(Host& h, const std::string& yaml) : host(h) {
+    own = config::parse_config("state_dir: " + (h.dir / "helper-state").string() + "\n" + yaml, "helper.yaml");
+    own.host = h.host;
+    own.tools = h.tools;
+  }
+  HelperTransport transport() {
+    return [this](const std::string& req, std::chrono::milliseconds) -> Result<std::string> {
+      requests.push_back(req);
+      auto out = handle_scrub_helper_request(req, own, runner);
+      if (!out) return err("not a scrub verb");
+      return out->substr(0, out->find('\n'));
+    };
+  }
+};
+
+// One scenario twice: the probe acting itself, and the same probe routed through the helper (as an
+// unprivileged fsauditd with `canary.helper`): the same decisions, metrics and state files, and the
+// routed daemon runs no scrub command itself.
+TEST(ScrubProbe, ThroughTheHelperTheSameStateAndMetricsAsInProcess) {
+  const std::string yaml = "scrub:\n  spread: 0\n  io_load_threshold: 0\n  window: \"Sat 01:00-02:00\"\n";
+  auto cfg = cfg_from(yaml);
+  Host direct, routed;
+  FakeHelper helper(routed, yaml);
+  auto script = [](FakeRunner& r, const std::string& scan) {
+    r.answer("zpool list -H -o name", "tank\n");
+    r.answer("zpool status tank", status("tank", scan));
+    r.answer("zpool scrub tank", "");
+    r.answer("zpool scrub -p tank", "", 2, "invalid option 'p'\nusage:\n\tscrub [-s] <pool> ...\n");
+    r.answer("zpool scrub -s tank", "");
+  };
+  auto both = [&](const std::string& scan) {
+    script(direct.runner, scan);
+    script(helper.runner, scan);
+    // The routed daemon observes with its own runner, and may not act with it.
+    routed.runner.answer("zpool list -H -o name", "tank\n");
+    routed.runner.answer("zpool status tank", status("tank", scan));
+  };
+  ScrubProbe in_process(cfg.scrub, cfg.targets);
+  ScrubProbe via_helper(cfg.scrub, cfg.targets);
+  in_process.set_tz_offset(0);
+  via_helper.set_tz_offset(0);
+  via_helper.set_helper_transport(helper.transport());
+  auto same = [&](const char* step) {
+    auto a = direct.run(in_process);
+    auto b = routed.run(via_helper);
+    EXPECT_EQ(a.outcome, b.outcome) << step;
+    EXPECT_EQ(metrics::serialize(a.metrics), metrics::serialize(b.metrics)) << step;
+    EXPECT_EQ(read_file(direct.state / "scrub/zfs_tank.state").value_or("?"),
+              read_file(routed.state / "scrub/zfs_tank.state").value_or("!"))
+        << step;
+    for (const auto& c : routed.runner.calls) EXPECT_EQ(c.rfind("zpool scrub", 0), std::string::npos) << step << ": " << c;
+    return a;
+  };
+  both("  scan: none requested\n");
+  auto r = same("start");
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "tank"}, {"code", "start"}}));
+  EXPECT_EQ(helper.runner.count("zpool scrub tank"), 1);
+  ASSERT_EQ(helper.requests.size(), 1u);
+  EXPECT_EQ(helper.requests[0], R"({"target":"tank","verb":"scrub-start"})");
+  // Running at the window's end: zfs-fuse's zpool cannot pause, so both cancel and learn it.
+  both("  scrub: scrub in progress for 0h59m, 80.00% done, 0h15m to go\n");
+  direct.clock.advance(std::chrono::minutes(61));
+  routed.clock.advance(std::chrono::minutes(61));
+  r = same("window end");
+  EXPECT_EQ(helper.runner.count("zpool scrub -s tank"), 1);
+  EXPECT_EQ(direct.runner.count("zpool scrub -s tank"), 1);
+  EXPECT_NE(read_file(routed.state / "scrub/zfs_tank.state").value_or("").find("pause_unsupported=1"), std::string::npos);
+  both("  scan: scrub canceled on Sat Nov 18 02:01:05 2023\n");
+  direct.clock.advance(std::chrono::seconds(30));
+  routed.clock.advance(std::chrono::seconds(30));
+  r = same("canceled");
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "tank"}, {"result", "canceled"}}), 1);
+}
+
+// A detached job the helper starts (btrfs `scrub start -B`): the daemon records the helper's job,
+// reads it from the helper's job directory (its watcher's lock says it lives, even where the
+// daemon cannot see root's processes), and names it when it cancels; a job id the helper did not
+// start is refused and nothing is canceled.
+TEST(ScrubProbe, ThroughTheHelperTheDaemonFollowsAndCancelsTheHelpersJob) {
+  Host h;
+  write_text(h.dir / "proc/self/mountinfo",
+             "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+             "40 22 0:45 / /mnt/r1 rw,relatime shared:20 - btrfs /dev/loop7 rw\n");
+  const std::string yaml = "scrub:\n  filesystems: [btrfs]\n  spread: 0\n  io_load_threshold: 0\n";
+  auto cfg = cfg_from(yaml);
+  h.tools["fsaudit-scrub-detach"] = "/bin/true";
+  FakeHelper helper(h, yaml);
+  helper.runner.handler = [](const std::vector<std::string>& argv) {
+    if (!argv.empty() && argv[0] == "/bin/true") return FakeRunner::exited(0, "pid=4242\n");
+    return FakeRunner::not_found(argv.empty() ? "" : argv[0]);
+  };
+  const std::string status_cmd = "btrfs scrub status -d -R /mnt/r1";
+  const std::string running = testing::fixture("written/btrfs/scrub-status-running-large-fs-progs-6.17.txt");
+  helper.runner.answer(status_cmd, btrfs_status("\tno stats available\n", 0, 0, 0, 0));
+  h.runner.answer(status_cmd, btrfs_status("\tno stats available\n", 0, 0, 0, 0));
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  p.set_helper_transport(helper.transport());
+  metrics::Labels l{{"target", "/mnt/r1"}, {"fs", "btrfs"}};
+  auto r = h.run(p);
+  ASSERT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "/mnt/r1"}, {"code", "start"}}));
+  auto job_dir = helper.own.state_dir / "scrub/jobs/btrfs__mnt_r1";
+  EXPECT_EQ(helper.runner.count("/bin/true " + job_dir.string() + " -- btrfs scrub start -B -R /mnt/r1"), 1);
+  EXPECT_EQ(h.runner.count("/bin/true " + (h.state / "scrub/jobs/btrfs__mnt_r1").string() + " -- btrfs scrub start -B -R /mnt/r1"), 0);
+  auto st = TargetState::parse(read_file(h.state / "scrub/btrfs__mnt_r1.state").value_or(""));
+  EXPECT_EQ(st.job_pid, 4242);
+  EXPECT_EQ(st.job_dir, job_dir.string());
+  EXPECT_TRUE(st.running && st.by_us);
+  // The helper's jobs are reachable (o+x) but not listable by others.
+  struct stat sb {};
+  ASSERT_EQ(::stat((helper.own.state_dir / "scrub/jobs").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 011, 011u);
+  EXPECT_EQ(sb.st_mode & 04, 0u);
+
+  // The watcher lives (its lock is held; no /proc entry the daemon could see): still running.
+  std::filesystem::create_directories(job_dir);
+  int lock = ::open((job_dir / "lock").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+  h.clock.advance(std::chrono::seconds(5));
+  r = h.run(p);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 1);
+  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l));
+
+  // The daemon's record of the job is not the helper's: refused, nothing canceled.
+  h.runner.answer(status_cmd, running);
+  helper.runner.answer(status_cmd, running);
+  helper.runner.answer("btrfs scrub cancel /mnt/r1", "");
+  st = TargetState::parse(read_file(h.state / "scrub/btrfs__mnt_r1.state").value_or(""));
+  st.job_pid = 5151;
+  write_text(h.state / "scrub/btrfs__mnt_r1.state", st.serialize());
+  ProbeContext ctx{h.host, h.runner, h.clock, h.tools, h.state, {}, h.clock.now() + std::chrono::seconds(20)};
+  auto c = p.request("cancel", "/mnt/r1", ctx);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("the fsaudit helper refused scrub-cancel: job 5151 is not a scrub job started here for /mnt/r1 "
+                           "(recorded: 4242)"),
+            std::string::npos)
+      << c.error();
+  EXPECT_EQ(helper.runner.count("btrfs scrub cancel /mnt/r1"), 0);
+  // Its own job: canceled by the helper, never by the daemon.
+  st.job_pid = 4242;
+  write_text(h.state / "scrub/btrfs__mnt_r1.state", st.serialize());
+  c = p.request("cancel", "/mnt/r1", ctx);
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(*c, "canceled the scrub of /mnt/r1");
+  EXPECT_EQ(helper.requests.back(), R"({"job":"4242","target":"/mnt/r1","verb":"scrub-cancel"})");
+  EXPECT_EQ(helper.runner.count("btrfs scrub cancel /mnt/r1"), 1);
+  EXPECT_EQ(h.runner.count("btrfs scrub cancel /mnt/r1"), 0);
+  ::close(lock);
+}
+
+// The real fsaudit-scrub-detach under a umask like the helper unit's (0077): the job directory and
+// files stay readable by others (the unprivileged daemon reads the helper's jobs), and the job reads
+// as alive from its watcher's lock alone (no pid to look up in /proc), then as finished.
+TEST(ScrubDetach, JobReadableWhateverTheUmaskAndAliveByItsLock) {
+  testing::TempDir d("scrub-detach");
+  auto dir = d / "job";
+  ProcessRunner runner;
+  CommandSpec spec;
+  spec.argv = {FSAUDIT_SCRUB_DETACH_BINARY, dir.string(), "--", "sh", "-c", "echo scrubbing; sleep 2"};
+  spec.timeout = std::chrono::seconds(60);
+  mode_t old = ::umask(077);
+  auto r = runner.run(spec);
+  ::umask(old);
+  ASSERT_TRUE(r.ok()) << r.describe();
+  ASSERT_EQ(r.out.rfind("pid=", 0), 0u) << r.out;
+  HostPaths nowhere = HostPaths::under(d.path());  // no /proc here: liveness must come from the lock
+  auto job = read_job(nowhere, dir, 0);
+  EXPECT_TRUE(job.alive);
+  EXPECT_FALSE(job.finished);
+  struct stat sb {};
+  ASSERT_EQ(::stat(dir.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0755u);
+  for (const char* f : {"output", "lock", "pid"}) {
+    ASSERT_EQ(::stat((dir / f).c_str(), &sb), 0) << f;
+    EXPECT_EQ(sb.st_mode & 0777, 0644u) << f;
+  }
+  for (int i = 0; i < 600 && !(job = read_job(nowhere, dir, 0)).finished; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(job.finished);
+  EXPECT_FALSE(job.alive);
+  EXPECT_EQ(job.exit_code, 0);
+  EXPECT_EQ(job.output, "scrubbing\n");
+  ASSERT_EQ(::stat((dir / "status").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0644u);
+  // The watcher is gone: its lock is free, and a job without a status is not alive.
+  std::filesystem::remove(dir / "status");
+  EXPECT_FALSE(read_job(nowhere, dir, 0).alive);
 }
 
 }  // namespace
