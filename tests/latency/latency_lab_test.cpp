@@ -228,6 +228,55 @@ TEST(LatencyLab, FullFilesystemIsASkipNotAFailure) {
   ProbeFile::remove(lab.mnt / ".fsaudit");
 }
 
+// ENOSPC from a sample's own write (what a copy-on-write filesystem returns for every overwrite once
+// it is full; here an ext4 whose probe file has holes, written into after the filesystem filled up):
+// reported as the no_space state and skip, not a failure, the histogram kept; the next turn after
+// space is freed samples again.
+TEST(LatencyLab, EnospcFromTheSampleWriteIsASkipAndRecovers) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  LabFs lab(32);
+  ASSERT_TRUE(lab.ok()) << lab.why();
+  Ctx c;
+  auto s = small(4);
+  s.fill_threshold = 1.0;  // past the preflight check: the write itself must meet the full filesystem
+  auto probe = probe_on(lab, s);
+  auto r = probe.run(Target::host(), c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  ASSERT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 4.0);
+  // The probe file, its full size but every block a hole, then the filesystem filled to ENOSPC.
+  const auto file = lab.mnt / ".fsaudit" / "latency.probe";
+  ASSERT_EQ(::truncate(file.c_str(), 0), 0);
+  ASSERT_EQ(::truncate(file.c_str(), 4 << 20), 0);
+  {
+    int fd = ::open((lab.mnt / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    std::vector<char> buf(1 << 20, 'x');
+    int e = 0;
+    for (int i = 0; i < 1000 && e == 0; ++i)
+      if (::write(fd, buf.data(), buf.size()) < 0) e = errno;
+    ASSERT_EQ(e, ENOSPC);
+    e = 0;  // the last MiB did not fit: fill what is left block by block
+    for (int i = 0; i < 100000 && e == 0; ++i)
+      if (::write(fd, buf.data(), 4096) < 0) e = errno;
+    ::fsync(fd);
+    ::close(fd);
+    ASSERT_EQ(e, ENOSPC);
+  }
+  r = probe.run(Target::host(), c.ctx);
+  EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(state_of(r.metrics, lab, "no_space"), 1.0);
+  EXPECT_EQ(r.metrics.value("fsaudit_latency_sampler_skipped_total", with(lab.labels(), "reason", "no_space")), 1.0);
+  EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 4.0);  // kept, not grown
+  fs::remove(lab.mnt / "filler");
+  ::sync();
+  r = probe.run(Target::host(), c.ctx);
+  EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(state_of(r.metrics, lab, "ok"), 1.0);
+  EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 8.0);
+  EXPECT_EQ(r.metrics.value("fsaudit_latency_sampler_skipped_total", with(lab.labels(), "reason", "no_space")), 1.0);
+  ProbeFile::remove(lab.mnt / ".fsaudit");
+}
+
 TEST(LatencyLab, HostBudgetExhaustedIsASkip) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   LabFs lab(64);
