@@ -1,10 +1,6 @@
 #include "probes/latency/sampler_child.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <bit>
@@ -63,30 +59,6 @@ class Reader {
   std::string_view in_;
 };
 
-bool write_all(int fd, const void* p, std::size_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = ::write(fd, c, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    c += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, void* p, std::size_t n) {
-  char* c = static_cast<char*>(p);
-  while (n > 0) {
-    ssize_t r = ::read(fd, c, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    c += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
-
 constexpr std::uint32_t kMaxMessage = 64u << 20;
 
 bool send_message(int fd, const std::string& m) {
@@ -109,22 +81,9 @@ SampleResult failed(std::string why) {
 }
 
 // The child's whole life: requests on fd 3, answers on fd 4, ends at EOF. Forked from a
-// multi-threaded daemon without exec: it runs sample_stack() (which allocates; glibc's fork leaves
-// malloc usable in the child) and nothing that takes a lock another daemon thread could have held.
-[[noreturn]] void child_main(int request, int reply) {
-  // Only its two pipes stay open: an orphaned child must not keep the daemon's listening socket.
-  int in = ::fcntl(request, F_DUPFD, 10), out = ::fcntl(reply, F_DUPFD, 10);
-  if (in < 0 || out < 0 || ::dup2(in, 3) != 3 || ::dup2(out, 4) != 4) ::_exit(127);
-  if (::close_range(5, ~0U, 0) != 0)
-    for (int fd = 5; fd < 65536; ++fd) ::close(fd);
-  ::prctl(PR_SET_NAME, "fsaudit-sampler", 0, 0, 0);
-  // The daemon blocks its stop signals in every thread and handles them itself: here they end the
-  // child (systemd's stop of the unit's cgroup), and a dead reader is an EPIPE, not a signal.
-  ::signal(SIGPIPE, SIG_IGN);
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) ::signal(s, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+// multi-threaded daemon without exec: it runs sample_stack(), which allocates (glibc's fork leaves
+// malloc usable in the child) and takes no lock another daemon thread could have held.
+void child_main() {
   std::string msg;
   while (receive_message(3, msg)) {
     auto req = decode_request(msg);
@@ -135,9 +94,8 @@ SampleResult failed(std::string why) {
       const std::uint64_t until = mono_ns() + static_cast<std::uint64_t>(std::max<std::int64_t>(0, req->budget.count()));
       r = sample_stack(req->mountpoint, req->dir, req->settings, req->seed, [&] { return mono_ns() < until; });
     }
-    if (!send_message(4, encode_result(r))) ::_exit(0);  // the daemon is gone
+    if (!send_message(4, encode_result(r))) return;  // the daemon is gone
   }
-  ::_exit(0);
 }
 
 }  // namespace
@@ -207,8 +165,7 @@ std::optional<SampleResult> decode_result(std::string_view bytes) {
 SamplerChildren::~SamplerChildren() {
   std::lock_guard l(mu_);
   for (auto& c : idle_) {
-    ::close(c.request);  // EOF: the child ends
-    ::close(c.reply);
+    close_pipe_child(c, false);  // EOF: the child ends
     ending_.push_back(c.pid);
   }
   idle_.clear();
@@ -230,43 +187,11 @@ std::size_t SamplerChildren::busy() const {
 }
 
 void SamplerChildren::reap_locked() {
-  std::erase_if(ending_, [](pid_t pid) {
-    int st = 0;
-    pid_t r = ::waitpid(pid, &st, WNOHANG);
-    return r == pid || (r < 0 && errno == ECHILD);
-  });
-}
-
-std::optional<SamplerChildren::Child> SamplerChildren::spawn(std::string* error) {
-  int req[2], rep[2];
-  if (::pipe2(req, O_CLOEXEC) != 0) {
-    *error = std::string("pipe: ") + std::strerror(errno);
-    return std::nullopt;
-  }
-  if (::pipe2(rep, O_CLOEXEC) != 0) {
-    *error = std::string("pipe: ") + std::strerror(errno);
-    ::close(req[0]);
-    ::close(req[1]);
-    return std::nullopt;
-  }
-  pid_t pid = ::fork();
-  if (pid == 0) child_main(req[0], rep[1]);
-  int e = errno;
-  ::close(req[0]);
-  ::close(rep[1]);
-  if (pid < 0) {
-    ::close(req[1]);
-    ::close(rep[0]);
-    *error = std::string("fork: ") + std::strerror(e);
-    return std::nullopt;
-  }
-  return Child{pid, req[1], rep[0]};
+  std::erase_if(ending_, reaped);
 }
 
 void SamplerChildren::retire(Child c, bool kill) {
-  if (kill) ::kill(c.pid, SIGKILL);
-  ::close(c.request);
-  ::close(c.reply);
+  close_pipe_child(c, kill);
   std::lock_guard l(mu_);
   busy_.erase(c.pid);
   ending_.push_back(c.pid);
@@ -288,9 +213,9 @@ SampleResult SamplerChildren::sample(const std::filesystem::path& mountpoint, co
       }
     }
     if (!c) {
-      std::string error;
-      c = spawn(&error);
-      if (!c) return failed("cannot start a sampler process: " + error);
+      auto made = fork_pipe_child("fsaudit-sampler", child_main);
+      if (!made) return failed("cannot start a sampler process: " + made.error());
+      c = *made;
     }
     {
       std::lock_guard l(mu_);
@@ -314,8 +239,7 @@ SampleResult SamplerChildren::sample(const std::filesystem::path& mountpoint, co
       if (idle_.size() < kMaxIdle) {
         idle_.push_back(*c);
       } else {  // more children than samples in flight now: end this one (EOF on its requests)
-        ::close(c->request);
-        ::close(c->reply);
+        close_pipe_child(*c, false);
         ending_.push_back(c->pid);
       }
     }

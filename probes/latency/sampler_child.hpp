@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/core/pipe_child.hpp"
 #include "probes/latency/latency_probe.hpp"
 
 namespace fsaudit::latency {
@@ -62,12 +63,7 @@ class SamplerChildren {
   std::size_t busy() const;
 
  private:
-  struct Child {
-    pid_t pid = -1;
-    int request = -1;  // write end
-    int reply = -1;    // read end
-  };
-  std::optional<Child> spawn(std::string* error);
+  using Child = PipeChild;  // requests: encode_request(); answers: encode_result()
   void retire(Child c, bool kill);  // closes its pipes; reaped now or later
   void reap_locked();
 

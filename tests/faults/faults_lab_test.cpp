@@ -190,6 +190,27 @@ class HangFsTest : public ::testing::Test {
       "  capacity: {interval: 1s, jitter: 0s, timeout: 2s}\n  mount: {interval: 1s, jitter: 0s, timeout: 2s}\n";
 };
 
+// SIGTERM while the filesystem still hangs: the daemon exits, reaped, exit 0, within its grace (3 s)
+// plus slack for a loaded machine. Then the filesystem is released: the blocked calls return in the
+// orphaned helper processes, whose answers have nowhere to go, and every one of them ends.
+void sigterm_exits_then_helpers_end(DaemonProcess& d, HangFs& hfs) {
+  const std::vector<int> helpers = child_pids(d.pid());
+  auto t0 = Clock::now();
+  const int code = d.stop(60);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("SIGTERM to reaped: %.2f s (exit %d)\n", secs, code);
+  EXPECT_EQ(code, 0) << "SIGTERM with a hung filesystem: not reaped after " << secs << " s\n" << d.log();
+  EXPECT_LT(secs, 10) << d.log();
+  hfs.release();
+  for (int i = 0; i < 200; ++i) {
+    bool any = false;
+    for (int p : helpers) any = any || (::kill(p, 0) == 0 && proc_state(p) != 'Z');
+    if (!any) break;
+    DaemonProcess::sleep_ms(50);
+  }
+  for (int p : helpers) EXPECT_TRUE(::kill(p, 0) != 0 || proc_state(p) == 'Z') << "helper " << p << " still running";
+}
+
 // A small ext4 on a loop device this test made: the healthy target next to the hung one (the latency
 // sampler writes its probe file there, never on the host's own filesystems).
 struct HealthyExt4 {
@@ -318,23 +339,8 @@ TEST_F(HangFsTest, StatfsNeverReturnsTargetStuckOthersUpdateSigtermExits) {
   EXPECT_EQ(threads_in_d_state(d.pid()), "") << "a daemon thread is blocked in the kernel";
   // SIGTERM: the daemon exits and is reaped while statfs is still blocked, without releasing the
   // filesystem: the blocked calls belong to helper processes (left to init), not to daemon threads.
-  const std::vector<int> helpers = child_pids(d.pid());
-  auto t0 = Clock::now();
-  const int code = d.stop(60);
-  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::printf("SIGTERM to reaped: %.2f s (exit %d)\n", secs, code);
-  EXPECT_EQ(code, 0) << "SIGTERM with a stuck probe: not reaped after " << secs << " s\n" << d.log();
-  EXPECT_LT(secs, 10) << d.log();
+  sigterm_exits_then_helpers_end(d, hfs);
   EXPECT_NE(d.log().find("still stuck"), std::string::npos) << d.log();
-  // Once the filesystem answers, the orphaned helpers' answers have nowhere to go and they end.
-  hfs.release();
-  for (int i = 0; i < 200; ++i) {
-    bool any = false;
-    for (int p : helpers) any = any || (::kill(p, 0) == 0 && proc_state(p) != 'Z');
-    if (!any) break;
-    DaemonProcess::sleep_ms(50);
-  }
-  for (int p : helpers) EXPECT_TRUE(::kill(p, 0) != 0 || proc_state(p) == 'Z') << "helper " << p << " still running";
 }
 
 // statfs answers, fsync never does: the latency sampler gets as far as the fsync of its probe file on
@@ -393,22 +399,7 @@ TEST_F(HangFsTest, FsyncNeverReturnsUnderTheLatencySamplerStuckOthersSampleSigte
     auto check = run({"sh", "-c", "promtool check metrics < " + scrape.string() + " 2>&1"});
     EXPECT_TRUE(check.ok()) << check.out;
   }
-  const std::vector<int> helpers = child_pids(d.pid());
-  auto t0 = Clock::now();
-  const int code = d.stop(60);
-  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::printf("SIGTERM to reaped with a sampler blocked in fsync: %.2f s (exit %d)\n", secs, code);
-  EXPECT_EQ(code, 0) << "not reaped after " << secs << " s\n" << d.log();
-  EXPECT_LT(secs, 10) << d.log();
-  // Released, the blocked fsync returns; the sampler process's answer has nowhere to go and it ends.
-  hfs.release();
-  for (int i = 0; i < 200; ++i) {
-    bool any = false;
-    for (int p : helpers) any = any || (::kill(p, 0) == 0 && proc_state(p) != 'Z');
-    if (!any) break;
-    DaemonProcess::sleep_ms(50);
-  }
-  for (int p : helpers) EXPECT_TRUE(::kill(p, 0) != 0 || proc_state(p) == 'Z') << "child " << p << " still running";
+  sigterm_exits_then_helpers_end(d, hfs);
 }
 
 // Once the filesystem answers again the stuck job returns, is cleared, and runs again normally.

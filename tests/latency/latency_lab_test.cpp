@@ -96,6 +96,22 @@ double state_of(const metrics::Batch& b, const LabFs& lab, const std::string& st
   return b.value("fsaudit_latency_sampler_state", with(lab.labels(), "state", st));
 }
 
+// Writes `file` until the filesystem is full, to the last 4 KiB block; the errno that ended it.
+int fill_to_enospc(const fs::path& file) {
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  std::vector<char> buf(1 << 20, 'x');
+  int e = 0;
+  for (int i = 0; i < 1000 && e == 0; ++i)
+    if (::write(fd, buf.data(), buf.size()) < 0) e = errno;
+  if (e == ENOSPC) e = 0;  // the last MiB did not fit: fill what is left block by block
+  for (int i = 0; i < 100000 && e == 0; ++i)
+    if (::write(fd, buf.data(), 4096) < 0) e = errno;
+  ::fsync(fd);
+  ::close(fd);
+  return e;
+}
+
 }  // namespace
 
 TEST(LatencyLab, ProbeRunProducesHistogramAndBoundedFile) {
@@ -187,21 +203,7 @@ TEST(LatencyLab, FullFilesystemIsASkipNotAFailure) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   LabFs lab(32);
   ASSERT_TRUE(lab.ok()) << lab.why();
-  {
-    auto filler = lab.mnt / "filler";
-    int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    ASSERT_GE(fd, 0);
-    std::vector<char> buf(1 << 20, 'x');
-    int e = 0;
-    for (int i = 0; i < 1000 && e == 0; ++i)
-      if (::write(fd, buf.data(), buf.size()) < 0) e = errno;
-    if (e == 0)
-      for (int i = 0; i < 100000 && e == 0; ++i)
-        if (::write(fd, buf.data(), 4096) < 0) e = errno;
-    ::fsync(fd);
-    ::close(fd);
-    ASSERT_EQ(e, ENOSPC);
-  }
+  ASSERT_EQ(fill_to_enospc(lab.mnt / "filler"), ENOSPC);
   Ctx c;
   {
     auto probe = probe_on(lab, small(4));  // default fill threshold 0.95
@@ -247,21 +249,7 @@ TEST(LatencyLab, EnospcFromTheSampleWriteIsASkipAndRecovers) {
   const auto file = lab.mnt / ".fsaudit" / "latency.probe";
   ASSERT_EQ(::truncate(file.c_str(), 0), 0);
   ASSERT_EQ(::truncate(file.c_str(), 4 << 20), 0);
-  {
-    int fd = ::open((lab.mnt / "filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    ASSERT_GE(fd, 0);
-    std::vector<char> buf(1 << 20, 'x');
-    int e = 0;
-    for (int i = 0; i < 1000 && e == 0; ++i)
-      if (::write(fd, buf.data(), buf.size()) < 0) e = errno;
-    ASSERT_EQ(e, ENOSPC);
-    e = 0;  // the last MiB did not fit: fill what is left block by block
-    for (int i = 0; i < 100000 && e == 0; ++i)
-      if (::write(fd, buf.data(), 4096) < 0) e = errno;
-    ::fsync(fd);
-    ::close(fd);
-    ASSERT_EQ(e, ENOSPC);
-  }
+  ASSERT_EQ(fill_to_enospc(lab.mnt / "filler"), ENOSPC);
   r = probe.run(Target::host(), c.ctx);
   EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_EQ(state_of(r.metrics, lab, "no_space"), 1.0);
