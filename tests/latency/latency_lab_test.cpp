@@ -11,10 +11,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <regex>
 #include <set>
@@ -343,7 +345,8 @@ void write_to(const fs::path& p, const std::string& text, bool append = false) {
 }
 
 // Counts in the kernel what a process issues: io_uring FSYNC submissions and fsync/fdatasync syscalls,
-// through a private tracefs instance limited to the process's threads and the threads they start.
+// through a private tracefs instance limited to the threads of the process and of its child processes
+// (the sampler processes, which issue the samples) and the threads and processes they start.
 // tracefs is mounted on a temp dir for the test and unmounted (the instance removed) on scope exit.
 class FsyncTrace {
  public:
@@ -364,8 +367,23 @@ class FsyncTrace {
     write_to(inst_ / "tracing_on", "0");
     write_to(inst_ / "options/event-fork", "1");
     std::string tids;
-    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task"))
-      tids += e.path().filename().string() + " ";
+    std::vector<int> procs{pid};
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      auto name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream st(e.path() / "stat");
+      std::string text((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
+      auto close = text.rfind(')');
+      int ppid = 0;
+      char state = 0;
+      if (close != std::string::npos && std::sscanf(text.c_str() + close + 2, "%c %d", &state, &ppid) == 2 && ppid == pid)
+        procs.push_back(std::stoi(name));
+    }
+    ec.clear();
+    for (int p : procs)
+      for (auto it = fs::directory_iterator("/proc/" + std::to_string(p) + "/task", ec); !ec && it != fs::directory_iterator();
+           it.increment(ec))
+        tids += it->path().filename().string() + " ";
     write_to(inst_ / "set_event_pid", tids);
     write_to(inst_ / "events/io_uring/io_uring_submit_req/filter", "opcode == 3");  // IORING_OP_FSYNC
     write_to(inst_ / "events/io_uring/io_uring_submit_req/enable", "1");
