@@ -1,10 +1,6 @@
 #include "probes/capacity/statfs_helper.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,48 +17,17 @@ struct Answer {
   struct statvfs st;
 };
 
-bool write_all(int fd, const void* p, std::size_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = ::write(fd, c, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    c += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, void* p, std::size_t n) {
-  char* c = static_cast<char*>(p);
-  while (n > 0) {
-    ssize_t r = ::read(fd, c, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    c += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
-
 // The helper's whole life, in the forked child of a multi-threaded process: only system calls, no
 // allocation. Requests on fd 3 (u32 length + path), answers on fd 4; ends at EOF.
-[[noreturn]] void helper_main(int request, int reply) {
-  // Two descriptors above every one in use, then 3 and 4: nothing else stays open (an orphaned helper
-  // must not keep the daemon's listening socket, so a restarted daemon can bind its port).
-  int in = ::fcntl(request, F_DUPFD, 10), out = ::fcntl(reply, F_DUPFD, 10);
-  if (in < 0 || out < 0 || ::dup2(in, 3) != 3 || ::dup2(out, 4) != 4) ::_exit(127);
-  if (::close_range(5, ~0U, 0) != 0)
-    for (int fd = 5; fd < 65536; ++fd) ::close(fd);
-  ::prctl(PR_SET_NAME, "fsaudit-statfs", 0, 0, 0);
+void helper_main() {
   static char path[PATH_MAX + 1];
   while (true) {
     std::uint32_t len = 0;
-    if (!read_all(3, &len, sizeof len) || len == 0 || len > PATH_MAX || !read_all(3, path, len)) ::_exit(0);
+    if (!read_all(3, &len, sizeof len) || len == 0 || len > PATH_MAX || !read_all(3, path, len)) return;
     path[len] = '\0';
     Answer a{};
     a.err = ::statvfs(path, &a.st) == 0 ? 0 : errno;
-    if (!write_all(4, &a, sizeof a)) ::_exit(0);  // the daemon is gone (SIGPIPE is ignored: EPIPE)
+    if (!write_all(4, &a, sizeof a)) return;  // the daemon is gone (SIGPIPE is ignored: EPIPE)
   }
 }
 
@@ -71,8 +36,7 @@ bool read_all(int fd, void* p, std::size_t n) {
 StatfsHelpers::~StatfsHelpers() {
   std::lock_guard l(mu_);
   for (auto& h : idle_) {
-    ::close(h.request);  // EOF: the helper ends
-    ::close(h.reply);
+    close_pipe_child(h, false);  // EOF: the helper ends
     ending_[h.pid] = "";
   }
   idle_.clear();
@@ -89,42 +53,13 @@ std::size_t StatfsHelpers::processes() const {
 }
 
 void StatfsHelpers::reap_locked() {
-  for (auto it = ending_.begin(); it != ending_.end();) {
-    int st = 0;
-    pid_t r = ::waitpid(it->first, &st, WNOHANG);
-    if (r == it->first || (r < 0 && errno == ECHILD))
-      it = ending_.erase(it);
-    else
-      ++it;
-  }
+  std::erase_if(ending_, [](const auto& e) { return reaped(e.first); });
 }
 
-Result<StatfsHelpers::Helper> StatfsHelpers::spawn() {
-  int req[2], rep[2];
-  if (::pipe2(req, O_CLOEXEC) != 0) return err(std::string("pipe: ") + std::strerror(errno));
-  if (::pipe2(rep, O_CLOEXEC) != 0) {
-    int e = errno;
-    ::close(req[0]);
-    ::close(req[1]);
-    return err(std::string("pipe: ") + std::strerror(e));
-  }
-  pid_t pid = ::fork();
-  if (pid == 0) helper_main(req[0], rep[1]);
-  int e = errno;
-  ::close(req[0]);
-  ::close(rep[1]);
-  if (pid < 0) {
-    ::close(req[1]);
-    ::close(rep[0]);
-    return err(std::string("fork: ") + std::strerror(e));
-  }
-  return Helper{pid, req[1], rep[0]};
-}
+Result<StatfsHelpers::Helper> StatfsHelpers::spawn() { return fork_pipe_child("fsaudit-statfs", helper_main); }
 
 void StatfsHelpers::retire(Helper h, bool kill, const std::string& path) {
-  if (kill) ::kill(h.pid, SIGKILL);
-  ::close(h.request);
-  ::close(h.reply);
+  close_pipe_child(h, kill);
   std::lock_guard l(mu_);
   busy_.erase(h.pid);
   ending_[h.pid] = path;
@@ -209,8 +144,7 @@ Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out,
       if (idle_.size() < kMaxIdle) {
         idle_.push_back(h);
       } else {  // more helpers than calls in flight now: end this one (EOF on its requests)
-        ::close(h.request);
-        ::close(h.reply);
+        close_pipe_child(h, false);
         ending_[h.pid] = "";
       }
     }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "daemon/core/clock.hpp"
+#include "daemon/core/pipe_child.hpp"
 #include "daemon/core/result.hpp"
 
 namespace fsaudit::capacity {
@@ -49,11 +50,7 @@ class StatfsHelpers {
   static constexpr std::chrono::seconds kStillBlocked{5};
 
  private:
-  struct Helper {
-    pid_t pid = -1;
-    int request = -1;  // write end: path requests
-    int reply = -1;    // read end: answers
-  };
+  using Helper = PipeChild;  // requests: paths; answers: errno and struct statvfs
   struct Busy {
     std::string path;
     std::chrono::steady_clock::time_point since;

@@ -1,5 +1,6 @@
 // fsaudit-latency-sample: runs the latency sampler by hand (benchmarks, checks).
 //   fsaudit-latency-sample --dir DIR [--samples N] [--size 64MiB] [--mode io_uring_fsync|o_dsync] [--keep]
+//                          [--one-per-call [--child]]
 //   fsaudit-latency-sample --dir DIR --remove
 //   fsaudit-latency-sample --dir DIR --stream [--stream-size 256MiB] [--duration 30s]
 // DIR is the directory the sampler owns (e.g. /mnt/x/.fsaudit); the probe file is DIR/latency.probe.
@@ -8,26 +9,33 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "daemon/core/units.hpp"
 #include "daemon/runner/runner.hpp"
 #include "probes/latency/probe.hpp"
+#include "probes/latency/sampler_child.hpp"
 #include "probes/latency/stream.hpp"
 
 using namespace fsaudit;
 
 namespace {
+// This process and its reaped children (--child: the sampler process, reaped before the second reading).
 double cpu_seconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+  double t = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage u{};
+    ::getrusage(who, &u);
+    t += static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  }
+  return t;
 }
 int usage(const char* why) {
   std::fprintf(stderr,
                "fsaudit-latency-sample: %s\nusage: fsaudit-latency-sample --dir DIR [--samples N] [--size 64MiB] "
-               "[--mode io_uring_fsync|o_dsync] [--keep] | --dir DIR --remove | --dir DIR --stream "
+               "[--mode io_uring_fsync|o_dsync] [--keep] [--one-per-call [--child]] | --dir DIR --remove | --dir DIR --stream "
                "[--stream-size 256MiB] [--duration 30s]\n",
                why);
   return 2;
@@ -37,7 +45,9 @@ int usage(const char* why) {
 int main(int argc, char** argv) {
   std::string dir, mode = "io_uring_fsync", size = "64MiB", stream_size = "256MiB", duration = "30s";
   long samples = 1000;
-  bool keep = false, remove = false, stream = false;
+  // --one-per-call: N sampler calls of one sample each, as the daemon makes them (statvfs, open,
+  // writer, one write+fsync); --child: those calls through a sampler child process, as the daemon does.
+  bool keep = false, remove = false, stream = false, one_per_call = false, child = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -48,6 +58,8 @@ int main(int argc, char** argv) {
     else if (a == "--keep") keep = true;
     else if (a == "--remove") remove = true;
     else if (a == "--stream") stream = true;
+    else if (a == "--one-per-call") one_per_call = true;
+    else if (a == "--child") child = true;
     else if (a == "--stream-size") stream_size = next();
     else if (a == "--duration") duration = next();
     else return usage(("unknown argument " + a).c_str());
@@ -106,7 +118,23 @@ int main(int argc, char** argv) {
   s.dir_name = d.filename().string();
   double cpu0 = cpu_seconds();
   auto t0 = latency::mono_ns();
-  auto r = latency::sample_stack(d.parent_path(), d, s, t0, [] { return true; });
+  latency::SampleResult r;
+  if (!one_per_call) {
+    r = latency::sample_stack(d.parent_path(), d, s, t0, [] { return true; });
+  } else {
+    auto children = child ? std::make_unique<latency::SamplerChildren>() : nullptr;
+    auto one = s;
+    one.samples = 1;
+    for (long i = 0; i < samples && r.state == latency::State::ok; ++i) {
+      auto x = children ? children->sample(d.parent_path(), d, one, t0 + i, std::chrono::hours(1))
+                        : latency::sample_stack(d.parent_path(), d, one, t0 + i, [] { return true; });
+      r.state = x.state;
+      r.reason = x.reason;
+      r.mode = x.mode;
+      r.fsync_ns.insert(r.fsync_ns.end(), x.fsync_ns.begin(), x.fsync_ns.end());
+    }
+    children.reset();  // its idle child ends and is reaped: its CPU time counts below
+  }
   auto t1 = latency::mono_ns();
   double cpu = cpu_seconds() - cpu0;
   if (!keep) latency::ProbeFile::remove(d);

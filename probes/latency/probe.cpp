@@ -14,6 +14,7 @@
 
 #include "daemon/core/files.hpp"
 #include "daemon/core/helper_client.hpp"
+#include "probes/latency/sampler_child.hpp"
 #include "probes/latency/stream.hpp"
 
 namespace fsaudit::latency {
@@ -394,7 +395,9 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
         std::error_code ec;
         if (std::filesystem::exists(ProbeFile::path_in(d), ec)) ProbeFile::remove(d);
       }
-      auto r = sample_stack(mp, dir, settings, seed, [&] { return clock->now() < deadline; });
+      // In a child process: a write+fsync that never returns must not keep the daemon from exiting.
+      auto r = shared_sampler_children().sample(
+          mp, dir, settings, seed, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - clock->now()));
       shared->fsyncs += r.fsyncs;
       if (r.fill_bytes) shared->dispatcher.charge(clock->now(), 1, static_cast<double>(r.fill_bytes));
       {

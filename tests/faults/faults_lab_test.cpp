@@ -55,7 +55,8 @@ std::string mount_dev(const fs::path& dir) {
 class HangFs {
  public:
   // With `backing`, /disk.img in it reads and writes that file until fail() makes every I/O fail (EIO).
-  explicit HangFs(fs::path dir, const fs::path& backing = {}) : dir_(std::move(dir)) {
+  // With `statfs_answers`, only fsync blocks.
+  explicit HangFs(fs::path dir, const fs::path& backing = {}, bool statfs_answers = false) : dir_(std::move(dir)) {
     fs::create_directories(dir_);
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -63,7 +64,9 @@ class HangFs {
       int null = ::open("/dev/null", O_RDWR);
       ::dup2(null, 1);
       ::dup2(null, 2);
-      if (backing.empty())
+      if (statfs_answers)
+        ::execl(FSAUDIT_HANG_FS, "fsaudit-hang-fs", "--statfs-answers", dir_.c_str(), nullptr);
+      else if (backing.empty())
         ::execl(FSAUDIT_HANG_FS, "fsaudit-hang-fs", dir_.c_str(), nullptr);
       else
         ::execl(FSAUDIT_HANG_FS, "fsaudit-hang-fs", dir_.c_str(), backing.c_str(), nullptr);
@@ -110,12 +113,6 @@ std::string fast_config(int port, const fs::path& state, const std::vector<fs::p
   for (const auto& p : targets) t += (t.empty() ? "" : ", ") + std::string("{path: ") + p.string() + "}";
   return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + state.string() +
          "\ntargets:\n  discover: false\n  explicit: [" + t + "]\nprobes:\n" + probes + extra;
-}
-
-// The mount point the daemon reports a directory target under (its `target` label).
-std::string target_label(const fs::path& dir) {
-  auto c = run({"findmnt", "-n", "-o", "TARGET", "--target", dir.string()});
-  return std::string(trim(c.out));
 }
 
 // 'Z' once the process's main thread has exited, even while another of its threads is still blocked in
@@ -193,37 +190,111 @@ class HangFsTest : public ::testing::Test {
       "  capacity: {interval: 1s, jitter: 0s, timeout: 2s}\n  mount: {interval: 1s, jitter: 0s, timeout: 2s}\n";
 };
 
-// statfs never returns on one target: that job is marked stuck, the other target keeps updating, nothing
-// piles up (threads, helper processes, zombies) over 20 intervals, the daemon still serves /metrics and
-// exits, reaped, on SIGTERM while the call is still blocked in the kernel (in a helper process).
+// SIGTERM while the filesystem still hangs: the daemon exits, reaped, exit 0, within its grace (3 s)
+// plus slack for a loaded machine. Then the filesystem is released: the blocked calls return in the
+// orphaned helper processes, whose answers have nowhere to go, and every one of them ends.
+void sigterm_exits_then_helpers_end(DaemonProcess& d, HangFs& hfs) {
+  const std::vector<int> helpers = child_pids(d.pid());
+  auto t0 = Clock::now();
+  const int code = d.stop(60);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("SIGTERM to reaped: %.2f s (exit %d)\n", secs, code);
+  EXPECT_EQ(code, 0) << "SIGTERM with a hung filesystem: not reaped after " << secs << " s\n" << d.log();
+  EXPECT_LT(secs, 10) << d.log();
+  hfs.release();
+  for (int i = 0; i < 200; ++i) {
+    bool any = false;
+    for (int p : helpers) any = any || (::kill(p, 0) == 0 && proc_state(p) != 'Z');
+    if (!any) break;
+    DaemonProcess::sleep_ms(50);
+  }
+  for (int p : helpers) EXPECT_TRUE(::kill(p, 0) != 0 || proc_state(p) == 'Z') << "helper " << p << " still running";
+}
+
+// A small ext4 on a loop device this test made: the healthy target next to the hung one (the latency
+// sampler writes its probe file there, never on the host's own filesystems).
+struct HealthyExt4 {
+  explicit HealthyExt4(const fs::path& dir) : loop(dir, "healthy.img", 64ull << 20) {
+    if (loop.ok() && run({"mkfs.ext4", "-q", "-F", loop.device()}).ok())
+      mount = std::make_unique<Mount>(loop.device(), dir / "healthy", "ext4");
+  }
+  bool ok() const { return mount && mount->ok(); }
+  fs::path path() const { return mount->dir(); }
+  LoopDevice loop;
+  std::unique_ptr<Mount> mount;
+};
+
+// The resting thread and child-process counts of `pid`: the lowest of five readings 100 ms apart (a
+// sample of the healthy stack in flight adds a thread for a moment; a leak raises the resting count).
+struct Resting {
+  int tasks = 0, children = 0, zombies = 0;
+};
+Resting resting_counts(int pid) {
+  Resting r{1 << 20, 1 << 20, 0};
+  for (int i = 0; i < 5; ++i) {
+    if (i) DaemonProcess::sleep_ms(100);
+    r.tasks = std::min(r.tasks, task_count(pid));
+    auto c = children_of(pid);
+    r.children = std::min(r.children, static_cast<int>(c.size()));
+    for (char st : c) r.zombies += st == 'Z' ? 1 : 0;
+  }
+  return r;
+}
+
+// Threads of `pid` in uninterruptible sleep (blocked in the kernel, e.g. in a FUSE request), by name.
+std::string threads_in_d_state(int pid) {
+  std::string out;
+  std::error_code ec;
+  const fs::path dir = "/proc/" + std::to_string(pid) + "/task";
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    auto s = read_file(it->path() / "stat");
+    auto close = s ? s->rfind(')') : std::string::npos;
+    if (close == std::string::npos || close + 2 >= s->size() || (*s)[close + 2] != 'D') continue;
+    out += " " + it->path().filename().string() + "(" + std::string(trim(read_file(it->path() / "comm").value_or(""))) + ")";
+  }
+  return out;
+}
+
+// statfs never returns on one target, with the fsync latency sampler on (default settings; the hung
+// filesystem is one of its stacks, a healthy ext4 the other): the capacity job and the sampler of that
+// stack are marked stuck, the other target keeps updating (capacity and latency samples), nothing piles
+// up (threads, helper processes, zombies) over 20 intervals, the daemon still serves /metrics and exits,
+// reaped, on SIGTERM while the calls are still blocked in the kernel (in helper processes).
 TEST_F(HangFsTest, StatfsNeverReturnsTargetStuckOthersUpdateSigtermExits) {
   TempDir dir("fsaudit-fault-hang");
-  const fs::path hang = dir / "hang", plain = dir / "plain";
-  fs::create_directories(plain);
+  const fs::path hang = dir / "hang";
+  HealthyExt4 healthy(dir.path());
+  ASSERT_TRUE(healthy.ok()) << "no loop ext4 for the healthy target";
+  const fs::path plain = healthy.path();
   HangFs hfs(hang);
   ASSERT_TRUE(hfs.ok()) << "FUSE mount at " << hang << " did not appear";
   int port = free_port();
-  // The fsync latency sampler is off here: it writes, fsyncs and statvfs()es its target on its own
-  // daemon thread (it measures that thread's fsync), so on this filesystem it blocks in the kernel
-  // like the old in-thread statfs did (one thread, not re-entered, but the process cannot be reaped
-  // until the filesystem answers). See docs/reliability.md.
-  DaemonProcess d(dir.path(), fast_config(port, dir / "state", {hang, plain}, probes_, "latency: {enabled: false}\n"),
-                  port);
+  DaemonProcess d(dir.path(), fast_config(port, dir / "state", {hang, plain}, probes_), port);
   ReleaseFirst release_first{hfs};
   const std::map<std::string, std::string> hang_cap{{"probe", "capacity"}, {"target", hang.string()}};
-  const std::string plain_t = target_label(plain);
-  ASSERT_FALSE(plain_t.empty());
+  const std::string plain_t = plain.string();
   const std::map<std::string, std::string> plain_cap{{"probe", "capacity"}, {"target", plain_t}};
-  auto text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_probe_stuck", hang_cap) == 1; }, 30);
+  const std::map<std::string, std::string> hang_stuck{{"target", hang.string()}, {"state", "stuck"}};
+  const std::map<std::string, std::string> plain_lat{{"target", plain_t}};
+  auto text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_probe_stuck", hang_cap) == 1 &&
+           scrape_value(s, "fsaudit_latency_sampler_state", hang_stuck) == 1 &&
+           value_or(s, "fsaudit_fsync_latency_seconds_count", plain_lat, 0) >= 1;
+  }, 60);
   ASSERT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 1)
       << scrape_lines(text, "fsaudit_probe_stuck") << d.log();
+  ASSERT_EQ(scrape_value(text, "fsaudit_latency_sampler_state", hang_stuck), 1)
+      << scrape_lines(text, "fsaudit_latency_sampler_state") << d.log();
   // fsaudit_probe_stuck is present only while true; run counters and timings are per probe.
   const std::map<std::string, std::string> cap{{"probe", "capacity"}};
   EXPECT_EQ(value_or(text, "fsaudit_probe_stuck", plain_cap, 0), 0);
   EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", plain_cap), 1) << scrape_lines(text, "fsaudit_probe_success");
   EXPECT_EQ(scrape_value(text, "fsaudit_probe_timeouts_total", cap), 1) << scrape_lines(text, "fsaudit_probe_timeouts_total");
+  // The sampler's own job is not stuck: it waits for no stack past its deadline.
+  EXPECT_EQ(value_or(text, "fsaudit_probe_stuck", {{"probe", "latency"}}, 0), 0) << scrape_lines(text, "fsaudit_probe_stuck");
   const double runs1 = scrape_value(text, "fsaudit_probe_runs_total", cap);
   const double last1 = scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", cap);
+  const double lat1 = scrape_value(text, "fsaudit_fsync_latency_seconds_count", plain_lat);
   ASSERT_FALSE(std::isnan(runs1)) << scrape_lines(text, "fsaudit_probe_runs_total");
   DaemonProcess::sleep_ms(3500);
   text = d.scrape();
@@ -235,50 +306,100 @@ TEST_F(HangFsTest, StatfsNeverReturnsTargetStuckOthersUpdateSigtermExits) {
   EXPECT_GT(scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", cap), last1);
   EXPECT_GT(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", plain_t}}), 0)
       << scrape_lines(text, "fsaudit_filesystem_size_bytes");
-  // Not started again while stuck, and nothing piles up: over 20 more intervals the daemon's thread
-  // count is flat, its child processes (the statfs helpers: one held by the hung capacity call, one
-  // serving the other target, and one the setup probe's cancelled call may leave on the hung mount)
-  // stay at most 3, and none is a zombie.
+  EXPECT_GE(scrape_value(text, "fsaudit_fsync_latency_seconds_count", plain_lat), lat1 + 1)
+      << scrape_lines(text, "fsaudit_fsync_latency_seconds_count") << d.log();
+  // Not started again while stuck, and nothing piles up: over 20 more intervals the daemon's resting
+  // thread count is flat, its child processes (statfs helpers: one held by the hung capacity call, one
+  // serving the other target, one the setup probe's cancelled call may leave on the hung mount;
+  // sampler processes: one held by the hung stack, one serving the other) stay at most 5, none a zombie.
   std::vector<int> tasks, kids;
   int zombies = 0;
   for (int i = 0; i < 20; ++i) {
-    DaemonProcess::sleep_ms(1000);
-    tasks.push_back(task_count(d.pid()));
-    auto c = children_of(d.pid());
-    kids.push_back(static_cast<int>(c.size()));
-    for (char st : c) zombies += st == 'Z' ? 1 : 0;
+    DaemonProcess::sleep_ms(500);
+    auto r = resting_counts(d.pid());
+    tasks.push_back(r.tasks);
+    kids.push_back(r.children);
+    zombies += r.zombies;
   }
   std::string series;
   for (std::size_t i = 0; i < tasks.size(); ++i)
     series += " " + std::to_string(tasks[i]) + "/" + std::to_string(kids[i]);
   std::printf("threads/children per interval while stuck:%s\n", series.c_str());
   EXPECT_EQ(*std::max_element(tasks.begin(), tasks.end()), *std::min_element(tasks.begin(), tasks.end())) << series;
-  EXPECT_LE(*std::max_element(kids.begin(), kids.end()), 3) << series;
-  EXPECT_GE(*std::min_element(kids.begin(), kids.end()), 1) << series;
+  EXPECT_LE(*std::max_element(kids.begin(), kids.end()), 5) << series;
+  EXPECT_GE(*std::min_element(kids.begin(), kids.end()), 2) << series;
   EXPECT_EQ(zombies, 0) << series;
   text = d.scrape();
   EXPECT_EQ(scrape_value(text, "fsaudit_probe_timeouts_total", cap), 1) << scrape_lines(text, "fsaudit_probe_timeouts_total");
   EXPECT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 1);
+  EXPECT_EQ(scrape_value(text, "fsaudit_latency_sampler_state", hang_stuck), 1);
   EXPECT_GE(scrape_value(text, "fsaudit_probe_runs_total", cap), runs1 + 15) << scrape_lines(text, "fsaudit_probe_runs_total");
+  EXPECT_GE(scrape_value(text, "fsaudit_fsync_latency_seconds_count", plain_lat), lat1 + 8)
+      << scrape_lines(text, "fsaudit_fsync_latency_seconds_count");
+  EXPECT_EQ(threads_in_d_state(d.pid()), "") << "a daemon thread is blocked in the kernel";
   // SIGTERM: the daemon exits and is reaped while statfs is still blocked, without releasing the
-  // filesystem: the blocked call belongs to a helper process (left to init), not to a daemon thread.
-  const std::vector<int> helpers = child_pids(d.pid());
-  auto t0 = Clock::now();
-  const int code = d.stop(60);
-  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::printf("SIGTERM to reaped: %.2f s (exit %d)\n", secs, code);
-  EXPECT_EQ(code, 0) << "SIGTERM with a stuck probe: not reaped after " << secs << " s\n" << d.log();
-  EXPECT_LT(secs, 10) << d.log();
+  // filesystem: the blocked calls belong to helper processes (left to init), not to daemon threads.
+  sigterm_exits_then_helpers_end(d, hfs);
   EXPECT_NE(d.log().find("still stuck"), std::string::npos) << d.log();
-  // Once the filesystem answers, the orphaned helper's answer has nowhere to go and it ends.
-  hfs.release();
-  for (int i = 0; i < 200; ++i) {
-    bool any = false;
-    for (int p : helpers) any = any || (::kill(p, 0) == 0 && proc_state(p) != 'Z');
-    if (!any) break;
-    DaemonProcess::sleep_ms(50);
+}
+
+// statfs answers, fsync never does: the latency sampler gets as far as the fsync of its probe file on
+// the hung filesystem (the file's first fill, or a sample) and blocks there. That write+fsync runs in a
+// sampler process, not in a daemon thread or one of io_uring's io-wq workers (which are daemon threads
+// and would keep the exited daemon from being reaped until the filesystem answers): that stack is
+// stuck, the healthy stack keeps sampling, every other job of the hung target (capacity) keeps
+// running, /metrics answers and passes promtool, and SIGTERM ends the daemon, reaped, exit 0.
+TEST_F(HangFsTest, FsyncNeverReturnsUnderTheLatencySamplerStuckOthersSampleSigtermExits) {
+  TempDir dir("fsaudit-fault-fsync");
+  const fs::path hang = dir / "hang";
+  HealthyExt4 healthy(dir.path());
+  ASSERT_TRUE(healthy.ok()) << "no loop ext4 for the healthy target";
+  const fs::path plain = healthy.path();
+  HangFs hfs(hang, {}, true);
+  ASSERT_TRUE(hfs.ok()) << "FUSE mount at " << hang << " did not appear";
+  int port = free_port();
+  DaemonProcess d(dir.path(), fast_config(port, dir / "state", {hang, plain}, probes_), port);
+  ReleaseFirst release_first{hfs};
+  const std::map<std::string, std::string> hang_stuck{{"target", hang.string()}, {"state", "stuck"}};
+  const std::map<std::string, std::string> plain_lat{{"target", plain.string()}};
+  const std::map<std::string, std::string> hang_cap{{"probe", "capacity"}, {"target", hang.string()}};
+  auto text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_latency_sampler_state", hang_stuck) == 1 &&
+           value_or(s, "fsaudit_fsync_latency_seconds_count", plain_lat, 0) >= 1;
+  }, 60);
+  ASSERT_EQ(scrape_value(text, "fsaudit_latency_sampler_state", hang_stuck), 1)
+      << scrape_lines(text, "fsaudit_latency_sampler_state") << d.log();
+  // The sampler process of the hung stack is the one blocked in the kernel, in the FUSE request (its
+  // io_uring worker thread, or itself in pwrite+fsync mode).
+  std::string blocked;
+  for (int i = 0; i < 100 && blocked.empty(); ++i) {
+    for (int p : child_pids(d.pid()))
+      if (auto t = threads_in_d_state(p); !t.empty())
+        blocked += " " + std::string(trim(read_file("/proc/" + std::to_string(p) + "/comm").value_or(""))) + ":" + t;
+    if (blocked.empty()) DaemonProcess::sleep_ms(100);
   }
-  for (int p : helpers) EXPECT_TRUE(::kill(p, 0) != 0 || proc_state(p) == 'Z') << "helper " << p << " still running";
+  std::printf("children blocked in the kernel:%s\n", blocked.c_str());
+  EXPECT_NE(blocked.find("fsaudit-sampler"), std::string::npos) << "children in D state:" << blocked;
+  const double lat1 = scrape_value(text, "fsaudit_fsync_latency_seconds_count", plain_lat);
+  const double cap1 = scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}});
+  DaemonProcess::sleep_ms(8000);
+  text = d.scrape();
+  ASSERT_FALSE(text.empty()) << "/metrics stopped answering while a sampler is stuck";
+  EXPECT_EQ(scrape_value(text, "fsaudit_latency_sampler_state", hang_stuck), 1)
+      << scrape_lines(text, "fsaudit_latency_sampler_state");
+  EXPECT_GE(scrape_value(text, "fsaudit_fsync_latency_seconds_count", plain_lat), lat1 + 4)
+      << scrape_lines(text, "fsaudit_fsync_latency_seconds_count") << d.log();
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", hang_cap), 1) << scrape_lines(text, "fsaudit_probe_success");
+  EXPECT_GT(scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}}), cap1);
+  EXPECT_EQ(value_or(text, "fsaudit_probe_stuck", {{"probe", "latency"}}, 0), 0) << scrape_lines(text, "fsaudit_probe_stuck");
+  EXPECT_EQ(threads_in_d_state(d.pid()), "") << "a daemon thread is blocked in the kernel";
+  {
+    const fs::path scrape = dir / "scrape.txt";
+    write_text(scrape, text);
+    auto check = run({"sh", "-c", "promtool check metrics < " + scrape.string() + " 2>&1"});
+    EXPECT_TRUE(check.ok()) << check.out;
+  }
+  sigterm_exits_then_helpers_end(d, hfs);
 }
 
 // Once the filesystem answers again the stuck job returns, is cleared, and runs again normally.

@@ -1,7 +1,9 @@
 // A FUSE filesystem whose statfs and fsync never return until released: the "dead NFS server / dying
-// disk" of the fault tests. Usage: fsaudit-hang-fs MOUNTPOINT [BACKING_FILE] (foreground, multithreaded).
-// SIGUSR1 releases every blocked and future call (they then succeed); umount or SIGTERM ends it.
-// Everything else (getattr, readdir, create, write, unlink) answers at once from an in-memory table.
+// disk" of the fault tests. Usage: fsaudit-hang-fs [--statfs-answers] MOUNTPOINT [BACKING_FILE]
+// (foreground, multithreaded). SIGUSR1 releases every blocked and future call (they then succeed);
+// umount or SIGTERM ends it. With --statfs-answers only fsync blocks (statfs reports a 4 GiB
+// filesystem, half free), so a writer gets as far as its fsync.
+// Everything else (getattr, readdir, create, write, unlink, mkdir) answers at once from an in-memory table.
 // With BACKING_FILE, /disk.img reads and writes that file (a loop device can sit on it), and after
 // SIGUSR2 every read, write and fsync of it fails with EIO: a disk that died under a filesystem.
 #define FUSE_USE_VERSION 31
@@ -27,6 +29,8 @@ static atomic_int blocked_calls;
 static atomic_int failing;
 static int backing_fd = -1;
 static const char* disk = "/disk.img";
+static int statfs_answers;
+static char dirs[8][256];
 
 static void on_usr2(int sig) {
   (void)sig;
@@ -58,6 +62,13 @@ static int hang_getattr(const char* path, struct stat* st, struct fuse_file_info
     return 0;
   }
   pthread_mutex_lock(&mu);
+  for (int d = 0; d < 8; ++d)
+    if (dirs[d][0] && strcmp(dirs[d], path) == 0) {
+      st->st_mode = S_IFDIR | 0700;
+      st->st_nlink = 2;
+      pthread_mutex_unlock(&mu);
+      return 0;
+    }
   int i = find(path);
   if (i >= 0) {
     st->st_mode = S_IFREG | 0644;
@@ -94,6 +105,29 @@ static int hang_create(const char* path, mode_t mode, struct fuse_file_info* fi)
     }
   pthread_mutex_unlock(&mu);
   return i >= 0 ? 0 : -ENOSPC;
+}
+
+static int hang_mkdir(const char* path, mode_t mode) {
+  (void)mode;
+  if (strlen(path) >= sizeof dirs[0]) return -ENAMETOOLONG;
+  pthread_mutex_lock(&mu);
+  int free_slot = -1, exists = 0;
+  for (int d = 0; d < 8; ++d) {
+    if (dirs[d][0] && strcmp(dirs[d], path) == 0) exists = 1;
+    if (!dirs[d][0] && free_slot < 0) free_slot = d;
+  }
+  if (!exists && free_slot >= 0) strcpy(dirs[free_slot], path);
+  pthread_mutex_unlock(&mu);
+  return exists ? -EEXIST : free_slot < 0 ? -ENOSPC : 0;
+}
+
+static int hang_rmdir(const char* path) {
+  pthread_mutex_lock(&mu);
+  int found = 0;
+  for (int d = 0; d < 8; ++d)
+    if (dirs[d][0] && strcmp(dirs[d], path) == 0) dirs[d][0] = 0, found = 1;
+  pthread_mutex_unlock(&mu);
+  return found ? 0 : -ENOENT;
 }
 
 static int hang_open(const char* path, struct fuse_file_info* fi) {
@@ -150,11 +184,11 @@ static int hang_unlink(const char* path) {
 
 static int hang_statfs(const char* path, struct statvfs* st) {
   (void)path;
-  if (backing_fd < 0) block_until_released();  // a failing disk fails, it does not hang
+  if (backing_fd < 0 && !statfs_answers) block_until_released();  // a failing disk fails, it does not hang
   memset(st, 0, sizeof *st);
   st->f_bsize = st->f_frsize = 4096;
-  st->f_blocks = 1024;
-  st->f_bfree = st->f_bavail = 512;
+  st->f_blocks = statfs_answers ? 1 << 20 : 1024;
+  st->f_bfree = st->f_bavail = st->f_blocks / 2;
   st->f_namemax = 255;
   return 0;
 }
@@ -168,6 +202,8 @@ static int hang_fsync(const char* path, int datasync, struct fuse_file_info* fi)
 
 static const struct fuse_operations ops = {
     .getattr = hang_getattr,
+    .mkdir = hang_mkdir,
+    .rmdir = hang_rmdir,
     .unlink = hang_unlink,
     .truncate = hang_truncate,
     .open = hang_open,
@@ -180,8 +216,14 @@ static const struct fuse_operations ops = {
 };
 
 int main(int argc, char** argv) {
+  const char* prog = argv[0];
+  if (argc > 1 && strcmp(argv[1], "--statfs-answers") == 0) {
+    statfs_answers = 1;
+    --argc;
+    ++argv;
+  }
   if (argc != 2 && argc != 3) {
-    fprintf(stderr, "usage: %s MOUNTPOINT [BACKING_FILE]\n", argv[0]);
+    fprintf(stderr, "usage: %s [--statfs-answers] MOUNTPOINT [BACKING_FILE]\n", prog);
     return 2;
   }
   if (argc == 3) {
@@ -202,6 +244,6 @@ int main(int argc, char** argv) {
   sa.sa_handler = on_usr2;
   sigaction(SIGUSR2, &sa, NULL);
   // -f foreground, multithreaded (the default) so one blocked call does not block getattr.
-  char* args[] = {argv[0], "-f", "-o", "fsname=fsaudit-hang,subtype=fsaudit_hang", argv[1], NULL};
+  char* args[] = {(char*)prog, "-f", "-o", "fsname=fsaudit-hang,subtype=fsaudit_hang", argv[1], NULL};
   return fuse_main(5, args, &ops, NULL);
 }

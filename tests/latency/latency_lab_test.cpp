@@ -11,10 +11,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <regex>
 #include <set>
@@ -94,6 +96,22 @@ metrics::Labels with(metrics::Labels l, const std::string& k, const std::string&
 
 double state_of(const metrics::Batch& b, const LabFs& lab, const std::string& st) {
   return b.value("fsaudit_latency_sampler_state", with(lab.labels(), "state", st));
+}
+
+// Writes `file` until the filesystem is full, to the last 4 KiB block; the errno that ended it.
+int fill_to_enospc(const fs::path& file) {
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  std::vector<char> buf(1 << 20, 'x');
+  int e = 0;
+  for (int i = 0; i < 1000 && e == 0; ++i)
+    if (::write(fd, buf.data(), buf.size()) < 0) e = errno;
+  if (e == ENOSPC) e = 0;  // the last MiB did not fit: fill what is left block by block
+  for (int i = 0; i < 100000 && e == 0; ++i)
+    if (::write(fd, buf.data(), 4096) < 0) e = errno;
+  ::fsync(fd);
+  ::close(fd);
+  return e;
 }
 
 }  // namespace
@@ -187,21 +205,7 @@ TEST(LatencyLab, FullFilesystemIsASkipNotAFailure) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   LabFs lab(32);
   ASSERT_TRUE(lab.ok()) << lab.why();
-  {
-    auto filler = lab.mnt / "filler";
-    int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    ASSERT_GE(fd, 0);
-    std::vector<char> buf(1 << 20, 'x');
-    int e = 0;
-    for (int i = 0; i < 1000 && e == 0; ++i)
-      if (::write(fd, buf.data(), buf.size()) < 0) e = errno;
-    if (e == 0)
-      for (int i = 0; i < 100000 && e == 0; ++i)
-        if (::write(fd, buf.data(), 4096) < 0) e = errno;
-    ::fsync(fd);
-    ::close(fd);
-    ASSERT_EQ(e, ENOSPC);
-  }
+  ASSERT_EQ(fill_to_enospc(lab.mnt / "filler"), ENOSPC);
   Ctx c;
   {
     auto probe = probe_on(lab, small(4));  // default fill threshold 0.95
@@ -225,6 +229,41 @@ TEST(LatencyLab, FullFilesystemIsASkipNotAFailure) {
   auto probe = probe_on(lab, small(4));
   auto r = probe.run(Target::host(), c.ctx);
   EXPECT_EQ(state_of(r.metrics, lab, "ok"), 1.0);
+  ProbeFile::remove(lab.mnt / ".fsaudit");
+}
+
+// ENOSPC from a sample's own write (what a copy-on-write filesystem returns for every overwrite once
+// it is full; here an ext4 whose probe file has holes, written into after the filesystem filled up):
+// reported as the no_space state and skip, not a failure, the histogram kept; the next turn after
+// space is freed samples again.
+TEST(LatencyLab, EnospcFromTheSampleWriteIsASkipAndRecovers) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  LabFs lab(32);
+  ASSERT_TRUE(lab.ok()) << lab.why();
+  Ctx c;
+  auto s = small(4);
+  s.fill_threshold = 1.0;  // past the preflight check: the write itself must meet the full filesystem
+  auto probe = probe_on(lab, s);
+  auto r = probe.run(Target::host(), c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  ASSERT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 4.0);
+  // The probe file, its full size but every block a hole, then the filesystem filled to ENOSPC.
+  const auto file = lab.mnt / ".fsaudit" / "latency.probe";
+  ASSERT_EQ(::truncate(file.c_str(), 0), 0);
+  ASSERT_EQ(::truncate(file.c_str(), 4 << 20), 0);
+  ASSERT_EQ(fill_to_enospc(lab.mnt / "filler"), ENOSPC);
+  r = probe.run(Target::host(), c.ctx);
+  EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(state_of(r.metrics, lab, "no_space"), 1.0);
+  EXPECT_EQ(r.metrics.value("fsaudit_latency_sampler_skipped_total", with(lab.labels(), "reason", "no_space")), 1.0);
+  EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 4.0);  // kept, not grown
+  fs::remove(lab.mnt / "filler");
+  ::sync();
+  r = probe.run(Target::host(), c.ctx);
+  EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(state_of(r.metrics, lab, "ok"), 1.0);
+  EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 8.0);
+  EXPECT_EQ(r.metrics.value("fsaudit_latency_sampler_skipped_total", with(lab.labels(), "reason", "no_space")), 1.0);
   ProbeFile::remove(lab.mnt / ".fsaudit");
 }
 
@@ -306,7 +345,8 @@ void write_to(const fs::path& p, const std::string& text, bool append = false) {
 }
 
 // Counts in the kernel what a process issues: io_uring FSYNC submissions and fsync/fdatasync syscalls,
-// through a private tracefs instance limited to the process's threads and the threads they start.
+// through a private tracefs instance limited to the threads of the process and of its child processes
+// (the sampler processes, which issue the samples) and the threads and processes they start.
 // tracefs is mounted on a temp dir for the test and unmounted (the instance removed) on scope exit.
 class FsyncTrace {
  public:
@@ -327,8 +367,23 @@ class FsyncTrace {
     write_to(inst_ / "tracing_on", "0");
     write_to(inst_ / "options/event-fork", "1");
     std::string tids;
-    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task"))
-      tids += e.path().filename().string() + " ";
+    std::vector<int> procs{pid};
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      auto name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream st(e.path() / "stat");
+      std::string text((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
+      auto close = text.rfind(')');
+      int ppid = 0;
+      char state = 0;
+      if (close != std::string::npos && std::sscanf(text.c_str() + close + 2, "%c %d", &state, &ppid) == 2 && ppid == pid)
+        procs.push_back(std::stoi(name));
+    }
+    ec.clear();
+    for (int p : procs)
+      for (auto it = fs::directory_iterator("/proc/" + std::to_string(p) + "/task", ec); !ec && it != fs::directory_iterator();
+           it.increment(ec))
+        tids += it->path().filename().string() + " ";
     write_to(inst_ / "set_event_pid", tids);
     write_to(inst_ / "events/io_uring/io_uring_submit_req/filter", "opcode == 3");  // IORING_OP_FSYNC
     write_to(inst_ / "events/io_uring/io_uring_submit_req/enable", "1");
