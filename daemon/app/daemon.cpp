@@ -531,6 +531,8 @@ int Daemon::run(bool once) {
       [this](std::stop_token stop, SteadyTime deadline) { return make_context(stop, deadline); },
       [this](const JobOutcome& o) {
         on_outcome(o);
+        // Under the lock: the main loop checks wake_requested() and then sleeps, atomically.
+        { std::lock_guard g(sig_->mu); }
         sig_->cv.notify_all();
       });
   apply_config();
@@ -580,7 +582,7 @@ int Daemon::run(bool once) {
     auto wake = std::min<SteadyTime>(next, now + 1s);
     if (watchdog) wake = std::min<SteadyTime>(wake, now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*watchdog / 2));
     std::unique_lock l(sig_->mu);
-    sig_->cv.wait_until(l, wake, [&] { return sig_->stop || sig_->reload || sig_->control; });
+    sig_->cv.wait_until(l, wake, [&] { return sig_->stop || sig_->reload || sig_->control || scheduler_->wake_requested(); });
     if (sig_->stop) break;
     if (sig_->control) {
       sig_->control = false;
@@ -616,8 +618,9 @@ int Daemon::run(bool once) {
     std::fflush(nullptr);
     ::_exit(0);
   }
-  scheduler_.reset();
+  // Workers first: a worker may still be returning from the scheduler's outcome delivery.
   pool_.reset();
+  scheduler_.reset();
   spdlog::info("stopped");
   return 0;
 }

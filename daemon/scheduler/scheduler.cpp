@@ -165,6 +165,8 @@ SteadyTime Scheduler::tick() {
       }
     }
     if (!timeouts.empty()) update_stuck_locked();
+    planned_wake_ = next;
+    wake_early_.store(false, std::memory_order_release);
   }
   for (std::size_t i = 0; i < timeouts.size(); ++i) {
     sink_(timeouts[i]);
@@ -235,7 +237,6 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
     j->running = false;
     j->started = false;
     j->stuck = false;
-    j->ever_finished = true;
     j->stop.reset();
     j->batch.reset();
     auto& t = totals_[spec.probe->name()];
@@ -258,6 +259,8 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
       j->next_due = window_due(*j, base + jitter_for(j->spec));
     }
     if (!j->waiting_next.empty()) j->next_due = end;  // run_now asked while this run was in flight
+    if (!removed && j->next_due < planned_wake_) wake_early_.store(true, std::memory_order_release);
+    ++delivering_;
     waiters = std::exchange(j->waiting_this, {});
     update_stuck_locked();
     if (was_stuck) {
@@ -267,9 +270,14 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
     }
     o = JobOutcome{spec, std::move(r), took, false, was_stuck, wall_end, ++seq_, false, t};
   }
-  if (removed) return;
-  sink_(o);
-  for (auto& d : waiters) d(o);
+  if (!removed) {
+    sink_(o);
+    for (auto& d : waiters) d(o);
+  }
+  // The first cycle is done, and shutdown may proceed, only once the outcome has been taken.
+  std::lock_guard l(mu_);
+  j->ever_finished = true;
+  --delivering_;
 }
 
 // Called on every state change; it must not walk every job (that made each finished run cost
@@ -290,7 +298,7 @@ std::size_t Scheduler::in_flight() const {
   std::lock_guard l(mu_);
   std::size_t n = 0;
   for (auto& [k, j] : jobs_) n += j->running ? 1 : 0;
-  return n;
+  return n + static_cast<std::size_t>(delivering_);
 }
 
 bool Scheduler::first_cycle_done() const { return first_runs_pending().empty(); }

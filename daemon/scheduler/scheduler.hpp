@@ -79,6 +79,9 @@ class Scheduler {
   void set_jobs(std::vector<JobSpec> jobs);
   // Dispatches every due job and times out overdue runs. Returns when the next thing is due.
   SteadyTime tick();
+  // True once a run has finished since the last tick() and its job is due again before the time
+  // that tick() returned: the caller's sleep should end now (sub-second intervals, run_now).
+  bool wake_requested() const { return wake_early_.load(std::memory_order_acquire); }
   // Runs the job `key` now, as one of its scheduled runs (same timeout, accounting and sink), and
   // then calls `done` with its outcome, after the sink. A job already running runs again as soon as
   // that run returns; the schedule continues one interval after the run. A job that a reload removes
@@ -86,6 +89,8 @@ class Scheduler {
   bool run_now(const std::string& key, Sink done);
   // Asks every in-flight run to stop (SIGTERM path).
   void cancel_all();
+  // Runs dispatched and not yet returned, plus finished runs whose outcome the sink has not yet
+  // taken: zero means no worker is inside a probe or the sink.
   std::size_t in_flight() const;
   // True once every job without a window has finished (or timed out) at least once.
   bool first_cycle_done() const;
@@ -134,6 +139,9 @@ class Scheduler {
   std::map<std::string, ProbeTotals> totals_;      // by probe name; kept when jobs go away
   std::map<std::string, SteadyTime> grid_anchor_;  // by probe name, for batched probes
   std::uint64_t seq_ = 0;
+  SteadyTime planned_wake_ = SteadyTime::max();  // what the last tick() returned: the caller sleeps until then
+  std::atomic<bool> wake_early_{false};
+  int delivering_ = 0;  // finished runs whose outcome is still being delivered (in_flight() counts them)
   int stuck_count_ = 0, reported_stuck_ = -1;  // stuck jobs in jobs_; the count last given to the executor
   std::mt19937_64 rng_;
 };

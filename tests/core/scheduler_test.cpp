@@ -7,6 +7,7 @@
 #include <future>
 
 #include "daemon/scheduler/scheduler.hpp"
+#include "daemon/scheduler/thread_pool.hpp"
 
 using namespace fsaudit;
 using namespace std::chrono_literals;
@@ -565,4 +566,69 @@ TEST(Scheduler, RunNowReportsTimeoutsAndRemovals) {
   }
   p->release();
   while (s.in_flight() > 0) std::this_thread::sleep_for(1ms);
+}
+
+// A run that finishes while the caller sleeps until tick()'s answer, and whose job is due before
+// that, asks for an early wake; one due later does not.
+TEST(Scheduler, AFinishedRunDueBeforeThePlannedWakeAsksForAWake) {
+  Harness h;
+  ManualExecutor ex;
+  auto s = h.make(ex);
+  auto fast = std::make_shared<CountingProbe>("fast");
+  auto slow = std::make_shared<CountingProbe>("slow");
+  s.set_jobs({job(fast, "/a", 100ms, 0ms, 5s), job(slow, "/b", 30s, 0ms, 5s)});
+  auto next = s.tick();  // both dispatched: nothing else due, so the planned wake is far away
+  EXPECT_GE(next, h.clock.now() + 1s);
+  EXPECT_FALSE(s.wake_requested());
+  EXPECT_EQ(s.in_flight(), 2u);
+  ex.run_all();  // both return: "fast" is due again in 100 ms, before the planned wake
+  EXPECT_TRUE(s.wake_requested());
+  EXPECT_EQ(s.in_flight(), 0u);
+  next = s.tick();
+  EXPECT_FALSE(s.wake_requested()) << "tick() takes the request";
+  EXPECT_LE(next, h.clock.now() + 100ms);
+  h.clock.advance(100ms);
+  s.tick();
+  ex.run_all();  // "fast" returns; the planned wake was its own due time, "slow" is not due
+  EXPECT_TRUE(s.wake_requested());
+  h.clock.advance(100ms);
+  s.tick();
+  ex.run_all();
+  EXPECT_EQ(fast->count(), 3u);
+  EXPECT_EQ(slow->count(), 1u);
+}
+
+// The outcome of a finished run is part of the run: in_flight() and first_cycle_done() count it
+// until the sink has returned (a shutdown or --once that saw 0 could otherwise tear the sink down
+// under a worker still delivering, or print a store without the last result).
+TEST(Scheduler, InFlightCountsAnOutcomeUntilTheSinkHasTakenIt) {
+  FakeClock clock;
+  HostPaths host;
+  ToolPaths tools;
+  ProcessRunner runner;
+  std::promise<void> in_sink, release;
+  auto release_f = release.get_future().share();
+  auto pool = std::make_unique<ThreadPool>(1);
+  std::atomic<int> delivered{0};
+  Scheduler s(
+      clock, *pool,
+      [&](std::stop_token st, SteadyTime deadline) { return ProbeContext{host, runner, clock, tools, "/tmp", st, deadline}; },
+      [&](const JobOutcome&) {
+        in_sink.set_value();
+        release_f.wait();
+        ++delivered;
+      },
+      42);
+  auto p = std::make_shared<CountingProbe>();
+  s.set_jobs({job(p, "/a", 10s)});
+  s.tick();
+  in_sink.get_future().wait();  // the run has returned; its outcome is in the sink
+  EXPECT_EQ(s.in_flight(), 1u);
+  EXPECT_FALSE(s.first_cycle_done());
+  release.set_value();
+  for (int i = 0; i < 5000 && s.in_flight() != 0; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(s.in_flight(), 0u);
+  EXPECT_EQ(delivered.load(), 1);
+  EXPECT_TRUE(s.first_cycle_done());
+  pool.reset();  // workers before the scheduler, as the daemon does
 }
