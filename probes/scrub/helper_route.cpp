@@ -1,15 +1,12 @@
 #include "probes/scrub/helper_route.hpp"
 
 #include <algorithm>
-#include <climits>
-#include <nlohmann/json.hpp>
 
 #include "daemon/core/helper_client.hpp"
 
 namespace fsaudit::scrub {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 HelperTransport socket_transport(const std::string& socket_path) {
   return [socket_path](const std::string& request, std::chrono::milliseconds timeout) {
@@ -18,53 +15,6 @@ HelperTransport socket_transport(const std::string& socket_path) {
 }
 
 bool actions_via_helper(const std::string& helper_socket, uid_t euid) { return !helper_socket.empty() && euid != 0; }
-
-std::string scrub_helper_request(const std::string& verb, const std::string& target, int job) {
-  json j{{"verb", verb}, {"target", target}};
-  if (job > 0) j["job"] = std::to_string(job);
-  return j.dump();
-}
-
-std::string scrub_helper_answer(const ScrubHelperAnswer& a) {
-  json j{{"ok", a.ok}};
-  j[a.ok ? "result" : "refused"] = a.text;
-  if (a.ok && a.job_pid > 0) j["job"] = {{"pid", a.job_pid}, {"dir", a.job_dir}};
-  if (a.pause_unsupported) j["pause_unsupported"] = *a.pause_unsupported;
-  return j.dump() + "\n";
-}
-
-Result<ScrubHelperAnswer> parse_scrub_helper_answer(std::string_view line) {
-  json j = json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return err("the answer is not a JSON object");
-  ScrubHelperAnswer a;
-  if (!j.contains("ok") || !j["ok"].is_boolean()) return err("the answer has no boolean \"ok\"");
-  a.ok = j["ok"].get<bool>();
-  const char* text_key = a.ok ? "result" : "refused";
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "ok" && it.key() != text_key && it.key() != "pause_unsupported" && !(a.ok && it.key() == "job"))
-      return err("unexpected key \"" + it.key() + "\" in the answer");
-  if (!j.contains(text_key) || !j[text_key].is_string()) return err(std::string("the answer has no string \"") + text_key + "\"");
-  a.text = j[text_key].get<std::string>();
-  if (j.contains("pause_unsupported")) {
-    if (!j["pause_unsupported"].is_boolean()) return err("\"pause_unsupported\" is not a boolean");
-    a.pause_unsupported = j["pause_unsupported"].get<bool>();
-  }
-  if (j.contains("job")) {
-    const auto& job = j["job"];
-    if (!job.is_object() || job.size() != 2 || !job.contains("pid") || !job.contains("dir"))
-      return err("\"job\" must be {\"pid\": N, \"dir\": PATH}");
-    if (!job["pid"].is_number_integer() || job["pid"].get<long long>() <= 0 || job["pid"].get<long long>() > INT_MAX)
-      return err("the job's pid is not a positive integer");
-    if (!job["dir"].is_string()) return err("the job's dir is not a string");
-    a.job_pid = static_cast<int>(job["pid"].get<long long>());
-    a.job_dir = job["dir"].get<std::string>();
-    fs::path dir(a.job_dir);
-    bool clean = dir.is_absolute() && a.job_dir.find('\0') == std::string::npos && dir.has_filename();
-    for (const auto& part : dir) clean = clean && part != "." && part != "..";
-    if (!clean) return err("the job's dir \"" + a.job_dir + "\" is not a plain absolute path");
-  }
-  return a;
-}
 
 namespace {
 

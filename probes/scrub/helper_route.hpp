@@ -10,12 +10,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 
 #include "daemon/core/result.hpp"
 #include "probes/scrub/drivers.hpp"
+#include "probes/scrub/helper_answer.hpp"
 
 namespace fsaudit::scrub {
 
@@ -26,25 +25,6 @@ HelperTransport socket_transport(const std::string& socket_path);
 // The rule: through the helper exactly when one is configured and this process is not root. As
 // root fsauditd acts itself (fsauditd-root.service), helper or not.
 bool actions_via_helper(const std::string& helper_socket, uid_t euid);
-
-// A scrub verb's request: {"verb": VERB, "target": NAME} and, when `job` > 0, "job": "<pid>" (the
-// detached job the caller means; the helper refuses one it did not start).
-std::string scrub_helper_request(const std::string& verb, const std::string& target, int job);
-
-// A scrub verb's answer, typed:
-//   {"ok": true, "result": TEXT, ["job": {"pid": N, "dir": ABSOLUTE PATH}], ["pause_unsupported": BOOL]}
-//   {"ok": false, "refused": WHY, ["pause_unsupported": BOOL]}
-struct ScrubHelperAnswer {
-  bool ok = false;
-  std::string text;  // result or refusal
-  int job_pid = 0;
-  std::string job_dir;
-  std::optional<bool> pause_unsupported;
-};
-std::string scrub_helper_answer(const ScrubHelperAnswer& a);
-// Strict: any other key, a mistyped member, a pid <= 0, a job directory that is not absolute or
-// has "." / ".." components is an error.
-Result<ScrubHelperAnswer> parse_scrub_helper_answer(std::string_view line);
 
 // `inner` observes; its actions go through the helper.
 std::unique_ptr<Driver> route_through_helper(std::unique_ptr<Driver> inner, HelperTransport transport);

@@ -12,7 +12,7 @@
 
 #include "daemon/core/clock.hpp"
 #include "daemon/core/strings.hpp"
-#include "probes/scrub/helper_route.hpp"
+#include "probes/scrub/helper_answer.hpp"
 #include "probes/scrub/probe.hpp"
 
 namespace fsaudit::scrub {

@@ -5,7 +5,7 @@
 // config gives (its scrub section and target selection, discovered on the host as the scrub probe
 // does); the filesystem's scrub driver carries the request out, with the helper's own state.
 // "job" (pause, cancel) names the detached job the caller means: refused unless it is the one the
-// helper started for NAME. The answer (helper_route.hpp) names the job the target has now; its
+// helper started for NAME. The answer (helper_answer.hpp) names the job the target has now; its
 // directory, <helper state>/scrub/jobs/<key>, is readable (not writable) by the daemon.
 #include <optional>
 #include <string>

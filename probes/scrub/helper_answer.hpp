@@ -1,0 +1,31 @@
+#pragma once
+// The scrub verbs' request and answer lines (fsaudit-helper, docs/security.md), built and read
+// without touching the host: the helper writes the answer, the unprivileged daemon reads it.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "daemon/core/result.hpp"
+
+namespace fsaudit::scrub {
+
+// A scrub verb's request: {"verb": VERB, "target": NAME} and, when `job` > 0, "job": "<pid>" (the
+// detached job the caller means; the helper refuses one it did not start).
+std::string scrub_helper_request(const std::string& verb, const std::string& target, int job);
+
+// A scrub verb's answer, typed:
+//   {"ok": true, "result": TEXT, ["job": {"pid": N, "dir": ABSOLUTE PATH}], ["pause_unsupported": BOOL]}
+//   {"ok": false, "refused": WHY, ["pause_unsupported": BOOL]}
+struct ScrubHelperAnswer {
+  bool ok = false;
+  std::string text;  // result or refusal
+  int job_pid = 0;
+  std::string job_dir;
+  std::optional<bool> pause_unsupported;
+};
+std::string scrub_helper_answer(const ScrubHelperAnswer& a);
+// Strict: any other key, a mistyped member, a pid <= 0, a job directory that is not absolute or
+// has "." / ".." components is an error.
+Result<ScrubHelperAnswer> parse_scrub_helper_answer(std::string_view line);
+
+}  // namespace fsaudit::scrub
