@@ -187,7 +187,7 @@ CFG
   fsamples=$(grep -vc '^#' <<<"$ftext"); nsamples=$(grep -vc '^#' <<<"$ntext")
   targets=$(awk '/^fsaudit_targets / {print $2}' <<<"$ftext")
   stuck=$(grep -c '^fsaudit_probe_stuck' <<<"$ftext" || true)
-  samplers=$(grep -c '^fsaudit_latency_sampler_info' <<<"$ftext" || true)
+  samplers=$(metric fsaudit_latency_samplers <<<"$ftext")
   for p in "$spid" "$fpid" "$npid"; do stop_pid "$p"; done
   PIDS=()
   awk -v s="$size" -v t="$targets" -v f="$((f1 - f0))" -v n="$((n1 - n0))" -v hz="$HZ" -v win="$WINDOW" -v w="$w" \

@@ -37,6 +37,7 @@ SamplerSettings SamplerSettings::from(const config::LatencyConfig& c) {
   s.mode = parse_mode(c.mode).value_or(Mode::io_uring_fsync);
   s.direct_reads = c.direct_reads;
   s.window = c.window;
+  s.detail = c.detail == "full" ? Detail::full : Detail::compact;
   s.fill_threshold = c.fill_threshold;
   s.dir_name = c.dir_name;
   s.interval = c.interval;
@@ -193,13 +194,14 @@ void StackStats::record(SteadyTime now, const SampleResult& r) {
   set_state(r.state);
 }
 
-void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, bool direct_reads) {
-  b.histogram("fsaudit_fsync_latency_seconds", kHistHelp, l, Histogram::bounds_seconds(), fsync.cumulative(),
+void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, Detail detail, bool direct_reads) {
+  const bool full = detail == Detail::full;
+  b.histogram("fsaudit_fsync_latency_seconds", kHistHelp, l, Histogram::bounds_seconds(detail), fsync.cumulative(detail),
               fsync.sum_seconds());
   if (direct_reads)
     b.histogram("fsaudit_direct_read_latency_seconds",
                 "Latency of one 4 KiB O_DIRECT read at a random offset of the stack's probe file", l,
-                Histogram::bounds_seconds(), reads.cumulative(), reads.sum_seconds());
+                Histogram::bounds_seconds(detail), reads.cumulative(detail), reads.sum_seconds());
   if (auto q = window.quantiles(now)) {
     // `percentile`, not `quantile`: a gauge with a quantile label is reserved for summaries.
     auto put = [&](const char* percentile, std::uint64_t ns) {
@@ -209,24 +211,32 @@ void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime no
     };
     put("50", q->p50_ns);
     put("99", q->p99_ns);
-    put("99.9", q->p999_ns);
-    b.gauge("fsaudit_fsync_latency_window_max_seconds", "Largest fsync sample latency inside the rolling window",
-            l, static_cast<double>(q->max_ns) / 1e9);
+    if (full) {
+      put("99.9", q->p999_ns);
+      b.gauge("fsaudit_fsync_latency_window_max_seconds", "Largest fsync sample latency inside the rolling window",
+              l, static_cast<double>(q->max_ns) / 1e9);
+    }
   }
-  b.gauge("fsaudit_fsync_latency_window_samples", "fsync samples inside the rolling window (latency.window)", l,
-          static_cast<double>(window.size()));
-  b.stateset("fsaudit_latency_sampler_state",
-             "Outcome of the stack's last sampler turn: ok, or why it skipped (read_only, fill_threshold, no_space, "
-             "io_error, io_budget, stuck, error)",
-             l, state_names(), std::string(state_name(state)));
+  if (full) {
+    b.gauge("fsaudit_fsync_latency_window_samples", "fsync samples inside the rolling window (latency.window)", l,
+            static_cast<double>(window.size()));
+    b.stateset("fsaudit_latency_sampler_state",
+               "Outcome of the stack's last sampler turn: ok, or why it skipped (read_only, fill_threshold, no_space, "
+               "io_error, io_budget, stuck, error)",
+               l, state_names(), std::string(state_name(state)));
+  }
+  // Compact: only reasons that occurred, so a stack that always samples exports none; a stuck
+  // stack counts one skip per run while its fsync hangs.
   for (const auto& name : state_names()) {
     if (name == "ok") continue;
     auto it = skipped.find(name);
+    if (!full && it == skipped.end()) continue;
     auto sl = l;
     sl["reason"] = name;
     b.counter("fsaudit_latency_sampler_skipped_total", "Sampler turns of the stack that did not sample, by reason",
               sl, it == skipped.end() ? 0.0 : static_cast<double>(it->second));
   }
+  if (!full) return;
   b.counter("fsaudit_latency_sampler_io_bytes_total",
             "Bytes the sampler wrote and read on this stack (samples and probe file fill)", l,
             static_cast<double>(io_bytes));
@@ -448,10 +458,10 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     std::lock_guard l(st->mu);
     if (st->in_flight && !busy.count(p.id)) st->set_state(State::stuck);  // dispatched now, not back in time
     b.include({p.id + "\x1f" + p.target, st->version(end),
-               [st, l = metrics::Labels{{"stack", p.id}, {"target", p.target}}, end, reads = s_.direct_reads](
-                   metrics::Batch& out) {
+               [st, l = metrics::Labels{{"stack", p.id}, {"target", p.target}}, end, detail = s_.detail,
+                reads = s_.direct_reads](metrics::Batch& out) {
                  std::lock_guard lk(st->mu);
-                 st->emit(out, l, end, reads);
+                 st->emit(out, l, end, detail, reads);
                }});
   }
   b.gauge("fsaudit_latency_samplers", "Device stacks with a latency sampler (one per pool / filesystem / array)", {},
