@@ -137,31 +137,64 @@ Dispatcher::Dispatcher(const SamplerSettings& s, SteadyTime now)
             std::max<double>(s.samples, s.writes_per_second),
             std::max<double>(static_cast<double>(s.samples * kBlock), static_cast<double>(s.bytes_per_second)), now) {}
 
+Dispatcher::PerStack& Dispatcher::slot_locked(const std::string& id, SteadyTime now) {
+  auto it = stacks_.find(id);
+  if (it == stacks_.end())
+    it = stacks_.emplace(id, PerStack{RateBucket(stack_rate_, 2 * samples_, now), SteadyTime{}}).first;
+  return it->second;
+}
+
+std::vector<std::size_t> Dispatcher::due_locked(SteadyTime now, const std::vector<PerStack*>& slots,
+                                                const std::vector<char>& busy, std::vector<std::size_t>* deferred) {
+  std::vector<std::pair<SteadyTime, std::size_t>> ready;
+  ready.reserve(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (i < busy.size() && busy[i]) continue;
+    if (slots[i]->bucket.available(now) + 1e-9 * samples_ < samples_) continue;  // not due yet
+    ready.emplace_back(slots[i]->last, i);
+  }
+  std::sort(ready.begin(), ready.end());
+  std::vector<std::size_t> out;
+  for (auto [last, i] : ready) {
+    if (!host_.take(now, samples_, samples_ * static_cast<double>(kBlock))) {
+      if (deferred) deferred->push_back(i);
+      continue;
+    }
+    slots[i]->bucket.charge(now, samples_);
+    slots[i]->last = now;
+    out.push_back(i);
+  }
+  return out;
+}
+
 std::vector<std::string> Dispatcher::due(SteadyTime now, const std::vector<std::string>& ids,
                                          const std::set<std::string>& busy, std::vector<std::string>* deferred) {
   std::lock_guard l(mu_);
-  std::vector<std::pair<SteadyTime, std::string>> ready;
+  std::vector<PerStack*> slots;
+  std::vector<char> b;
   for (const auto& id : ids) {
-    auto it = stacks_.find(id);
-    if (it == stacks_.end())
-      it = stacks_.emplace(id, PerStack{RateBucket(stack_rate_, 2 * samples_, now), SteadyTime{}}).first;
-    if (busy.count(id)) continue;
-    if (it->second.bucket.available(now) + 1e-9 * samples_ < samples_) continue;  // not due yet
-    ready.emplace_back(it->second.last, id);
+    slots.push_back(&slot_locked(id, now));
+    b.push_back(busy.count(id) ? 1 : 0);
   }
-  std::sort(ready.begin(), ready.end());
+  std::vector<std::size_t> put_off;
   std::vector<std::string> out;
-  for (auto& [last, id] : ready) {
-    if (!host_.take(now, samples_, samples_ * static_cast<double>(kBlock))) {
-      if (deferred) deferred->push_back(id);
-      continue;
-    }
-    auto& st = stacks_.at(id);
-    st.bucket.charge(now, samples_);
-    st.last = now;
-    out.push_back(id);
-  }
+  for (auto i : due_locked(now, slots, b, deferred ? &put_off : nullptr)) out.push_back(ids[i]);
+  for (auto i : put_off) deferred->push_back(ids[i]);
   return out;
+}
+
+void Dispatcher::set_stacks(const std::vector<std::string>& ids) {
+  std::lock_guard l(mu_);
+  slots_.clear();
+  // A new stack's bucket starts full on the host budget's clock: now is not known here, and a
+  // full bucket is what a stack's first turn gets either way.
+  for (const auto& id : ids) slots_.push_back(&slot_locked(id, SteadyTime{}));
+}
+
+std::vector<std::size_t> Dispatcher::due_at(SteadyTime now, const std::vector<char>& busy,
+                                            std::vector<std::size_t>* deferred) {
+  std::lock_guard l(mu_);
+  return due_locked(now, slots_, busy, deferred);
 }
 
 void Dispatcher::charge(SteadyTime now, double ops, double bytes) {
@@ -172,6 +205,7 @@ void Dispatcher::charge(SteadyTime now, double ops, double bytes) {
 void Dispatcher::forget_except(const std::set<std::string>& ids) {
   std::lock_guard l(mu_);
   std::erase_if(stacks_, [&](const auto& kv) { return !ids.count(kv.first); });
+  slots_.clear();  // may point at forgotten stacks: set_stacks() again
 }
 
 // ---- per-stack state and metrics ------------------------------------------------------------------
@@ -334,11 +368,11 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   const Clock* clock = &ctx.clock;
   auto now = clock->now();
 
-  // Stats per sampled stack; stacks gone from the plan are forgotten.
-  std::map<std::string, std::shared_ptr<StackStats>> stats;
-  std::vector<std::string> ids;
-  std::set<std::string> busy, id_set;
-  {
+  // Stats per sampled stack, with the plan; stacks gone from the plan are forgotten.
+  if (entries_generation_ != generation_) {
+    entries_.clear();
+    std::vector<std::string> ids;
+    std::set<std::string> id_set;
     std::lock_guard l(sh.mu);
     for (const auto& p : plan) {
       if (!p.sampled) continue;
@@ -347,27 +381,33 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
         st = std::make_shared<StackStats>(s_.window);
         st->seed = std::hash<std::string>{}(p.id) ^ sh.seed.fetch_add(1);
       }
-      stats[p.id] = st;
+      entries_.push_back({&p, st, p.id + "\x1f" + p.target,
+                          std::make_shared<const metrics::Labels>(metrics::Labels{{"stack", p.id}, {"target", p.target}})});
       ids.push_back(p.id);
       id_set.insert(p.id);
     }
     std::erase_if(sh.stats, [&](const auto& kv) { return !id_set.count(kv.first); });
+    sh.dispatcher.forget_except(id_set);
+    sh.dispatcher.set_stacks(ids);
+    entries_generation_ = generation_;
   }
-  for (const auto& [id, st] : stats) {
-    std::lock_guard l(st->mu);
-    if (st->in_flight) {
-      busy.insert(id);
-      st->set_state(State::stuck);
+  std::vector<char> busy(entries_.size(), 0);
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    auto& st = *entries_[i].st;
+    std::lock_guard l(st.mu);
+    if (st.in_flight) {
+      busy[i] = 1;
+      st.set_state(State::stuck);
     }
   }
-  sh.dispatcher.forget_except(id_set);
-  std::vector<std::string> deferred;
-  auto due = sh.dispatcher.due(now, ids, busy, &deferred);
-  for (const auto& id : deferred) {
+  std::vector<std::size_t> deferred;
+  auto due = sh.dispatcher.due_at(now, busy, &deferred);
+  for (auto i : deferred) {
     // One skip per wait for the host budget, not one per second of it: a stack waiting its turn
     // stays unchanged (and costs nothing to publish) until it samples.
-    std::lock_guard l(stats[id]->mu);
-    if (stats[id]->state != State::io_budget) stats[id]->set_state(State::io_budget);
+    auto& st = *entries_[i].st;
+    std::lock_guard l(st.mu);
+    if (st.state != State::io_budget) st.set_state(State::io_budget);
   }
 
   // Each due stack samples on its own thread: one hung fsync holds only its own stack.
@@ -379,11 +419,9 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   std::string thread_error;
   auto done = std::make_shared<Done>();
   done->left = due.size();
-  std::map<std::string, const StackPlan*> by_id;
-  for (const auto& p : plan) by_id[p.id] = &p;
-  for (const auto& id : due) {
-    auto st = stats[id];
-    const StackPlan& p = *by_id[id];
+  for (auto i : due) {
+    auto st = entries_[i].st;
+    const StackPlan& p = *entries_[i].plan;
     std::uint64_t seed;
     std::vector<std::filesystem::path> stale;
     {
@@ -449,21 +487,18 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     info_generation_ = generation_;
   }
   b.include({"stack_info", generation_, [info = info_part_](metrics::Batch& out) { out.append(*info); }});
-  std::size_t sampled = 0;
   const auto end = clock->now();
-  for (const auto& p : plan) {
-    if (!p.sampled) continue;
-    ++sampled;
-    auto& st = stats[p.id];
-    std::lock_guard l(st->mu);
-    if (st->in_flight && !busy.count(p.id)) st->set_state(State::stuck);  // dispatched now, not back in time
-    b.include({p.id + "\x1f" + p.target, st->version(end),
-               [st, l = metrics::Labels{{"stack", p.id}, {"target", p.target}}, end, detail = s_.detail,
-                reads = s_.direct_reads](metrics::Batch& out) {
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    std::lock_guard l(e.st->mu);
+    if (e.st->in_flight && !busy[i]) e.st->set_state(State::stuck);  // dispatched now, not back in time
+    b.include({e.part_id, e.st->version(end),
+               [st = e.st, labels = e.labels, end, detail = s_.detail, reads = s_.direct_reads](metrics::Batch& out) {
                  std::lock_guard lk(st->mu);
-                 st->emit(out, l, end, detail, reads);
+                 st->emit(out, *labels, end, detail, reads);
                }});
   }
+  const std::size_t sampled = entries_.size();
   b.gauge("fsaudit_latency_samplers", "Device stacks with a latency sampler (one per pool / filesystem / array)", {},
           static_cast<double>(sampled));
   b.counter("fsaudit_latency_fsyncs_total",
