@@ -173,9 +173,8 @@ void Store::publish(const std::string& key, const Batch& batch) {
       part_texts_.erase(it);
     }
   }
-  std::vector<const Piece*> pieces;
-  pieces.reserve(own.size() + batch.parts().size() * 3);
-  for (const auto& p : own) pieces.push_back(&p);
+  std::vector<const Piece*> pieces;  // the parts'
+  if (!batch.parts().empty()) pieces.reserve(batch.parts().size() * 3);
   for (const auto& part : batch.parts()) {
     auto it = texts.find(part.id);
     if (it == texts.end()) it = texts.try_emplace(part.id).first;
@@ -193,38 +192,37 @@ void Store::publish(const std::string& key, const Batch& batch) {
   std::erase_if(texts, [&](const auto& kv) { return kv.second.seen != stamp; });  // parts no longer published
   std::lock_guard l(mu_);
   drop_key_locked(key);
-  // Pieces grouped by family first (a batch has a few families, its parts repeat them hundreds of
-  // times): the store's family map is searched once per family, not once per piece.
-  std::vector<std::pair<const Piece*, std::vector<const Piece*>>> groups;
-  for (const auto& p : own) groups.push_back({&p, {&p}});  // a batch's own families are distinct
-  std::size_t hint = 0;
-  for (std::size_t i = own.size(); i < pieces.size(); ++i) {
-    const Piece* p = pieces[i];
-    if (hint >= groups.size() || groups[hint].first->name != p->name) {
-      hint = 0;
-      while (hint < groups.size() && groups[hint].first->name != p->name) ++hint;
-      if (hint == groups.size()) groups.push_back({p, {}});
-    }
-    groups[hint].second.push_back(p);
-    ++hint;  // the next piece is most likely the next family of the same part
-  }
   std::vector<std::string> names;
-  names.reserve(groups.size());
-  for (const auto& [first, members] : groups) {
-    auto [it, inserted] = families_.try_emplace(first->name);
+  auto add = [&](const Piece& first, const Piece* const* more, std::size_t n_more) {
+    auto [it, inserted] = families_.try_emplace(first.name);
     auto& fam = it->second;
     if (inserted) {
-      fam.head = first->head;
-      fam.type = first->type;
-    } else if (fam.type != first->type) {
-      continue;  // a type clash is a bug; the first type published wins, the rest is dropped
+      fam.head = first.head;
+      fam.type = first.type;
+    } else if (fam.type != first.type) {
+      return;  // a type clash is a bug; the first type published wins, the rest is dropped
     }
     // One family in several pieces of one batch (parts, or append of two batches): keep them all.
     auto& chunks = fam.by_key[key];
-    chunks.reserve(chunks.size() + members.size());
-    for (const Piece* m : members) chunks.push_back(m->lines);
-    names.push_back(first->name);
+    chunks.push_back(first.lines);
+    for (std::size_t i = 0; i < n_more; ++i) chunks.push_back(more[i]->lines);
+    if (std::find(names.begin(), names.end(), first.name) == names.end()) names.push_back(first.name);
+  };
+  for (const auto& p : own) add(p, nullptr, 0);  // a batch's own families are distinct
+  // The parts' pieces grouped by family first (hundreds of parts repeat the same few families):
+  // the store's family map is searched once per family, not once per piece.
+  std::vector<std::vector<const Piece*>> groups;
+  std::size_t hint = 0;
+  for (const Piece* p : pieces) {
+    if (hint >= groups.size() || groups[hint].front()->name != p->name) {
+      hint = 0;
+      while (hint < groups.size() && groups[hint].front()->name != p->name) ++hint;
+      if (hint == groups.size()) groups.emplace_back();
+    }
+    groups[hint].push_back(p);
+    ++hint;  // the next piece is most likely the next family of the same part
   }
+  for (const auto& g : groups) add(*g.front(), g.data() + 1, g.size() - 1);
   if (!names.empty()) key_families_[key] = std::move(names);
   if (!texts.empty()) part_texts_[key] = std::move(texts);
   cache_.reset();
