@@ -24,6 +24,23 @@ using namespace std::chrono_literals;
 namespace {
 constexpr std::uint64_t us = 1'000, ms = 1'000'000, s = 1'000'000'000;
 
+// The per-stack labels of the StackStats tests, with one more.
+const metrics::Labels kTank{{"stack", "zfs:tank"}, {"target", "/tank"}};
+metrics::Labels tank_with(const std::string& k, const std::string& v) {
+  auto x = kTank;
+  x[k] = v;
+  return x;
+}
+
+// Three 4 KiB samples: 80 us, 3 ms, 400 us.
+void record_three(StackStats& st, SteadyTime now) {
+  SampleResult r;
+  r.fsync_ns = {80 * us, 3 * ms, 400 * us};
+  r.bytes = 3 * 4096;
+  r.mode = "io_uring_fsync";
+  st.record(now, r);
+}
+
 // Index of a bound in seconds within bounds_seconds().
 std::size_t bound_index(double seconds) {
   auto b = Histogram::bounds_seconds();
@@ -671,20 +688,13 @@ TEST(LatencyHistogram, CompactBucketsCountWhatTheFineBucketsCountAtTheSameBounds
 TEST(StackStats, CompactEmitsTheCoarseHistogramP50P99AndSkipsThatOccurred) {
   FakeClock clk;
   StackStats st(5min);
-  SampleResult r;
-  r.fsync_ns = {80 * us, 3 * ms, 400 * us};
-  r.mode = "io_uring_fsync";
-  st.record(clk.now(), r);
+  record_three(st, clk.now());
   st.set_state(State::stuck);
   st.set_state(State::stuck);
   metrics::Batch b;
-  metrics::Labels l{{"stack", "zfs:tank"}, {"target", "/tank"}};
+  const auto& l = kTank;
+  auto with = tank_with;
   st.emit(b, l, clk.now(), Detail::compact, false);
-  auto with = [&](std::string k, std::string v) {
-    auto x = l;
-    x[k] = v;
-    return x;
-  };
   EXPECT_EQ(b.value("fsaudit_fsync_latency_seconds", l), 3.0);
   EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "50")), 400e-6);
   EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "99")), 3e-3);
@@ -712,22 +722,14 @@ TEST(StackStats, CompactEmitsTheCoarseHistogramP50P99AndSkipsThatOccurred) {
 TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {
   FakeClock clk;
   StackStats st(5min);
-  SampleResult r;
-  r.fsync_ns = {80 * us, 3 * ms, 400 * us};
-  r.bytes = 3 * 4096;
-  r.mode = "io_uring_fsync";
-  st.record(clk.now(), r);
+  record_three(st, clk.now());
   st.set_state(State::read_only);
   st.set_state(State::read_only);
   st.set_state(State::stuck);
   metrics::Batch b;
-  metrics::Labels l{{"stack", "zfs:tank"}, {"target", "/tank"}};
+  const auto& l = kTank;
+  auto with = tank_with;
   st.emit(b, l, clk.now(), Detail::full, false);
-  auto with = [&](std::string k, std::string v) {
-    auto x = l;
-    x[k] = v;
-    return x;
-  };
   EXPECT_EQ(b.value("fsaudit_fsync_latency_seconds", l), 3.0);  // histogram count
   EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "50")), 400e-6);
   EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "99")), 3e-3);
