@@ -5,7 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 namespace fsaudit::xfs {
 
@@ -120,6 +126,61 @@ HealthRead read_health(const std::filesystem::path& mountpoint) {
   }
   ::close(fd);
   out.health = health_from_geometry(g);
+  return out;
+}
+
+HealthRead read_health_within(const std::filesystem::path& mountpoint, std::chrono::milliseconds timeout,
+                              const std::function<HealthRead(const std::filesystem::path&)>& read) {
+  struct Pending {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    HealthRead result;
+  };
+  static std::mutex registry_mu;
+  static std::map<std::string, std::shared_ptr<Pending>> blocked;  // mount point -> read not yet returned
+  HealthRead out;
+  const std::string key = mountpoint.string();
+  auto pending = std::make_shared<Pending>();
+  {
+    std::lock_guard l(registry_mu);
+    auto it = blocked.find(key);
+    if (it != blocked.end()) {
+      std::lock_guard pl(it->second->mu);
+      if (!it->second->done) {
+        out.err = EBUSY;
+        out.error = "an earlier XFS health read of " + key + " has not returned (hung filesystem?)";
+        return out;
+      }
+    }
+    blocked[key] = pending;
+  }
+  try {
+    std::thread([pending, read, mountpoint] {
+      auto r = read(mountpoint);
+      std::lock_guard l(pending->mu);
+      pending->result = std::move(r);
+      pending->done = true;
+      pending->cv.notify_all();
+    }).detach();
+  } catch (const std::system_error& e) {
+    std::lock_guard l(registry_mu);
+    blocked.erase(key);
+    out.err = EAGAIN;
+    out.error = std::string("cannot start a thread for the XFS health read: ") + e.what();
+    return out;
+  }
+  std::unique_lock l(pending->mu);
+  if (!pending->cv.wait_for(l, timeout, [&] { return pending->done; })) {
+    out.err = ETIMEDOUT;
+    out.error = "XFS health read of " + key + " did not return within " + std::to_string(timeout.count()) +
+                " ms (hung filesystem?)";
+    return out;  // stays in `blocked` until it returns
+  }
+  out = std::move(pending->result);
+  l.unlock();
+  std::lock_guard rl(registry_mu);
+  if (auto it = blocked.find(key); it != blocked.end() && it->second == pending) blocked.erase(it);
   return out;
 }
 

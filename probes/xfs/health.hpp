@@ -5,8 +5,11 @@
 // filesystem per interval grew with the number of mounts (on a host with 1,000 mounts it was a
 // twelfth of fsauditd's CPU); two ioctls per AG cost nothing of the kind. xfs_spaceman stays the
 // fallback where the kernel lacks the health ioctls (before Linux 5.2).
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <cerrno>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,11 +35,21 @@ Health health_from_geometry(const Geometry& g);
 
 struct HealthRead {
   std::optional<Health> health;
-  int err = 0;        // errno when there is no health: EIO = shut down; ENOTTY/EINVAL = no ioctl
+  // errno when there is no health: EIO = shut down; ENOTTY/EINVAL = no ioctl; ETIMEDOUT = no answer
+  // in time, EBUSY = an earlier read of this mount point is still blocked (read_health_within).
+  int err = 0;
   std::string error;  // what failed, for the probe's reason
-  // The kernel cannot answer this way (old kernel, not XFS, no such path): ask xfs_spaceman.
-  bool use_fallback() const { return !health && err != EIO; }
+  // The kernel cannot answer this way (old kernel, not XFS, no such path): ask xfs_spaceman. Not
+  // for a shut-down or hung filesystem, where xfs_spaceman would hang or fail the same way.
+  bool use_fallback() const { return !health && err != EIO && err != ETIMEDOUT && err != EBUSY; }
 };
 HealthRead read_health(const std::filesystem::path& mountpoint);
+
+// `read` (read_health) of `mountpoint` on its own thread, waited for at most `timeout`: the ioctls
+// read AG headers, and on a hung device that blocks in the kernel; it then holds that thread, not
+// the probe's worker, and until it returns, later calls for the same mount point start no other
+// thread and answer EBUSY (in-process, the way a forked helper protects statfs).
+HealthRead read_health_within(const std::filesystem::path& mountpoint, std::chrono::milliseconds timeout,
+                              const std::function<HealthRead(const std::filesystem::path&)>& read = read_health);
 
 }  // namespace fsaudit::xfs

@@ -1,5 +1,6 @@
 #include "probes/xfs/xfs.hpp"
 
+#include <cerrno>
 #include <filesystem>
 #include <set>
 
@@ -158,11 +159,14 @@ class XfsProbe final : public Probe {
       if (!o.device.empty()) o.error_config = xfs::read_error_config(ctx.host.sys("fs/xfs") / o.device);
       else problems.push_back("no " + ctx.host.sys("fs/xfs").string() + "/<dev> directory for " + t.mountpoint);
 
-      auto direct = xfs::read_health(t.mountpoint);
+      auto direct = xfs::read_health_within(
+          t.mountpoint, std::max(std::chrono::milliseconds(100), ctx.remaining() - std::chrono::milliseconds(200)));
       if (direct.health) {
         o.health = std::move(direct.health);
-      } else if (!direct.use_fallback()) {
+      } else if (direct.err == EIO) {
         o.shutdown = true;  // EIO reading the AG headers, as xfs_spaceman gets it
+      } else if (!direct.use_fallback()) {
+        problems.push_back(direct.error);
       } else {
         CommandSpec spec;
         spec.argv = {ctx.tool("xfs_spaceman"), "-c", "health", t.mountpoint};

@@ -1,6 +1,10 @@
 // ext4, XFS, md and bcachefs probes: parsers on real fixtures / captures, adapters on fixture trees.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
+#include <thread>
+
 #include "probes/bcachefs/bcachefs.hpp"
 #include "probes/ext4/block_name.hpp"
 #include "probes/ext4/ext4.hpp"
@@ -147,6 +151,37 @@ TEST(XfsHealth, GeometryFlagsGiveSpacemansItems) {
     EXPECT_EQ(parsed->items[i].metadata, h.items[i].metadata) << i;
     EXPECT_EQ(parsed->items[i].healthy, h.items[i].healthy) << i;
   }
+}
+
+// A read that blocks (a hung device under the AG headers) costs the probe its timeout once, then an
+// immediate EBUSY while it is still blocked, never a second thread; once it returns, reads work.
+TEST(XfsHealth, BlockedReadTimesOutThenIsNotStartedAgain) {
+  auto gate = std::make_shared<std::promise<void>>();
+  auto opened = gate->get_future().share();
+  auto started = std::make_shared<std::atomic<int>>(0);
+  auto blocking = [opened, started](const std::filesystem::path&) {
+    ++*started;
+    opened.wait();
+    xfs::HealthRead r;
+    r.health = xfs::Health{};
+    return r;
+  };
+  const std::filesystem::path mnt = "/fsaudit-test-hung-xfs";
+  auto r = xfs::read_health_within(mnt, std::chrono::milliseconds(50), blocking);
+  EXPECT_FALSE(r.health);
+  EXPECT_EQ(r.err, ETIMEDOUT) << r.error;
+  EXPECT_FALSE(r.use_fallback());
+  r = xfs::read_health_within(mnt, std::chrono::seconds(60), blocking);
+  EXPECT_EQ(r.err, EBUSY) << r.error;
+  EXPECT_EQ(started->load(), 1);
+  gate->set_value();
+  // The blocked read returns on its own thread; then a new read starts and answers.
+  for (int i = 0; i < 6000 && r.err == EBUSY; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    r = xfs::read_health_within(mnt, std::chrono::seconds(60), blocking);
+  }
+  EXPECT_TRUE(r.health) << r.error;
+  EXPECT_EQ(started->load(), 2);
 }
 
 // Lines in the format of xfsprogs spaceman/health.c report_sick(): "%s %s: %s\n" (no real capture
