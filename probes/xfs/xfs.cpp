@@ -1,13 +1,11 @@
 #include "probes/xfs/xfs.hpp"
 
-#include <cerrno>
 #include <filesystem>
 #include <set>
 
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/ext4/block_name.hpp"
-#include "probes/xfs/health.hpp"
 
 namespace fsaudit::xfs {
 
@@ -159,30 +157,20 @@ class XfsProbe final : public Probe {
       if (!o.device.empty()) o.error_config = xfs::read_error_config(ctx.host.sys("fs/xfs") / o.device);
       else problems.push_back("no " + ctx.host.sys("fs/xfs").string() + "/<dev> directory for " + t.mountpoint);
 
-      auto direct = xfs::read_health_within(
-          t.mountpoint, std::max(std::chrono::milliseconds(100), ctx.remaining() - std::chrono::milliseconds(200)));
-      if (direct.health) {
-        o.health = std::move(direct.health);
-      } else if (direct.err == EIO) {
-        o.shutdown = true;  // EIO reading the AG headers, as xfs_spaceman gets it
-      } else if (!direct.use_fallback()) {
-        problems.push_back(direct.error);
+      CommandSpec spec;
+      spec.argv = {ctx.tool("xfs_spaceman"), "-c", "health", t.mountpoint};
+      spec.timeout = std::max(std::chrono::milliseconds(100), ctx.remaining());
+      spec.max_output = 1 << 20;
+      auto r = ctx.runner.run(spec, ctx.stop);
+      auto all = r.out + r.err;
+      if (r.exited && r.exit_code != 0 && all.find("Input/output error") != std::string::npos) {
+        o.shutdown = true;
+      } else if (r.ok()) {
+        auto h = xfs::parse_spaceman_health(all);
+        if (h) o.health = std::move(*h);
+        else problems.push_back(h.error());
       } else {
-        CommandSpec spec;
-        spec.argv = {ctx.tool("xfs_spaceman"), "-c", "health", t.mountpoint};
-        spec.timeout = std::max(std::chrono::milliseconds(100), ctx.remaining());
-        spec.max_output = 1 << 20;
-        auto r = ctx.runner.run(spec, ctx.stop);
-        auto all = r.out + r.err;
-        if (r.exited && r.exit_code != 0 && all.find("Input/output error") != std::string::npos) {
-          o.shutdown = true;
-        } else if (r.ok()) {
-          auto h = xfs::parse_spaceman_health(all);
-          if (h) o.health = std::move(*h);
-          else problems.push_back(h.error());
-        } else {
-          problems.push_back("xfs_spaceman -c health " + t.mountpoint + ": " + r.describe());
-        }
+        problems.push_back("xfs_spaceman -c health " + t.mountpoint + ": " + r.describe());
       }
       auto batch = xfs::xfs_metrics(t, o);
       if (!o.health && !o.shutdown) {

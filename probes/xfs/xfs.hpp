@@ -1,13 +1,12 @@
 #pragma once
 // XFS health:
-//  * the kernel's record of metadata it found sick, either at runtime (verifiers mark structures
-//    sick when they detect corruption) or through online scrub: read by ioctl (health.hpp), or with
-//    `xfs_spaceman -c health <mnt>` where the kernel lacks the ioctls.
+//  * `xfs_spaceman -c health <mnt>`: the kernel's record of metadata it found sick, either at
+//    runtime (verifiers mark structures sick when they detect corruption) or through online scrub.
 //    Lines are "<scope> <metadata>: ok|unhealthy" (xfsprogs spaceman/health.c; scope "filesystem",
 //    "AG <n>", "rtgroup <n>", "inode <n>"). "Health status has not been collected" (stderr, exit 0)
 //    means nothing was checked yet: not an error.
-//  * a shut-down filesystem (after a fatal metadata or log I/O error): reading the AG headers fails
-//    with EIO, for the ioctl and for xfs_spaceman ("Input/output error") alike.
+//  * a shut-down filesystem (after a fatal metadata or log I/O error): xfs_spaceman fails with
+//    EIO ("Input/output error") on it.
 //  * <sysfs>/fs/xfs/<dev>/error/: how XFS reacts to metadata write errors (max_retries,
 //    retry_timeout_seconds per errno class, fail_at_unmount). These are settings, not counts, but
 //    "retry forever" (-1) is why a dying disk can hang an XFS mount; exported so it can be alerted on.

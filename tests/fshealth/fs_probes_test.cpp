@@ -1,15 +1,10 @@
 // ext4, XFS, md and bcachefs probes: parsers on real fixtures / captures, adapters on fixture trees.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <future>
-#include <thread>
-
 #include "probes/bcachefs/bcachefs.hpp"
 #include "probes/ext4/block_name.hpp"
 #include "probes/ext4/ext4.hpp"
 #include "probes/md/md.hpp"
-#include "probes/xfs/health.hpp"
 #include "probes/xfs/xfs.hpp"
 #include "tests/fshealth/fshealth_util.hpp"
 #include "tests/support/support.hpp"
@@ -107,81 +102,6 @@ TEST(XfsHealth, NotCollectedCapturedHere) {
   auto h = xfs::parse_spaceman_health(fshealth_data("xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
   ASSERT_TRUE(h.ok()) << h.error();
   EXPECT_FALSE(h->collected);
-}
-
-// The ioctl reading lists what xfs_spaceman's report would: checked or sick structures only, in its
-// wording, optional btrees only where the filesystem has them.
-TEST(XfsHealth, GeometryFlagsGiveSpacemansItems) {
-  xfs::Geometry g;
-  EXPECT_FALSE(xfs::health_from_geometry(g).collected);  // nothing checked: "not been collected"
-  g.ags.resize(2);
-  EXPECT_FALSE(xfs::health_from_geometry(g).collected);
-  g.checked = 1u << 0;                      // summary counters
-  g.sick = 1u << 4;                         // realtime bitmap, but no realtime volume: not listed
-  g.ags[1].checked = (1u << 0) | (1u << 6) | (1u << 7);  // superblock, inode btree, free inode btree
-  g.ags[1].sick = 1u << 6;
-  auto h = xfs::health_from_geometry(g);
-  ASSERT_TRUE(h.collected);
-  ASSERT_EQ(h.items.size(), 3u);  // no finobt feature flag: the free inode btree is not listed
-  EXPECT_EQ(h.items[0].scope, "filesystem");
-  EXPECT_EQ(h.items[0].metadata, "summary counters");
-  EXPECT_TRUE(h.items[0].healthy);
-  EXPECT_EQ(h.items[1].scope, "ag");
-  EXPECT_EQ(h.items[1].index, "1");
-  EXPECT_EQ(h.items[1].metadata, "superblock");
-  EXPECT_EQ(h.items[2].metadata, "inode btree");
-  EXPECT_FALSE(h.items[2].healthy);
-  EXPECT_EQ(h.unhealthy(), 1u);
-  g.flags = 1u << 17;  // finobt
-  g.rtblocks = 100;
-  h = xfs::health_from_geometry(g);
-  ASSERT_EQ(h.items.size(), 5u);
-  EXPECT_EQ(h.items[1].metadata, "realtime bitmap");
-  EXPECT_FALSE(h.items[1].healthy);
-  EXPECT_EQ(h.items[4].metadata, "free inode btree");
-  // The same lines through spaceman's parser give the same items.
-  auto parsed = xfs::parse_spaceman_health(
-      "filesystem summary counters: ok\nfilesystem realtime bitmap: unhealthy\nAG 1 superblock: ok\n"
-      "AG 1 inode btree: unhealthy\nAG 1 free inode btree: ok\n");
-  ASSERT_TRUE(parsed.ok()) << parsed.error();
-  ASSERT_EQ(parsed->items.size(), h.items.size());
-  for (std::size_t i = 0; i < h.items.size(); ++i) {
-    EXPECT_EQ(parsed->items[i].scope, h.items[i].scope) << i;
-    EXPECT_EQ(parsed->items[i].index, h.items[i].index) << i;
-    EXPECT_EQ(parsed->items[i].metadata, h.items[i].metadata) << i;
-    EXPECT_EQ(parsed->items[i].healthy, h.items[i].healthy) << i;
-  }
-}
-
-// A read that blocks (a hung device under the AG headers) costs the probe its timeout once, then an
-// immediate EBUSY while it is still blocked, never a second thread; once it returns, reads work.
-TEST(XfsHealth, BlockedReadTimesOutThenIsNotStartedAgain) {
-  auto gate = std::make_shared<std::promise<void>>();
-  auto opened = gate->get_future().share();
-  auto started = std::make_shared<std::atomic<int>>(0);
-  auto blocking = [opened, started](const std::filesystem::path&) {
-    ++*started;
-    opened.wait();
-    xfs::HealthRead r;
-    r.health = xfs::Health{};
-    return r;
-  };
-  const std::filesystem::path mnt = "/fsaudit-test-hung-xfs";
-  auto r = xfs::read_health_within(mnt, std::chrono::milliseconds(50), blocking);
-  EXPECT_FALSE(r.health);
-  EXPECT_EQ(r.err, ETIMEDOUT) << r.error;
-  EXPECT_FALSE(r.use_fallback());
-  r = xfs::read_health_within(mnt, std::chrono::seconds(60), blocking);
-  EXPECT_EQ(r.err, EBUSY) << r.error;
-  EXPECT_EQ(started->load(), 1);
-  gate->set_value();
-  // The blocked read returns on its own thread; then a new read starts and answers.
-  for (int i = 0; i < 6000 && r.err == EBUSY; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    r = xfs::read_health_within(mnt, std::chrono::seconds(60), blocking);
-  }
-  EXPECT_TRUE(r.health) << r.error;
-  EXPECT_EQ(started->load(), 2);
 }
 
 // Lines in the format of xfsprogs spaceman/health.c report_sick(): "%s %s: %s\n" (no real capture
