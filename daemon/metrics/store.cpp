@@ -160,49 +160,71 @@ std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& familie
 
 void Store::publish(const std::string& key, const Batch& batch) {
   // Serialise outside the lock: the only work that grows with the batch, and none with the store.
-  // A part seen in this key's last publish keeps the text it had then.
+  // A part seen in this key's last publish keeps the text it had then; the key's part texts are
+  // updated in place, so an unchanged part costs one lookup, no copy of its id.
   std::vector<Piece> own = render(batch.own_families());
-  PartTexts old, fresh;
+  PartTexts texts;
+  std::uint64_t stamp = 0;
   if (!batch.parts().empty()) {
     std::lock_guard l(mu_);
+    stamp = ++publishes_;
     if (auto it = part_texts_.find(key); it != part_texts_.end()) {
-      old = std::move(it->second);
+      texts = std::move(it->second);
       part_texts_.erase(it);
     }
   }
-  std::vector<const Piece*> pieces;
-  for (const auto& p : own) pieces.push_back(&p);
+  std::vector<const Piece*> pieces;  // the parts'
+  if (!batch.parts().empty()) pieces.reserve(batch.parts().size() * 3);
   for (const auto& part : batch.parts()) {
-    auto [slot, fresh_id] = fresh.try_emplace(part.id);
-    if (!fresh_id) continue;  // one id twice: the first wins
-    if (auto it = old.find(part.id); it != old.end() && it->second.version == part.version) {
-      slot->second = std::move(it->second);
-    } else {
+    auto it = texts.find(part.id);
+    if (it == texts.end()) it = texts.try_emplace(part.id).first;
+    else if (it->second.seen == stamp) continue;  // one id twice: the first wins
+    auto& slot = it->second;
+    if (slot.seen == 0 || slot.version != part.version) {
       Batch built;
       part.build(built);
-      slot->second = {part.version, render(built.families())};
+      slot.version = part.version;
+      slot.pieces = render(built.families());
     }
-    for (const auto& p : slot->second.pieces) pieces.push_back(&p);
+    slot.seen = stamp;
+    for (const auto& p : slot.pieces) pieces.push_back(&p);
   }
+  std::erase_if(texts, [&](const auto& kv) { return kv.second.seen != stamp; });  // parts no longer published
   std::lock_guard l(mu_);
   drop_key_locked(key);
   std::vector<std::string> names;
-  names.reserve(pieces.size());
-  for (const Piece* p : pieces) {
-    auto [it, inserted] = families_.try_emplace(p->name);
+  auto add = [&](const Piece& first, const Piece* const* more, std::size_t n_more) {
+    auto [it, inserted] = families_.try_emplace(first.name);
     auto& fam = it->second;
     if (inserted) {
-      fam.head = p->head;
-      fam.type = p->type;
-    } else if (fam.type != p->type) {
-      continue;  // a type clash is a bug; the first type published wins, the rest is dropped
+      fam.head = first.head;
+      fam.type = first.type;
+    } else if (fam.type != first.type) {
+      return;  // a type clash is a bug; the first type published wins, the rest is dropped
     }
     // One family in several pieces of one batch (parts, or append of two batches): keep them all.
-    fam.by_key[key].push_back(p->lines);
-    if (std::find(names.begin(), names.end(), p->name) == names.end()) names.push_back(p->name);
+    auto& chunks = fam.by_key[key];
+    chunks.push_back(first.lines);
+    for (std::size_t i = 0; i < n_more; ++i) chunks.push_back(more[i]->lines);
+    if (std::find(names.begin(), names.end(), first.name) == names.end()) names.push_back(first.name);
+  };
+  for (const auto& p : own) add(p, nullptr, 0);  // a batch's own families are distinct
+  // The parts' pieces grouped by family first (hundreds of parts repeat the same few families):
+  // the store's family map is searched once per family, not once per piece.
+  std::vector<std::vector<const Piece*>> groups;
+  std::size_t hint = 0;
+  for (const Piece* p : pieces) {
+    if (hint >= groups.size() || groups[hint].front()->name != p->name) {
+      hint = 0;
+      while (hint < groups.size() && groups[hint].front()->name != p->name) ++hint;
+      if (hint == groups.size()) groups.emplace_back();
+    }
+    groups[hint].push_back(p);
+    ++hint;  // the next piece is most likely the next family of the same part
   }
+  for (const auto& g : groups) add(*g.front(), g.data() + 1, g.size() - 1);
   if (!names.empty()) key_families_[key] = std::move(names);
-  if (!fresh.empty()) part_texts_[key] = std::move(fresh);
+  if (!texts.empty()) part_texts_[key] = std::move(texts);
   cache_.reset();
 }
 

@@ -44,6 +44,7 @@ class Store {
   // The text of the parts a key last published, by part id.
   struct PartText {
     std::uint64_t version = 0;
+    std::uint64_t seen = 0;  // the publish that last included it
     std::vector<Piece> pieces;
   };
   using PartTexts = std::map<std::string, PartText>;
@@ -54,6 +55,7 @@ class Store {
   std::map<std::string, Family> families_;                      // by family name: the exposition order
   std::map<std::string, std::vector<std::string>> key_families_;  // key -> family names it published
   std::map<std::string, PartTexts> part_texts_;                   // key -> its parts' text
+  std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
   mutable std::shared_ptr<const std::string> cache_;            // null after a change
   mutable std::uint64_t builds_ = 0;
 };

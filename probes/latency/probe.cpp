@@ -25,8 +25,10 @@ constexpr const char* kHistHelp =
     "linked to FSYNC, or an O_DSYNC write), measured with CLOCK_MONOTONIC";
 constexpr const char* kWindowHelp =
     "Rolling-window percentile (nearest rank) of the fsync sample latency over latency.window";
-// The plan is rebuilt when the mount table changes, and at least this often (sysfs may change alone).
-constexpr auto kReplanEvery = std::chrono::seconds(60);
+// The plan is rebuilt when the mount table changes, and at least this often (sysfs may change alone:
+// an md array or a device-mapper name under an unchanged mount). Each replan reads sysfs for every
+// watched mount, so not every minute on a host with 1,000 of them.
+constexpr auto kReplanEvery = std::chrono::minutes(5);
 }  // namespace
 
 // ---- settings -------------------------------------------------------------------------------------
@@ -38,6 +40,7 @@ SamplerSettings SamplerSettings::from(const config::LatencyConfig& c) {
   s.mode = parse_mode(c.mode).value_or(Mode::io_uring_fsync);
   s.direct_reads = c.direct_reads;
   s.window = c.window;
+  s.detail = c.detail == "full" ? Detail::full : Detail::compact;
   s.fill_threshold = c.fill_threshold;
   s.dir_name = c.dir_name;
   s.interval = c.interval;
@@ -137,31 +140,64 @@ Dispatcher::Dispatcher(const SamplerSettings& s, SteadyTime now)
             std::max<double>(s.samples, s.writes_per_second),
             std::max<double>(static_cast<double>(s.samples * kBlock), static_cast<double>(s.bytes_per_second)), now) {}
 
+Dispatcher::PerStack& Dispatcher::slot_locked(const std::string& id, SteadyTime now) {
+  auto it = stacks_.find(id);
+  if (it == stacks_.end())
+    it = stacks_.emplace(id, PerStack{RateBucket(stack_rate_, 2 * samples_, now), SteadyTime{}}).first;
+  return it->second;
+}
+
+std::vector<std::size_t> Dispatcher::due_locked(SteadyTime now, const std::vector<PerStack*>& slots,
+                                                const std::vector<char>& busy, std::vector<std::size_t>* deferred) {
+  std::vector<std::pair<SteadyTime, std::size_t>> ready;
+  ready.reserve(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (i < busy.size() && busy[i]) continue;
+    if (slots[i]->bucket.available(now) + 1e-9 * samples_ < samples_) continue;  // not due yet
+    ready.emplace_back(slots[i]->last, i);
+  }
+  std::sort(ready.begin(), ready.end());
+  std::vector<std::size_t> out;
+  for (auto [last, i] : ready) {
+    if (!host_.take(now, samples_, samples_ * static_cast<double>(kBlock))) {
+      if (deferred) deferred->push_back(i);
+      continue;
+    }
+    slots[i]->bucket.charge(now, samples_);
+    slots[i]->last = now;
+    out.push_back(i);
+  }
+  return out;
+}
+
 std::vector<std::string> Dispatcher::due(SteadyTime now, const std::vector<std::string>& ids,
                                          const std::set<std::string>& busy, std::vector<std::string>* deferred) {
   std::lock_guard l(mu_);
-  std::vector<std::pair<SteadyTime, std::string>> ready;
+  std::vector<PerStack*> slots;
+  std::vector<char> b;
   for (const auto& id : ids) {
-    auto it = stacks_.find(id);
-    if (it == stacks_.end())
-      it = stacks_.emplace(id, PerStack{RateBucket(stack_rate_, 2 * samples_, now), SteadyTime{}}).first;
-    if (busy.count(id)) continue;
-    if (it->second.bucket.available(now) + 1e-9 * samples_ < samples_) continue;  // not due yet
-    ready.emplace_back(it->second.last, id);
+    slots.push_back(&slot_locked(id, now));
+    b.push_back(busy.count(id) ? 1 : 0);
   }
-  std::sort(ready.begin(), ready.end());
+  std::vector<std::size_t> put_off;
   std::vector<std::string> out;
-  for (auto& [last, id] : ready) {
-    if (!host_.take(now, samples_, samples_ * static_cast<double>(kBlock))) {
-      if (deferred) deferred->push_back(id);
-      continue;
-    }
-    auto& st = stacks_.at(id);
-    st.bucket.charge(now, samples_);
-    st.last = now;
-    out.push_back(id);
-  }
+  for (auto i : due_locked(now, slots, b, deferred ? &put_off : nullptr)) out.push_back(ids[i]);
+  for (auto i : put_off) deferred->push_back(ids[i]);
   return out;
+}
+
+void Dispatcher::set_stacks(const std::vector<std::string>& ids) {
+  std::lock_guard l(mu_);
+  slots_.clear();
+  // A new stack's bucket starts full on the host budget's clock: now is not known here, and a
+  // full bucket is what a stack's first turn gets either way.
+  for (const auto& id : ids) slots_.push_back(&slot_locked(id, SteadyTime{}));
+}
+
+std::vector<std::size_t> Dispatcher::due_at(SteadyTime now, const std::vector<char>& busy,
+                                            std::vector<std::size_t>* deferred) {
+  std::lock_guard l(mu_);
+  return due_locked(now, slots_, busy, deferred);
 }
 
 void Dispatcher::charge(SteadyTime now, double ops, double bytes) {
@@ -172,6 +208,7 @@ void Dispatcher::charge(SteadyTime now, double ops, double bytes) {
 void Dispatcher::forget_except(const std::set<std::string>& ids) {
   std::lock_guard l(mu_);
   std::erase_if(stacks_, [&](const auto& kv) { return !ids.count(kv.first); });
+  slots_.clear();  // may point at forgotten stacks: set_stacks() again
 }
 
 // ---- per-stack state and metrics ------------------------------------------------------------------
@@ -194,13 +231,14 @@ void StackStats::record(SteadyTime now, const SampleResult& r) {
   set_state(r.state);
 }
 
-void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, bool direct_reads) {
-  b.histogram("fsaudit_fsync_latency_seconds", kHistHelp, l, Histogram::bounds_seconds(), fsync.cumulative(),
+void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, Detail detail, bool direct_reads) {
+  const bool full = detail == Detail::full;
+  b.histogram("fsaudit_fsync_latency_seconds", kHistHelp, l, Histogram::bounds_seconds(detail), fsync.cumulative(detail),
               fsync.sum_seconds());
   if (direct_reads)
     b.histogram("fsaudit_direct_read_latency_seconds",
                 "Latency of one 4 KiB O_DIRECT read at a random offset of the stack's probe file", l,
-                Histogram::bounds_seconds(), reads.cumulative(), reads.sum_seconds());
+                Histogram::bounds_seconds(detail), reads.cumulative(detail), reads.sum_seconds());
   if (auto q = window.quantiles(now)) {
     // `percentile`, not `quantile`: a gauge with a quantile label is reserved for summaries.
     auto put = [&](const char* percentile, std::uint64_t ns) {
@@ -210,24 +248,32 @@ void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime no
     };
     put("50", q->p50_ns);
     put("99", q->p99_ns);
-    put("99.9", q->p999_ns);
-    b.gauge("fsaudit_fsync_latency_window_max_seconds", "Largest fsync sample latency inside the rolling window",
-            l, static_cast<double>(q->max_ns) / 1e9);
+    if (full) {
+      put("99.9", q->p999_ns);
+      b.gauge("fsaudit_fsync_latency_window_max_seconds", "Largest fsync sample latency inside the rolling window",
+              l, static_cast<double>(q->max_ns) / 1e9);
+    }
   }
-  b.gauge("fsaudit_fsync_latency_window_samples", "fsync samples inside the rolling window (latency.window)", l,
-          static_cast<double>(window.size()));
-  b.stateset("fsaudit_latency_sampler_state",
-             "Outcome of the stack's last sampler turn: ok, or why it skipped (read_only, fill_threshold, no_space, "
-             "io_error, io_budget, stuck, error)",
-             l, state_names(), std::string(state_name(state)));
+  if (full) {
+    b.gauge("fsaudit_fsync_latency_window_samples", "fsync samples inside the rolling window (latency.window)", l,
+            static_cast<double>(window.size()));
+    b.stateset("fsaudit_latency_sampler_state",
+               "Outcome of the stack's last sampler turn: ok, or why it skipped (read_only, fill_threshold, no_space, "
+               "io_error, io_budget, stuck, error)",
+               l, state_names(), std::string(state_name(state)));
+  }
+  // Compact: only reasons that occurred, so a stack that always samples exports none; a stuck
+  // stack counts one skip per run while its fsync hangs.
   for (const auto& name : state_names()) {
     if (name == "ok") continue;
     auto it = skipped.find(name);
+    if (!full && it == skipped.end()) continue;
     auto sl = l;
     sl["reason"] = name;
     b.counter("fsaudit_latency_sampler_skipped_total", "Sampler turns of the stack that did not sample, by reason",
               sl, it == skipped.end() ? 0.0 : static_cast<double>(it->second));
   }
+  if (!full) return;
   b.counter("fsaudit_latency_sampler_io_bytes_total",
             "Bytes the sampler wrote and read on this stack (samples and probe file fill)", l,
             static_cast<double>(io_bytes));
@@ -306,10 +352,13 @@ const std::vector<StackPlan>& LatencyProbe::plans(ProbeContext& ctx, std::string
   for (auto& p : next)
     for (const auto& old : plans_)
       if (old.id == p.id && old.sampled && old.dir != p.dir) p.other_dirs.push_back(old.dir);
-  ++generation_;
-  plans_ = std::move(next);
   mounts_ = *table;
   planned_at_ = now;
+  // Unchanged (the periodic replan, or a mount elsewhere): the same generation, so nothing built
+  // from the plan (1,000 stack_info lines, the per-stack entries) is built again.
+  if (next == plans_) return plans_;
+  ++generation_;
+  plans_ = std::move(next);
   return plans_;
 }
 
@@ -325,11 +374,11 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   const Clock* clock = &ctx.clock;
   auto now = clock->now();
 
-  // Stats per sampled stack; stacks gone from the plan are forgotten.
-  std::map<std::string, std::shared_ptr<StackStats>> stats;
-  std::vector<std::string> ids;
-  std::set<std::string> busy, id_set;
-  {
+  // Stats per sampled stack, with the plan; stacks gone from the plan are forgotten.
+  if (entries_generation_ != generation_) {
+    entries_.clear();
+    std::vector<std::string> ids;
+    std::set<std::string> id_set;
     std::lock_guard l(sh.mu);
     for (const auto& p : plan) {
       if (!p.sampled) continue;
@@ -338,27 +387,33 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
         st = std::make_shared<StackStats>(s_.window);
         st->seed = std::hash<std::string>{}(p.id) ^ sh.seed.fetch_add(1);
       }
-      stats[p.id] = st;
+      entries_.push_back({&p, st, p.id + "\x1f" + p.target,
+                          std::make_shared<const metrics::Labels>(metrics::Labels{{"stack", p.id}, {"target", p.target}})});
       ids.push_back(p.id);
       id_set.insert(p.id);
     }
     std::erase_if(sh.stats, [&](const auto& kv) { return !id_set.count(kv.first); });
+    sh.dispatcher.forget_except(id_set);
+    sh.dispatcher.set_stacks(ids);
+    entries_generation_ = generation_;
   }
-  for (const auto& [id, st] : stats) {
-    std::lock_guard l(st->mu);
-    if (st->in_flight) {
-      busy.insert(id);
-      st->set_state(State::stuck);
+  std::vector<char> busy(entries_.size(), 0);
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    auto& st = *entries_[i].st;
+    std::lock_guard l(st.mu);
+    if (st.in_flight) {
+      busy[i] = 1;
+      st.set_state(State::stuck);
     }
   }
-  sh.dispatcher.forget_except(id_set);
-  std::vector<std::string> deferred;
-  auto due = sh.dispatcher.due(now, ids, busy, &deferred);
-  for (const auto& id : deferred) {
+  std::vector<std::size_t> deferred;
+  auto due = sh.dispatcher.due_at(now, busy, &deferred);
+  for (auto i : deferred) {
     // One skip per wait for the host budget, not one per second of it: a stack waiting its turn
     // stays unchanged (and costs nothing to publish) until it samples.
-    std::lock_guard l(stats[id]->mu);
-    if (stats[id]->state != State::io_budget) stats[id]->set_state(State::io_budget);
+    auto& st = *entries_[i].st;
+    std::lock_guard l(st.mu);
+    if (st.state != State::io_budget) st.set_state(State::io_budget);
   }
 
   // Each due stack samples on its own thread: one hung fsync holds only its own stack.
@@ -370,11 +425,9 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   std::string thread_error;
   auto done = std::make_shared<Done>();
   done->left = due.size();
-  std::map<std::string, const StackPlan*> by_id;
-  for (const auto& p : plan) by_id[p.id] = &p;
-  for (const auto& id : due) {
-    auto st = stats[id];
-    const StackPlan& p = *by_id[id];
+  for (auto i : due) {
+    auto st = entries_[i].st;
+    const StackPlan& p = *entries_[i].plan;
     std::uint64_t seed;
     std::vector<std::filesystem::path> stale;
     {
@@ -442,21 +495,18 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     info_generation_ = generation_;
   }
   b.include({"stack_info", generation_, [info = info_part_](metrics::Batch& out) { out.append(*info); }});
-  std::size_t sampled = 0;
   const auto end = clock->now();
-  for (const auto& p : plan) {
-    if (!p.sampled) continue;
-    ++sampled;
-    auto& st = stats[p.id];
-    std::lock_guard l(st->mu);
-    if (st->in_flight && !busy.count(p.id)) st->set_state(State::stuck);  // dispatched now, not back in time
-    b.include({p.id + "\x1f" + p.target, st->version(end),
-               [st, l = metrics::Labels{{"stack", p.id}, {"target", p.target}}, end, reads = s_.direct_reads](
-                   metrics::Batch& out) {
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
+    std::lock_guard l(e.st->mu);
+    if (e.st->in_flight && !busy[i]) e.st->set_state(State::stuck);  // dispatched now, not back in time
+    b.include({e.part_id, e.st->version(end),
+               [st = e.st, labels = e.labels, end, detail = s_.detail, reads = s_.direct_reads](metrics::Batch& out) {
                  std::lock_guard lk(st->mu);
-                 st->emit(out, l, end, reads);
+                 st->emit(out, *labels, end, detail, reads);
                }});
   }
+  const std::size_t sampled = entries_.size();
   b.gauge("fsaudit_latency_samplers", "Device stacks with a latency sampler (one per pool / filesystem / array)", {},
           static_cast<double>(sampled));
   b.counter("fsaudit_latency_fsyncs_total",

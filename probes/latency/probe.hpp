@@ -30,6 +30,7 @@ struct SamplerSettings {
   Mode mode = Mode::io_uring_fsync;
   bool direct_reads = false;
   std::chrono::steady_clock::duration window = std::chrono::minutes(5);
+  Detail detail = Detail::compact;
   double fill_threshold = 0.95;
   std::string dir_name = ".fsaudit";
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
@@ -70,6 +71,10 @@ class Dispatcher {
   // rate allows a sample but the host budget does not are added to *deferred.
   std::vector<std::string> due(SteadyTime now, const std::vector<std::string>& ids, const std::set<std::string>& busy,
                                std::vector<std::string>* deferred);
+  // The same by position, for a run every second over hundreds of stacks: set_stacks() once per
+  // plan, then due_at() looks nothing up by name. `busy[i]` is stack i's; returns and defers indexes.
+  void set_stacks(const std::vector<std::string>& ids);
+  std::vector<std::size_t> due_at(SteadyTime now, const std::vector<char>& busy, std::vector<std::size_t>* deferred);
   // A probe file fill: its bytes and its fsync, charged after the fact.
   void charge(SteadyTime now, double ops, double bytes);
   void forget_except(const std::set<std::string>& ids);
@@ -79,10 +84,14 @@ class Dispatcher {
     RateBucket bucket;
     SteadyTime last;
   };
+  std::vector<std::size_t> due_locked(SteadyTime now, const std::vector<PerStack*>& slots, const std::vector<char>& busy,
+                                      std::vector<std::size_t>* deferred);
+  PerStack& slot_locked(const std::string& id, SteadyTime now);
   std::mutex mu_;
   double samples_, stack_rate_;
   HostBudget host_;
   std::map<std::string, PerStack> stacks_;
+  std::vector<PerStack*> slots_;  // set_stacks() order; map nodes stay put
 };
 
 // Everything kept about one stack between runs.
@@ -92,8 +101,9 @@ class StackStats {
   // Sets the state; anything but ok counts one skip for that reason.
   void set_state(State s);
   void record(SteadyTime now, const SampleResult& r);
-  // labels: stack, target (where the probe file lives).
-  void emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, bool direct_reads);
+  // labels: stack, target (where the probe file lives). Detail::compact: the compact histogram,
+  // window p50 and p99, and the skip counters of reasons that occurred; full: every series.
+  void emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, Detail detail, bool direct_reads);
   // Changes whenever what emit() shows changes (a sample, a state change, a sample leaving the
   // window): the store re-serialises a stack's series only then. Most stacks wait for their turn
   // most of the time.
@@ -137,6 +147,17 @@ class LatencyProbe final : public Probe {
   std::uint64_t info_generation_ = 0;
   SteadyTime planned_at_{};
   std::vector<StackPlan> plans_;
+  // The sampled stacks of plans_, rebuilt with the plan, so that a run (one a second) builds no
+  // map and copies no label: its cost grows with the stacks that sample or change, plus a pass
+  // over an array.
+  struct Entry {
+    const StackPlan* plan;
+    std::shared_ptr<StackStats> st;
+    std::string part_id;
+    std::shared_ptr<const metrics::Labels> labels;
+  };
+  std::vector<Entry> entries_;
+  std::uint64_t entries_generation_ = 0;
   std::vector<Target> watched_;
   std::uint64_t generation_ = 0;  // bumped on every new plan
 };

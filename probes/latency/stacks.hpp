@@ -32,6 +32,7 @@ struct StackPlan {
   std::vector<std::filesystem::path> other_dirs;
   bool sampled = false;              // false: nothing writable or everything opted out (`why`)
   std::string why;
+  bool operator==(const StackPlan&) const = default;
 };
 
 struct StackSelection {

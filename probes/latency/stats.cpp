@@ -12,18 +12,38 @@ void Histogram::observe(std::uint64_t ns) {
   max_ns_ = std::max(max_ns_, ns);
 }
 
-std::vector<double> Histogram::bounds_seconds() {
+namespace {
+constexpr bool is_subset(const auto& sub, const auto& of) {
+  for (auto b : sub)
+    if (std::find(of.begin(), of.end(), b) == of.end()) return false;
+  return true;
+}
+static_assert(is_subset(kCompactBoundsNs, kBucketBoundsNs), "compact bounds must be fine bounds");
+}  // namespace
+
+std::vector<double> Histogram::bounds_seconds(Detail d) {
   std::vector<double> out;
-  for (auto b : kBucketBoundsNs) out.push_back(static_cast<double>(b) / 1e9);
+  if (d == Detail::full)
+    for (auto b : kBucketBoundsNs) out.push_back(static_cast<double>(b) / 1e9);
+  else
+    for (auto b : kCompactBoundsNs) out.push_back(static_cast<double>(b) / 1e9);
   return out;
 }
 
-std::vector<std::uint64_t> Histogram::cumulative() const {
+std::vector<std::uint64_t> Histogram::cumulative(Detail d) const {
   std::vector<std::uint64_t> out;
   std::uint64_t acc = 0;
-  for (auto c : per_bucket_) {
-    acc += c;
-    out.push_back(acc);
+  auto compact = kCompactBoundsNs.begin();
+  for (std::size_t i = 0; i < per_bucket_.size(); ++i) {
+    acc += per_bucket_[i];
+    // A compact bucket's count is the fine count at the same bound (cumulative), then +Inf.
+    bool last = i + 1 == per_bucket_.size();
+    if (d == Detail::full || last) {
+      out.push_back(acc);
+    } else if (compact != kCompactBoundsNs.end() && *compact == kBucketBoundsNs[i]) {
+      out.push_back(acc);
+      ++compact;
+    }
   }
   return out;
 }

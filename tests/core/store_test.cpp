@@ -143,6 +143,26 @@ TEST(Store, PartsGiveTheSameExpositionAndAreBuiltOncePerVersion) {
   for (size_t p = 0; (p = text.find("# HELP fsaudit_fsync_latency_seconds ", p)) != std::string::npos; ++p) ++helps;
   EXPECT_EQ(helps, 1u);
 
+  // A part left out is gone, its text too (a later publish with it builds it again); of one id
+  // included twice the first counts.
+  builds = 0;
+  metrics::Batch fewer;
+  fewer.include(stack("a", 2, 7));
+  fewer.include(stack("a", 3, 9));
+  s1.publish("latency", fewer);
+  EXPECT_EQ(builds, 0);
+  text = s1.text();
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_samples", {{"stack", "a"}}), 7);
+  EXPECT_TRUE(std::isnan(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_samples", {{"stack", "b"}})));
+  EXPECT_TRUE(std::isnan(fsaudit::testing::scrape_value(text, "fsaudit_latency_samplers")));
+  s1.publish("latency", again);
+  EXPECT_EQ(builds, 1);  // b again
+  EXPECT_EQ(s1.text(), [&] {
+    metrics::Store fresh;
+    fresh.publish("latency", again);
+    return fresh.text();
+  }());
+
   s1.remove("latency");
   EXPECT_EQ(s1.text(), "");
 }

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -77,6 +78,7 @@ SamplerSettings small(int samples = 8) {
   s.stack_writes_per_second = 1000;  // these tests call run() back to back
   s.writes_per_second = 1000;
   s.bytes_per_second = 1ull << 30;
+  s.detail = Detail::full;  // these tests read the state set and the per-stack info
   return s;
 }
 
@@ -601,14 +603,21 @@ TEST(LatencyLab, DaemonScrapeShowsHistogramThenReadOnlySkip) {
         << ft::scrape_lines(text, "fsaudit_fsync_latency_seconds_count") << d.log();
     EXPECT_GT(ft::scrape_value(text, "fsaudit_fsync_latency_seconds_bucket", with(l, "le", "+Inf")), 0);
     EXPECT_EQ(ft::scrape_value(text, "fsaudit_probe_success", {{"probe", "latency"}, {"target", "host"}}), 1);
+    // The default (compact) exposition: the coarse buckets the alert's 0.5 s threshold is one of,
+    // and no per-stack state set.
+    EXPECT_GT(ft::scrape_value(text, "fsaudit_fsync_latency_seconds_bucket", with(l, "le", "0.5")), 0)
+        << ft::scrape_lines(text, "fsaudit_fsync_latency_seconds_bucket");
+    EXPECT_TRUE(std::isnan(ft::scrape_value(text, "fsaudit_fsync_latency_seconds_bucket", with(l, "le", "0.2"))));
+    EXPECT_TRUE(std::isnan(ft::scrape_value(text, "fsaudit_latency_sampler_state")))
+        << ft::scrape_lines(text, "fsaudit_latency_sampler_state");
     ASSERT_TRUE(lab.mount->remount("ro"));
     text = d.wait_for(
         [&](const std::string& t) {
-          return ft::scrape_value(t, "fsaudit_latency_sampler_state", with(l, "state", "read_only")) == 1;
+          return ft::scrape_value(t, "fsaudit_latency_sampler_skipped_total", with(l, "reason", "read_only")) >= 1;
         },
         90);
-    EXPECT_EQ(ft::scrape_value(text, "fsaudit_latency_sampler_state", with(l, "state", "read_only")), 1)
-        << ft::scrape_lines(text, "fsaudit_latency_sampler_state") << d.log();
+    EXPECT_GE(ft::scrape_value(text, "fsaudit_latency_sampler_skipped_total", with(l, "reason", "read_only")), 1)
+        << ft::scrape_lines(text, "fsaudit_latency_sampler_skipped_total") << d.log();
     EXPECT_TRUE(d.running());
     EXPECT_EQ(d.stop(), 0);
   }

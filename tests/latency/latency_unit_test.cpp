@@ -24,6 +24,23 @@ using namespace std::chrono_literals;
 namespace {
 constexpr std::uint64_t us = 1'000, ms = 1'000'000, s = 1'000'000'000;
 
+// The per-stack labels of the StackStats tests, with one more.
+const metrics::Labels kTank{{"stack", "zfs:tank"}, {"target", "/tank"}};
+metrics::Labels tank_with(const std::string& k, const std::string& v) {
+  auto x = kTank;
+  x[k] = v;
+  return x;
+}
+
+// Three 4 KiB samples: 80 us, 3 ms, 400 us.
+void record_three(StackStats& st, SteadyTime now) {
+  SampleResult r;
+  r.fsync_ns = {80 * us, 3 * ms, 400 * us};
+  r.bytes = 3 * 4096;
+  r.mode = "io_uring_fsync";
+  st.record(now, r);
+}
+
 // Index of a bound in seconds within bounds_seconds().
 std::size_t bound_index(double seconds) {
   auto b = Histogram::bounds_seconds();
@@ -647,25 +664,72 @@ TEST(LatencyProbe, PlansFromTheCyclesMountSnapshot) {
 
 // ---- per-stack metrics ------------------------------------------------------------------------------
 
+TEST(LatencyHistogram, CompactBucketsCountWhatTheFineBucketsCountAtTheSameBounds) {
+  Histogram h;
+  for (auto ns : {100 * us, 500 * us, 900 * us, 2 * ms + 1, 7 * ms, 15 * ms, 40 * ms, 300 * ms, 1 * s, 3 * s})
+    h.observe(ns);
+  auto fine_bounds = Histogram::bounds_seconds(Detail::full);
+  auto fine = h.cumulative(Detail::full);
+  auto bounds = Histogram::bounds_seconds(Detail::compact);
+  auto c = h.cumulative(Detail::compact);
+  ASSERT_EQ(bounds.size(), kCompactBoundsNs.size());
+  ASSERT_EQ(c.size(), bounds.size() + 1);
+  EXPECT_EQ(bounds, (std::vector<double>{0.0005, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 2}));
+  for (std::size_t i = 0; i < bounds.size(); ++i)
+    EXPECT_EQ(c[i], fine[bound_index(bounds[i])]) << "le=" << bounds[i];
+  EXPECT_EQ(c[0], 2u);  // 100us, 500us (a bound is inclusive)
+  EXPECT_EQ(c[1], 3u);  // + 900us; 2ms+1ns is above 2 ms
+  EXPECT_EQ(c[bounds.size() - 1], 9u);  // all but 3 s are <= 2 s
+  EXPECT_EQ(c.back(), h.count());
+  EXPECT_EQ(fine.size(), fine_bounds.size() + 1);
+}
+
+// The default exposition: what the dashboards and the alert read, and skips that happened.
+TEST(StackStats, CompactEmitsTheCoarseHistogramP50P99AndSkipsThatOccurred) {
+  FakeClock clk;
+  StackStats st(5min);
+  record_three(st, clk.now());
+  st.set_state(State::stuck);
+  st.set_state(State::stuck);
+  metrics::Batch b;
+  const auto& l = kTank;
+  auto with = tank_with;
+  st.emit(b, l, clk.now(), Detail::compact, false);
+  EXPECT_EQ(b.value("fsaudit_fsync_latency_seconds", l), 3.0);
+  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "50")), 400e-6);
+  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "99")), 3e-3);
+  EXPECT_FALSE(b.has("fsaudit_fsync_latency_window_seconds", with("percentile", "99.9")));
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_skipped_total", with("reason", "stuck")), 2.0);
+  EXPECT_FALSE(b.has("fsaudit_latency_sampler_skipped_total", with("reason", "read_only")));
+  for (const char* gone : {"fsaudit_fsync_latency_window_max_seconds", "fsaudit_fsync_latency_window_samples",
+                           "fsaudit_latency_sampler_state", "fsaudit_latency_sampler_io_bytes_total",
+                           "fsaudit_latency_sampler_info"})
+    EXPECT_FALSE(b.has(gone)) << gone;
+  std::size_t samples = 0;
+  for (const auto& f : b.families()) {
+    for (const auto& m : f.metric) {
+      samples += f.type == metrics::MetricType::Histogram ? m.histogram.bucket.size() + 2 : 1;
+      if (f.name == "fsaudit_fsync_latency_seconds") {
+        ASSERT_EQ(m.histogram.bucket.size(), kCompactBoundsNs.size() + 1);
+        EXPECT_EQ(m.histogram.bucket[0].cumulative_count, 2u);  // 80us, 400us <= 0.5 ms
+        EXPECT_EQ(m.histogram.bucket[2].cumulative_count, 3u);  // 3 ms <= 5 ms
+      }
+    }
+  }
+  EXPECT_EQ(samples, 12u + 2u + 1u);  // histogram lines, p50 and p99, one skip reason
+}
+
 TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {
   FakeClock clk;
   StackStats st(5min);
-  SampleResult r;
-  r.fsync_ns = {80 * us, 3 * ms, 400 * us};
-  r.bytes = 3 * 4096;
-  r.mode = "io_uring_fsync";
-  st.record(clk.now(), r);
+  record_three(st, clk.now());
   st.set_state(State::read_only);
   st.set_state(State::read_only);
   st.set_state(State::stuck);
   metrics::Batch b;
-  metrics::Labels l{{"stack", "zfs:tank"}, {"target", "/tank"}};
-  st.emit(b, l, clk.now(), false);
-  auto with = [&](std::string k, std::string v) {
-    auto x = l;
-    x[k] = v;
-    return x;
-  };
+  const auto& l = kTank;
+  auto with = tank_with;
+  st.emit(b, l, clk.now(), Detail::full, false);
   EXPECT_EQ(b.value("fsaudit_fsync_latency_seconds", l), 3.0);  // histogram count
   EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "50")), 400e-6);
   EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "99")), 3e-3);
@@ -696,7 +760,7 @@ TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {
 
   clk.advance(5min);  // the window empties; the histogram keeps its counts
   metrics::Batch b2;
-  st.emit(b2, l, clk.now(), false);
+  st.emit(b2, l, clk.now(), Detail::full, false);
   EXPECT_FALSE(b2.has("fsaudit_fsync_latency_window_seconds"));
   EXPECT_EQ(b2.value("fsaudit_fsync_latency_window_samples", l), 0.0);
   EXPECT_EQ(b2.value("fsaudit_fsync_latency_seconds", l), 3.0);
@@ -759,7 +823,7 @@ TEST(LatencyProbe, StacksTakeTurnsUnderTheHostBudgetOnAFakeClock) {
   EXPECT_EQ(m.value("fsaudit_latency_stack_info", {{"target", a2.string()}, {"stack", "dev:7:10"}}), 1.0);
   EXPECT_EQ(count(m, la) + count(m, lb), 1.0);
   EXPECT_EQ(m.value("fsaudit_latency_fsyncs_total"), 2.0);
-  EXPECT_EQ(m.value("fsaudit_latency_sampler_state", {{"stack", "dev:7:11"}, {"target", b.string()}, {"state", "io_budget"}}), 1.0);
+  EXPECT_EQ(m.value("fsaudit_latency_sampler_skipped_total", {{"stack", "dev:7:11"}, {"target", b.string()}, {"reason", "io_budget"}}), 1.0);
   clk.advance(1s);
   m = run();  // the debt is paid back, nothing yet
   EXPECT_EQ(m.value("fsaudit_latency_fsyncs_total"), 2.0);
