@@ -366,6 +366,58 @@ TEST(ZfsScan, ElapsedForms) {
   EXPECT_FALSE(parse_zpool_elapsed("").has_value());
 }
 
+// The header rules are matched by hand; these are the corners of the patterns they stand for
+// (each checked against the former std::regex version).
+TEST(ZfsScan, HeaderRuleCorners) {
+  // "(.+) with (\d+) errors on (.+)": the longest first part that fits.
+  auto s = parse_zfs_scan("scrub repaired 0B in 00:00:01 with 0 errors on Mon with 3 errors on Sun Jul 16 23:21:45 2023",
+                          ScanTimeZone::utc);
+  EXPECT_TRUE(s.recognized);
+  EXPECT_EQ(s.errors, 3u);
+  EXPECT_EQ(s.end_time, 1689549705);
+  EXPECT_FALSE(s.duration_seconds.has_value());  // "00:00:01 with 0 errors on Mon" is no duration
+  // A cut "repaired" amount ends on a word boundary: "1.5%" -> 1.5; no boundary, no amount.
+  s = parse_zfs_scan("scrub repaired 1.5%");
+  EXPECT_FALSE(s.recognized);
+  EXPECT_EQ(s.state, ScanState::finished);
+  EXPECT_EQ(s.repaired_bytes, 1.5);
+  s = parse_zfs_scan("scrub repaired ...");
+  EXPECT_EQ(s.function, ScanFunction::scrub);
+  EXPECT_EQ(s.state, ScanState::none);
+  EXPECT_FALSE(s.repaired_bytes.has_value());
+  EXPECT_EQ(parse_zfs_scan("scrubbing").function, ScanFunction::none);  // no word boundary after "scrub"
+  s = parse_zfs_scan("scrub in progress");
+  EXPECT_TRUE(s.recognized);
+  EXPECT_EQ(s.state, ScanState::in_progress);
+  s = parse_zfs_scan("scrub in progress since");  // the date is missing
+  EXPECT_FALSE(s.recognized);
+  EXPECT_EQ(s.state, ScanState::none);
+  s = parse_zfs_scan("resilvered 7K,");
+  EXPECT_EQ(s.function, ScanFunction::resilver);
+  EXPECT_EQ(s.repaired_bytes, 7 * K);
+  s = parse_zfs_scan("resilver (draid2:4d:11c:0s) in progress since Sun Jul 16 23:21:45 2023", ScanTimeZone::utc);
+  EXPECT_TRUE(s.recognized);
+  EXPECT_EQ(s.start_time, 1689549705);
+}
+
+TEST(ZfsStatusText, HeaderKeyAndErrorCountCorners) {
+  const std::string tree =
+      "  pool: tank\n state: ONLINE\nconfig:\n\n\tNAME        STATE     READ WRITE CKSUM\n"
+      "\ttank        ONLINE       0     0     0\n\t  sda       ONLINE       0     0     0\n\n";
+  EXPECT_EQ(status(tree + "errors: 1 data error, use '-v' for a list\n").pools.at(0).data_errors, 1u);
+  EXPECT_EQ(status(tree + "errors: 5 data errors.\n").pools.at(0).data_errors, 5u);
+  EXPECT_FALSE(status(tree + "errors: 2 data errorsome\n").pools.at(0).data_errors.has_value());
+  EXPECT_FALSE(status(tree + "errors: 2 data errors_x\n").pools.at(0).data_errors.has_value());
+  // A key is lowercase letters, a colon, then nothing or one blank before its value.
+  auto state_of = [](const std::string& line) {
+    return status("  pool: tank\n" + line + "\nerrors: No known data errors\n").pools.at(0).state;
+  };
+  EXPECT_EQ(state_of(" state:\tONLINE"), "ONLINE");
+  EXPECT_EQ(state_of(" state:ONLINE"), "");
+  EXPECT_EQ(state_of(" State: ONLINE"), "");
+  EXPECT_EQ(state_of(" state:"), "");
+}
+
 // ---------------------------------------------------------------- zpool status text: trees
 TEST(ZfsStatusText, TwoPoolsTabIndented) {
   auto r = status_fx("zpool-status-p-openzfs-two-pools-raidz1-nvme-mirror-scrub-repaired.txt");
