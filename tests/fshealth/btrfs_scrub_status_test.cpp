@@ -192,7 +192,7 @@ TEST_F(ScrubStatusTest, StartBdRaid0PerDevice) {
   EXPECT_TRUE(s.uncorrectable_reported());
 }
 
-// Longer than the fuzzers' inputs (bench/fuzz.sh -max_len 8192): 300 device sections, about 80 KiB.
+// Longer than the fuzzers' inputs (bench/fuzz.sh -max_len 8192): 300 device sections, about 83 KiB.
 TEST_F(ScrubStatusTest, ThreeHundredDeviceSectionsAreAllRead) {
   std::string text;
   for (int i = 1; i <= 300; ++i)
