@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz/) with clang + ASan/UBSan and runs each one, seeded from the
-# fixtures in the repository. Prints one line per target: executions, coverage, corpus, crashes.
+# Builds the libFuzzer targets (fuzz/) with clang + sanitizers (ASan+UBSan unless --sanitizers) and
+# runs each one, seeded from the fixtures in the repository. Prints one line per target: executions,
+# exec/s, coverage, corpus, seconds, sanitizers, result.
 # A crash leaves its input under <build>/artifacts/<target>/ and makes the script exit 1.
 #
 # usage: bench/fuzz.sh [--runs N] [--ci] [--seconds S] [--only "target ..."] [--build DIR] [--jobs J]
-#                      [--parallel P] [--nice N]
+#                      [--parallel P] [--nice N] [--sanitizers LIST] [--max-len N]
 #   --runs N     executions per target (default 10000000)
 #   --ci         30 seconds per target instead of a run count, two targets at a time (what CI runs:
 #                13 targets in about 3.5 minutes)
@@ -13,6 +14,10 @@
 #   --jobs J     build jobs (default 2)
 #   --parallel P fuzz P targets at the same time (default 1; each is one process on one core)
 #   --nice N     run the fuzzers under nice -n N (default 0)
+#   --sanitizers LIST  clang -fsanitize list (default address,undefined, what CI runs); "undefined"
+#                alone is the volume mode (no ASan: several times the exec/s), built in <build>-ubsan
+#   --max-len N  longest input libFuzzer generates (default 8192: every parser is line-based, longer
+#                inputs only repeat lines; long inputs are covered by the unit tests)
 # env: CC/CXX default to clang/clang++; FUZZ_BUILD (default build-fuzz).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,20 +28,29 @@ BUILD=${FUZZ_BUILD:-$HERE/build-fuzz}
 JOBS=2
 PARALLEL=1
 NICE=0
+SANITIZERS=address,undefined
+MAX_LEN=8192
+BUILD_SET=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS=$2; shift 2;;
     --ci) RUNS=0; SECONDS_EACH=30; PARALLEL=2; shift;;
     --seconds) SECONDS_EACH=$2; shift 2;;
     --only) ONLY=$2; shift 2;;
-    --build) BUILD=$2; shift 2;;
+    --build) BUILD=$2; BUILD_SET=1; shift 2;;
     --jobs) JOBS=$2; shift 2;;
     --parallel) PARALLEL=$2; shift 2;;
     --nice) NICE=$2; shift 2;;
-    -h|--help) sed -n 2,16p "$0"; exit 0;;
+    --sanitizers) SANITIZERS=$2; shift 2;;
+    --max-len) MAX_LEN=$2; shift 2;;
+    -h|--help) sed -n 2,21p "$0"; exit 0;;
     *) echo "unknown argument: $1" >&2; exit 2;;
   esac
 done
+# Another sanitizer set is another build (every library is instrumented).
+if [ "$SANITIZERS" != address,undefined ] && [ "$BUILD_SET" = 0 ] && [ -z "${FUZZ_BUILD:-}" ]; then
+  BUILD=$BUILD-$(echo "$SANITIZERS" | tr ',' '-')
+fi
 command -v clang++ >/dev/null || { echo "clang++ not installed (scripts/install-deps.sh installs clang)" >&2; exit 2; }
 
 TARGETS="fuzz_zpool_status_text fuzz_zpool_status_json fuzz_zpool_list fuzz_btrfs_scrub_status
@@ -45,6 +59,7 @@ TARGETS="fuzz_zpool_status_text fuzz_zpool_status_json fuzz_zpool_list fuzz_btrf
 [ -n "$ONLY" ] && TARGETS=$ONLY
 
 CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S "$HERE" -B "$BUILD" -DFSAUDIT_FUZZ=ON -DFSAUDIT_TESTS=OFF \
+  "-DFSAUDIT_FUZZ_SANITIZERS=$SANITIZERS" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null
 # shellcheck disable=SC2086
 cmake --build "$BUILD" -j"$JOBS" --target $TARGETS >/dev/null
@@ -89,7 +104,7 @@ fuzz_one() {
   fi
   local extra=()
   for d in "$HERE/fuzz/seeds/$t" "$HERE/fuzz/regressions/$t"; do [ -d "$d" ] && extra+=("$d"); done
-  local args=(-print_final_stats=1 -max_len=65536 -timeout=10 -rss_limit_mb=2048 "-artifact_prefix=$art/")
+  local args=(-print_final_stats=1 "-max_len=$MAX_LEN" -timeout=10 -rss_limit_mb=2048 "-artifact_prefix=$art/")
   [ "$RUNS" -gt 0 ] && args+=("-runs=$RUNS")
   [ "$SECONDS_EACH" -gt 0 ] && args+=("-max_total_time=$SECONDS_EACH")
   local log=$BUILD/$t.log rc=0 t0 t1
@@ -104,14 +119,14 @@ fuzz_one() {
   ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
   corp=$(echo "$last" | sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p')
   [ "$rc" -ne 0 ] && result="CRASH (rc $rc, see $log, inputs in $art)"
-  printf '%-26s %12s %10s %8s %8s %8s %7s %s\n' "$t" "${execs:-?}" "${speed:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" \
-    "$((t1 - t0))" "$result" >"$BUILD/$t.result"
+  printf '%-26s %12s %10s %8s %8s %8s %7s %-18s %s\n' "$t" "${execs:-?}" "${speed:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" \
+    "$((t1 - t0))" "$SANITIZERS" "$result" >"$BUILD/$t.result"
   cat "$BUILD/$t.result"
 }
 
 RESULTS=$BUILD/fuzz-results.txt
 : >"$RESULTS"
-printf '%-26s %12s %10s %8s %8s %8s %7s %s\n' target executions exec/s cov ft corpus secs result
+printf '%-26s %12s %10s %8s %8s %8s %7s %-18s %s\n' target executions exec/s cov ft corpus secs sanitizers result
 running=0
 for t in $TARGETS; do
   rm -f "$BUILD/$t.result"
@@ -124,7 +139,7 @@ for t in $TARGETS; do
 done
 wait || true
 failed=0
-printf '%-26s %12s %10s %8s %8s %8s %7s %s\n' target executions exec/s cov ft corpus secs result >"$RESULTS"
+printf '%-26s %12s %10s %8s %8s %8s %7s %-18s %s\n' target executions exec/s cov ft corpus secs sanitizers result >"$RESULTS"
 for t in $TARGETS; do
   if [ -f "$BUILD/$t.result" ]; then cat "$BUILD/$t.result" >>"$RESULTS"; else echo "$t: no result" >>"$RESULTS"; fi
   grep -q ' ok$' "$BUILD/$t.result" 2>/dev/null || failed=1

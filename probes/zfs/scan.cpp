@@ -1,8 +1,8 @@
 #include "probes/zfs/scan.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <ctime>
-#include <regex>
 #include <vector>
 
 #include "daemon/core/dates.hpp"
@@ -51,10 +51,90 @@ std::optional<double> bytes(std::string_view s) {
   return *r;
 }
 
-ScanFunction function_of(std::string_view w) {
-  if (w == "scrub") return ScanFunction::scrub;
-  if (w == "resilver" || w == "resilvered") return ScanFunction::resilver;
+// The scan header is matched by hand, not with std::regex (this runs on every probe run and fuzz
+// input); each rule says the pattern it implements. A blank is an isspace() byte, a word byte
+// isalnum() or '_' (the regex classes \s and \w).
+
+bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_blank(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+// Removes `prefix` from the front of `s` when it is there.
+bool eat(std::string_view& s, std::string_view prefix) {
+  if (!s.starts_with(prefix)) return false;
+  s.remove_prefix(prefix.size());
+  return true;
+}
+
+// ^(scrub|resilver): removed from the front of `s`.
+ScanFunction eat_function(std::string_view& s) {
+  if (eat(s, "scrub")) return ScanFunction::scrub;
+  if (eat(s, "resilver")) return ScanFunction::resilver;
   return ScanFunction::none;
+}
+
+// `prefix(.+)$`: the non-empty rest after `prefix`.
+std::optional<std::string_view> after(std::string_view s, std::string_view prefix) {
+  if (!eat(s, prefix) || s.empty()) return std::nullopt;
+  return s;
+}
+
+// ^(\S+)\b: the longest run of non-blanks that ends on a word boundary (inside the run when its
+// last byte is not a word byte: "1.5%" -> "1.5"); none without a boundary ("...").
+std::optional<std::string_view> token_to_boundary(std::string_view s) {
+  std::size_t n = 0;
+  while (n < s.size() && !is_blank(s[n])) ++n;
+  for (std::size_t k = n; k >= 1; --k) {
+    bool next_is_word = k < s.size() && is_word(s[k]);
+    if (is_word(s[k - 1]) != next_is_word) return s.substr(0, k);
+  }
+  return std::nullopt;
+}
+
+struct WithErrors {
+  std::string_view elapsed, errors, date;
+};
+
+// ^(.+) with (\d+) errors on (.+)$, the first part as long as fits (a greedy `.+`).
+std::optional<WithErrors> with_errors_on(std::string_view s) {
+  constexpr std::string_view with = " with ";
+  for (auto p = s.rfind(with); p != std::string_view::npos && p >= 1; p = s.rfind(with, p - 1)) {
+    auto rest = s.substr(p + with.size());
+    std::size_t d = 0;
+    while (d < rest.size() && is_digit(rest[d])) ++d;
+    if (auto date = after(rest.substr(d), " errors on "); d > 0 && date)
+      return WithErrors{s.substr(0, p), rest.substr(0, d), *date};
+  }
+  return std::nullopt;
+}
+
+struct Repaired {
+  std::string_view amount;
+  WithErrors tail;
+};
+
+// ^(scrub repaired|resilvered) (\S+) in (.+) with (\d+) errors on (.+)$
+std::optional<Repaired> repaired_in(std::string_view s) {
+  if (!eat(s, "scrub repaired ") && !eat(s, "resilvered ")) return std::nullopt;
+  std::size_t n = 0;
+  while (n < s.size() && !is_blank(s[n])) ++n;
+  auto rest = s.substr(n);
+  if (n == 0 || !eat(rest, " in ")) return std::nullopt;
+  auto tail = with_errors_on(rest);
+  if (!tail) return std::nullopt;
+  return Repaired{s.substr(0, n), *tail};
+}
+
+// After the function word: ^ (completed|stopped) after (.+) with (\d+) errors on (.+)$
+std::optional<WithErrors> ended_after(std::string_view s) {
+  if (!eat(s, " completed after ") && !eat(s, " stopped after ")) return std::nullopt;
+  return with_errors_on(s);
+}
+
+// After the function word: ^(?: repaired (\S+))?\b -> the amount when there is one.
+std::optional<std::string_view> repaired_amount(std::string_view s) {
+  if (!eat(s, " repaired ")) return std::nullopt;
+  return token_to_boundary(s);
 }
 
 // One comma-separated clause of a progress line.
@@ -190,77 +270,82 @@ ZfsScan parse_zfs_scan(std::string_view scan_block, ScanTimeZone tz) {
     error_scrub = true;
     header.erase(0, 6);
   }
-  // Drop a "(draid2:4d:11c:0s)" annotation after the function word (sequential resilver).
-  static const std::regex paren(R"(^(\w+) \([^)]*\))");
-  header = std::regex_replace(header, paren, "$1", std::regex_constants::format_first_only);
+  // Drop a "(draid2:4d:11c:0s)" annotation after the function word (sequential resilver):
+  // ^(\w+) \([^)]*\) -> $1.
+  std::size_t word = 0;
+  while (word < header.size() && is_word(header[word])) ++word;
+  if (word > 0 && header.compare(word, 2, " (") == 0)
+    if (auto close = header.find(')', word + 2); close != std::string::npos) header.erase(word, close + 1 - word);
 
-  static const std::regex re_none(R"(^none requested$)");
-  static const std::regex re_progress(R"(^(scrub|resilver) in progress since (.+)$)");
-  static const std::regex re_paused(R"(^(scrub|resilver) paused since (.+)$)");
-  static const std::regex re_repaired(R"(^(scrub repaired|resilvered) (\S+) in (.+) with (\d+) errors on (.+)$)");
-  static const std::regex re_canceled(R"(^(scrub|resilver) canceled on (.+)$)");
-  static const std::regex re_completed(R"(^(scrub|resilver) (completed|stopped) after (.+) with (\d+) errors on (.+)$)");
-  static const std::regex re_sol_progress(R"(^(scrub|resilver) in progress(?: for (.+))?$)");
-  static const std::regex re_partial(R"(^(scrub|resilver)(?: repaired (\S+))?\b.*$)");
-  static const std::regex re_partial2(R"(^resilvered (\S+)\b.*$)");
-
-  std::smatch m;
-  if (std::regex_match(header, m, re_none)) {
+  // The first rule that matches the header decides (their order matters: the last two read what is
+  // left of a truncated or unknown wording).
+  const std::string_view h = header;
+  std::string_view rest = h;  // after the function word
+  const ScanFunction f = eat_function(rest);
+  const bool fn = f != ScanFunction::none;
+  if (h == "none requested") {
     s.recognized = true;
-  } else if (std::regex_match(header, m, re_progress)) {
-    s.function = function_of(m[1].str());
+  } else if (auto since = after(rest, " in progress since "); fn && since) {
+    s.function = f;
     s.state = ScanState::in_progress;
-    s.start_time = parse_zpool_date(m[2].str(), tz);
+    s.start_time = parse_zpool_date(*since, tz);
     s.recognized = true;
-  } else if (std::regex_match(header, m, re_paused)) {
-    s.function = function_of(m[1].str());
+  } else if (fn && after(rest, " paused since ")) {
+    s.function = f;
     s.state = ScanState::paused;
     s.recognized = true;
-  } else if (std::regex_match(header, m, re_repaired)) {
-    s.function = m[1].str() == "resilvered" ? ScanFunction::resilver : ScanFunction::scrub;
+  } else if (auto rep = repaired_in(h)) {
+    s.function = h.starts_with("resilvered") ? ScanFunction::resilver : ScanFunction::scrub;
     s.state = ScanState::finished;
-    s.repaired_bytes = bytes(m[2].str());
-    s.duration_seconds = parse_zpool_elapsed(m[3].str());
-    s.errors = parse_u64(m[4].str());
-    s.end_time = parse_zpool_date(m[5].str(), tz);
+    s.repaired_bytes = bytes(rep->amount);
+    s.duration_seconds = parse_zpool_elapsed(rep->tail.elapsed);
+    s.errors = parse_u64(rep->tail.errors);
+    s.end_time = parse_zpool_date(rep->tail.date, tz);
     s.recognized = true;
-  } else if (std::regex_match(header, m, re_canceled)) {
-    s.function = function_of(m[1].str());
+  } else if (auto on = after(rest, " canceled on "); fn && on) {
+    s.function = f;
     s.state = ScanState::canceled;
-    s.end_time = parse_zpool_date(m[2].str(), tz);
+    s.end_time = parse_zpool_date(*on, tz);
     s.recognized = true;
-  } else if (std::regex_match(header, m, re_completed)) {
-    s.function = function_of(m[1].str());
-    s.state = m[2].str() == "stopped" ? ScanState::canceled : ScanState::finished;
-    s.duration_seconds = parse_zpool_elapsed(m[3].str());
-    s.errors = parse_u64(m[4].str());
-    s.end_time = parse_zpool_date(m[5].str(), tz);
+  } else if (auto end = ended_after(rest); fn && end) {
+    s.function = f;
+    s.state = rest.starts_with(" stopped") ? ScanState::canceled : ScanState::finished;
+    s.duration_seconds = parse_zpool_elapsed(end->elapsed);
+    s.errors = parse_u64(end->errors);
+    s.end_time = parse_zpool_date(end->date, tz);
     s.recognized = true;
-  } else if (std::regex_match(header, m, re_sol_progress)) {
-    s.function = function_of(m[1].str());
+  } else if (auto for_ = after(rest, " in progress for "); fn && (rest == " in progress" || for_)) {
+    // ^(scrub|resilver) in progress(?: for (.+))?$
+    s.function = f;
     s.state = ScanState::in_progress;
-    if (m[2].matched) s.duration_seconds = parse_zpool_elapsed(m[2].str());
+    if (for_) s.duration_seconds = parse_zpool_elapsed(*for_);
     s.recognized = true;
-  } else if (std::regex_match(header, m, re_partial)) {
-    // Truncated or unknown wording: keep what is certain, flag it.
-    s.function = function_of(m[1].str());
-    if (m[2].matched) {
+  } else if (auto amount = repaired_amount(rest); fn && (amount || rest.empty() || !is_word(rest[0]))) {
+    // ^(scrub|resilver)(?: repaired (\S+))?\b.*$: truncated or unknown wording; keep what is
+    // certain, flag it.
+    s.function = f;
+    if (amount) {
       s.state = ScanState::finished;
-      s.repaired_bytes = bytes(m[2].str());
+      s.repaired_bytes = bytes(*amount);
     }
-  } else if (std::regex_match(header, m, re_partial2)) {
-    s.function = ScanFunction::resilver;
-    s.state = ScanState::finished;
-    s.repaired_bytes = bytes(m[1].str());
+  } else if (auto r = h; eat(r, "resilvered ")) {
+    // ^resilvered (\S+)\b.*$
+    if (auto resilvered = token_to_boundary(r)) {
+      s.function = ScanFunction::resilver;
+      s.state = ScanState::finished;
+      s.repaired_bytes = bytes(*resilvered);
+    }
   }
   if (error_scrub && s.function == ScanFunction::scrub) s.function = ScanFunction::error_scrub;
 
-  static const std::regex re_started(R"(^(?:scrub|resilver|error scrub) started on (.+)$)");
   for (std::size_t r = 1; r < rows.size(); ++r) {
-    if (std::regex_match(rows[r], m, re_started)) {
-      s.start_time = parse_zpool_date(m[1].str(), tz);
-      continue;
-    }
+    // ^(?:scrub|resilver|error scrub) started on (.+)$
+    std::string_view row = rows[r];
+    if (eat(row, "scrub") || eat(row, "resilver") || eat(row, "error scrub"))
+      if (auto date = after(row, " started on ")) {
+        s.start_time = parse_zpool_date(*date, tz);
+        continue;
+      }
     for (auto c : split(rows[r], ',')) clauses.emplace_back(trim(c));
   }
   for (auto& c : clauses) parse_clause(c, s);

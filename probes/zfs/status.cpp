@@ -1,7 +1,7 @@
 #include "probes/zfs/status.hpp"
 
+#include <cctype>
 #include <cmath>
-#include <regex>
 #include <set>
 
 #include "daemon/core/strings.hpp"
@@ -85,14 +85,46 @@ std::string join_ws(std::string_view s) {
   return out;
 }
 
+// ^(\d+) data errors?\b -> the number (matched by hand: std::regex is slow for what runs on every
+// probe run and fuzz input).
+std::optional<std::string_view> data_error_count(std::string_view e) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::size_t d = 0;
+  while (d < e.size() && e[d] >= '0' && e[d] <= '9') ++d;
+  auto rest = e.substr(d);
+  if (d == 0 || !rest.starts_with(" data error")) return std::nullopt;
+  rest.remove_prefix(11);
+  if (rest.starts_with('s')) rest.remove_prefix(1);
+  if (!rest.empty() && word(rest[0])) return std::nullopt;
+  return e.substr(0, d);
+}
+
+// ^\s*([a-z]+):(?:\s(.*))?$ -> key and value: a header line of zpool status ("  state: ONLINE").
+struct HeaderKey {
+  std::string_view key, value;
+};
+std::optional<HeaderKey> header_key(std::string_view line) {
+  auto blank = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  std::size_t i = 0;
+  while (i < line.size() && blank(line[i])) ++i;
+  std::size_t k = i;
+  while (k < line.size() && line[k] >= 'a' && line[k] <= 'z') ++k;
+  if (k == i || k == line.size() || line[k] != ':') return std::nullopt;
+  auto value = line.substr(k + 1);
+  if (!value.empty()) {
+    // One blank, then anything but a line end.
+    if (!blank(value[0]) || value.find_first_of("\r\n", 1) != std::string_view::npos) return std::nullopt;
+    value.remove_prefix(1);
+  }
+  return HeaderKey{line.substr(i, k - i), value};
+}
+
 void finish_errors(ZfsPoolStatus& p, const std::vector<std::string>& extra) {
-  static const std::regex re_n(R"(^(\d+) data errors?\b.*)");
-  std::smatch m;
   const std::string& e = p.errors_text;
   if (e.starts_with("No known data errors")) {
     p.data_errors = 0;
-  } else if (std::regex_match(e, m, re_n)) {
-    p.data_errors = parse_u64(m[1].str());
+  } else if (auto n = data_error_count(e)) {
+    p.data_errors = parse_u64(*n);
   } else if (e.starts_with("Permanent errors have been detected")) {
     std::uint64_t n = 0;
     for (auto& l : extra) {
@@ -117,7 +149,6 @@ bool state_is_healthy(std::string_view state) { return state == "ONLINE" || stat
 
 Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone tz) {
   ZfsStatusReport rep;
-  static const std::regex re_key(R"(^\s*([a-z]+):(?:\s(.*))?$)");
   ZfsPoolStatus* pool = nullptr;
   std::string key;            // current header key for continuation lines
   std::string scan_text;      // scan block being collected
@@ -250,11 +281,9 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
         continue;
       }
     }
-    std::smatch m;
-    std::string ls(line);
-    if (std::regex_match(ls, m, re_key) && kKeys.count(m[1].str())) {
-      key = m[1].str();
-      std::string value(trim(m[2].str()));
+    if (auto hk = header_key(line); hk && kKeys.count(hk->key)) {
+      key = std::string(hk->key);
+      std::string value(trim(hk->value));
       if (key == "pool") {
         close_pool();
         rep.pools.emplace_back();

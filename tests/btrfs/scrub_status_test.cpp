@@ -192,6 +192,29 @@ TEST_F(ScrubStatusTest, StartBdRaid0PerDevice) {
   EXPECT_TRUE(s.uncorrectable_reported());
 }
 
+// Longer than the fuzzers' inputs (bench/fuzz.sh -max_len 8192): 300 device sections, about 83 KiB.
+TEST_F(ScrubStatusTest, ThreeHundredDeviceSectionsAreAllRead) {
+  std::string text;
+  for (int i = 1; i <= 300; ++i)
+    text += "Scrub device /dev/vd" + std::to_string(i) + " (id " + std::to_string(i) +
+            ") done\nScrub started:    Sat Sep 14 23:10:00 2024\nStatus:           finished\n"
+            "Duration:         0:58:41\nTotal to scrub:   412.77GiB\nRate:             120.04MiB/s\n"
+            "Error summary:    csum=" + std::to_string(i) + "\n   Corrected:      0\n   Uncorrectable:  " +
+            std::to_string(i) + "\n   Unverified:     0\n\n";
+  ASSERT_GT(text.size(), 64u * 1024);
+  auto r = parse_scrub_status(text);
+  ASSERT_TRUE(r.ok()) << r.error();
+  ASSERT_EQ(r->devices.size(), 300u);
+  EXPECT_EQ(r->devices[299].device, "/dev/vd300");
+  EXPECT_EQ(r->devices[299].devid, 300u);
+  EXPECT_EQ(r->devices[299].csum_errors(), 300u);
+  EXPECT_TRUE(r->total_aggregated);
+  EXPECT_EQ(r->total.errors_found(), 300u * 301 / 2);
+  EXPECT_EQ(r->total.uncorrectable_errors(), 300u * 301 / 2);
+  // Cut inside its last line, it is refused like a short one.
+  EXPECT_FALSE(parse_scrub_status(std::string_view(text).substr(0, text.size() - 3)).ok());
+}
+
 TEST_F(ScrubStatusTest, StartRBdReadErrorsSplitCorrectedUncorrectable) {
   auto s = parse("written/btrfs/scrub-start-RBd-read-errors-split.txt");
   ASSERT_EQ(s.devices.size(), 1u);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -364,6 +365,98 @@ TEST(ZfsScan, ElapsedForms) {
   EXPECT_EQ(parse_zpool_elapsed("1 day 00:00:01"), 86401.0);
   EXPECT_FALSE(parse_zpool_elapsed("<snip>").has_value());
   EXPECT_FALSE(parse_zpool_elapsed("").has_value());
+}
+
+// Longer than the fuzzers' inputs (bench/fuzz.sh -max_len 8192): a 500-disk raidz2, and 100 copies
+// of a two-pool output.
+TEST(ZfsStatusText, LongInputsAreReadWhole) {
+  std::string big =
+      "  pool: big\n state: ONLINE\n  scan: scrub repaired 0B in 00:00:01 with 0 errors on Sun Jul 16 23:21:45 2023\n"
+      "config:\n\n\tNAME        STATE     READ WRITE CKSUM\n\tbig         ONLINE       0     0     0\n"
+      "\t  raidz2-0  ONLINE       0     0     0\n";
+  for (int i = 0; i < 500; ++i) {
+    char row[80];
+    std::snprintf(row, sizeof row, "\t    disk%03d ONLINE       0     0     %d\n", i, i);
+    big += row;
+  }
+  big += "\nerrors: No known data errors\n";
+  ASSERT_GT(big.size(), 16u * 1024);
+  auto r = status(big);
+  ASSERT_EQ(r.pools.size(), 1u);
+  ASSERT_EQ(r.pools[0].vdevs.size(), 501u);
+  EXPECT_EQ(r.pools[0].vdevs[500].name, "disk499");
+  EXPECT_EQ(r.pools[0].vdevs[500].parent, "raidz2-0");
+  EXPECT_EQ(r.pools[0].vdevs[500].checksum_errors, 499u);
+  EXPECT_EQ(r.pools[0].scan.end_time, 1689549705);
+  EXPECT_EQ(r.pools[0].data_errors, 0u);
+  EXPECT_TRUE(r.pools[0].complete);
+
+  auto two = fixture("zpool-status-p-openzfs-two-pools-raidz1-nvme-mirror-scrub-repaired.txt");
+  auto one = status(two);
+  std::string many;
+  for (int i = 0; i < 100; ++i) many += two + "\n";
+  ASSERT_GT(many.size(), 64u * 1024);
+  auto m = status(many);
+  ASSERT_EQ(m.pools.size(), 200u);
+  for (std::size_t i = 0; i < m.pools.size(); ++i) {
+    const auto& want = one.pools[i % 2];
+    EXPECT_EQ(m.pools[i].name, want.name);
+    EXPECT_EQ(m.pools[i].vdevs.size(), want.vdevs.size());
+    EXPECT_EQ(m.pools[i].scan.end_time, want.scan.end_time);
+    EXPECT_EQ(m.pools[i].complete, want.complete);
+  }
+}
+
+// The header rules are matched by hand; these are the corners of the patterns they stand for
+// (each checked against the former std::regex version).
+TEST(ZfsScan, HeaderRuleCorners) {
+  // "(.+) with (\d+) errors on (.+)": the longest first part that fits.
+  auto s = parse_zfs_scan("scrub repaired 0B in 00:00:01 with 0 errors on Mon with 3 errors on Sun Jul 16 23:21:45 2023",
+                          ScanTimeZone::utc);
+  EXPECT_TRUE(s.recognized);
+  EXPECT_EQ(s.errors, 3u);
+  EXPECT_EQ(s.end_time, 1689549705);
+  EXPECT_FALSE(s.duration_seconds.has_value());  // "00:00:01 with 0 errors on Mon" is no duration
+  // A cut "repaired" amount ends on a word boundary: "1.5%" -> 1.5; no boundary, no amount.
+  s = parse_zfs_scan("scrub repaired 1.5%");
+  EXPECT_FALSE(s.recognized);
+  EXPECT_EQ(s.state, ScanState::finished);
+  EXPECT_EQ(s.repaired_bytes, 1.5);
+  s = parse_zfs_scan("scrub repaired ...");
+  EXPECT_EQ(s.function, ScanFunction::scrub);
+  EXPECT_EQ(s.state, ScanState::none);
+  EXPECT_FALSE(s.repaired_bytes.has_value());
+  EXPECT_EQ(parse_zfs_scan("scrubbing").function, ScanFunction::none);  // no word boundary after "scrub"
+  s = parse_zfs_scan("scrub in progress");
+  EXPECT_TRUE(s.recognized);
+  EXPECT_EQ(s.state, ScanState::in_progress);
+  s = parse_zfs_scan("scrub in progress since");  // the date is missing
+  EXPECT_FALSE(s.recognized);
+  EXPECT_EQ(s.state, ScanState::none);
+  s = parse_zfs_scan("resilvered 7K,");
+  EXPECT_EQ(s.function, ScanFunction::resilver);
+  EXPECT_EQ(s.repaired_bytes, 7 * K);
+  s = parse_zfs_scan("resilver (draid2:4d:11c:0s) in progress since Sun Jul 16 23:21:45 2023", ScanTimeZone::utc);
+  EXPECT_TRUE(s.recognized);
+  EXPECT_EQ(s.start_time, 1689549705);
+}
+
+TEST(ZfsStatusText, HeaderKeyAndErrorCountCorners) {
+  const std::string tree =
+      "  pool: tank\n state: ONLINE\nconfig:\n\n\tNAME        STATE     READ WRITE CKSUM\n"
+      "\ttank        ONLINE       0     0     0\n\t  sda       ONLINE       0     0     0\n\n";
+  EXPECT_EQ(status(tree + "errors: 1 data error, use '-v' for a list\n").pools.at(0).data_errors, 1u);
+  EXPECT_EQ(status(tree + "errors: 5 data errors.\n").pools.at(0).data_errors, 5u);
+  EXPECT_FALSE(status(tree + "errors: 2 data errorsome\n").pools.at(0).data_errors.has_value());
+  EXPECT_FALSE(status(tree + "errors: 2 data errors_x\n").pools.at(0).data_errors.has_value());
+  // A key is lowercase letters, a colon, then nothing or one blank before its value.
+  auto state_of = [](const std::string& line) {
+    return status("  pool: tank\n" + line + "\nerrors: No known data errors\n").pools.at(0).state;
+  };
+  EXPECT_EQ(state_of(" state:\tONLINE"), "ONLINE");
+  EXPECT_EQ(state_of(" state:ONLINE"), "");
+  EXPECT_EQ(state_of(" State: ONLINE"), "");
+  EXPECT_EQ(state_of(" state:"), "");
 }
 
 // ---------------------------------------------------------------- zpool status text: trees
