@@ -7,7 +7,7 @@
 //   errors            superblock error counters: "<error id> <count> <date time>..." per line
 //   counters/<name>   "since mount: N" / "since filesystem creation: N" (sizes may have units: 7.69G)
 //   options/data_replicas, options/metadata_replicas
-// No bcachefs in this kernel: tested on a fixture tree (tests/fixtures/fshealth/bcachefs, tests/bcachefs/).
+// No bcachefs in this kernel: tested on a fixture tree (tests/fixtures/bcachefs, tests/bcachefs/).
 #include <cstdint>
 #include <map>
 #include <memory>

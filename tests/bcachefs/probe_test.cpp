@@ -10,8 +10,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::fixture;
-using testing::fshealth_data_dir;
-using testing::fshealth_tree;
+using testing::probe_fixture_dir;
+using testing::probe_fixture_tree;
 
 TEST(Bcachefs, IoErrorsFixtureLayout) {
   auto e = bcachefs::parse_io_errors(fixture("written/bcachefs/sysfs-dev-io_errors.txt"));
@@ -49,7 +49,7 @@ TEST(Bcachefs, StateAndErrorsFile) {
 
 TEST(BcachefsAdapter, TreeTwoDevicesOneFailedWithChecksumErrors) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(fshealth_tree("bcachefs/tree"), runner);
+  testing::ContextHolder c(probe_fixture_tree("bcachefs/tree"), runner);
   auto probe = bcachefs::make_bcachefs_probe(config::default_config());
   Target t{"/pool", "/pool", "bcachefs", "/dev/sdc:/dev/sdd", "", "", 0, 50};
   ASSERT_TRUE(probe->applies_to(t));
@@ -74,7 +74,7 @@ TEST(BcachefsAdapter, TreeTwoDevicesOneFailedWithChecksumErrors) {
 
 TEST(BcachefsAdapter, SingleReplicaAndUnknownSource) {
   testing::TempDir d;
-  fs::copy(fshealth_data_dir() / "bcachefs/tree", d.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::copy(probe_fixture_dir() / "bcachefs/tree", d.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   testing::write_text(d / "sys/fs/bcachefs/a9da1e6e-d4e5-4717-a520-408c8af4b084/options/data_replicas", "1\n");
   testing::FakeRunner runner;
   testing::ContextHolder c(HostPaths::under(d.path()), runner);

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::fixture;
-using testing::fshealth_data;
+using testing::probe_fixture_text;
 
 const std::string kRaid1Fsid = "42fbdc2e-9cd9-4f99-aa0a-3dbca1ce9f49";
 const std::string kSingleFsid = "6be188f5-120e-49bb-84db-be126bd998dd";
@@ -24,7 +24,7 @@ const std::string kSingleFsid = "6be188f5-120e-49bb-84db-be126bd998dd";
 // ---- error_stats ----------------------------------------------------------------------------
 
 TEST(BtrfsErrorStats, CapturedRaid1DeviceWithOneCorruption) {
-  auto text = *read_file(testing::fshealth_data_dir() / "btrfs/tree-raid1/sys/fs/btrfs" / kRaid1Fsid /
+  auto text = *read_file(testing::probe_fixture_dir() / "btrfs/tree-raid1/sys/fs/btrfs" / kRaid1Fsid /
                          "devinfo/2/error_stats");
   auto e = parse_error_stats(text);
   ASSERT_TRUE(e.ok()) << e.error();
@@ -108,7 +108,7 @@ TEST(BtrfsDeviceStats, TabularHasDevids) {
 }
 
 TEST(BtrfsDeviceStats, CapturedHereRaid1OneCorruptionEach) {
-  auto r = parse_device_stats(fshealth_data("btrfs/device-stats-raid1-corruption-1-each-progs-6.2.txt"));
+  auto r = parse_device_stats(probe_fixture_text("btrfs/device-stats-raid1-corruption-1-each-progs-6.2.txt"));
   ASSERT_TRUE(r.ok()) << r.error();
   ASSERT_EQ(r->size(), 2u);
   EXPECT_EQ((*r)[0].device, "/dev/loop3");
@@ -142,7 +142,7 @@ TEST(BtrfsDeviceStats, TabularRowOfAMissingDeviceKeepsItsPath) {
 // ---- scrub status captured on this machine -------------------------------------------------
 
 TEST(BtrfsScrubCaptured, NeverScrubbedPerDevice) {
-  auto s = parse_scrub_status(fshealth_data("btrfs/scrub-status-dR-never-scrubbed-progs-6.2.txt"));
+  auto s = parse_scrub_status(probe_fixture_text("btrfs/scrub-status-dR-never-scrubbed-progs-6.2.txt"));
   ASSERT_TRUE(s.ok()) << s.error();
   EXPECT_EQ(s->uuid, kSingleFsid);
   ASSERT_EQ(s->devices.size(), 1u);
@@ -153,7 +153,7 @@ TEST(BtrfsScrubCaptured, NeverScrubbedPerDevice) {
 }
 
 TEST(BtrfsScrubCaptured, Raid1CorrectedOnLoop4) {
-  auto s = parse_scrub_status(fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  auto s = parse_scrub_status(probe_fixture_text("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
   ASSERT_TRUE(s.ok()) << s.error();
   ASSERT_EQ(s->devices.size(), 2u);
   EXPECT_EQ(s->devices[0].csum_errors(), 0u);
@@ -165,18 +165,18 @@ TEST(BtrfsScrubCaptured, Raid1CorrectedOnLoop4) {
   EXPECT_EQ(s->total.uncorrectable_errors(), 0u);
   EXPECT_EQ(s->total.state, ScrubState::finished);
 
-  auto sum = parse_scrub_status(fshealth_data("btrfs/scrub-status-raid1-corrected-1-progs-6.2.txt"));
+  auto sum = parse_scrub_status(probe_fixture_text("btrfs/scrub-status-raid1-corrected-1-progs-6.2.txt"));
   ASSERT_TRUE(sum.ok());
   EXPECT_EQ(sum->total.corrected_errors(), 1u);
   EXPECT_NEAR(*sum->total.total_bytes, 816 * 1024.0, 1e-6);
 
-  auto start = parse_scrub_status(fshealth_data("btrfs/scrub-start-BdR-raid1-corrected-1-progs-6.2.txt"));
+  auto start = parse_scrub_status(probe_fixture_text("btrfs/scrub-start-BdR-raid1-corrected-1-progs-6.2.txt"));
   ASSERT_TRUE(start.ok());
   EXPECT_EQ(start->devices.size(), 2u);
   EXPECT_EQ(start->total.corrected_errors(), 1u);
   EXPECT_FALSE(start->uncorrectable_reported());
 
-  auto file = parse_scrub_status_file(fshealth_data("btrfs/scrub.status.file-raid1-corrected-1.txt"));
+  auto file = parse_scrub_status_file(probe_fixture_text("btrfs/scrub.status.file-raid1-corrected-1.txt"));
   ASSERT_TRUE(file.ok()) << file.error();
   ASSERT_EQ(file->records.size(), 2u);
   auto agg = file->aggregate(kRaid1Fsid);
@@ -188,12 +188,12 @@ TEST(BtrfsScrubCaptured, Raid1CorrectedOnLoop4) {
 }
 
 TEST(BtrfsScrubCaptured, SingleUncorrectable) {
-  auto s = parse_scrub_status(fshealth_data("btrfs/scrub-start-B-single-uncorrectable-progs-6.2.txt"));
+  auto s = parse_scrub_status(probe_fixture_text("btrfs/scrub-start-B-single-uncorrectable-progs-6.2.txt"));
   ASSERT_TRUE(s.ok()) << s.error();
   EXPECT_EQ(s->uuid, kSingleFsid);
   EXPECT_EQ(s->total.uncorrectable_errors(), 1u);
   EXPECT_TRUE(s->uncorrectable_reported());
-  auto d = parse_scrub_status(fshealth_data("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
+  auto d = parse_scrub_status(probe_fixture_text("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->total.uncorrectable_errors(), 1u);
   EXPECT_EQ(d->total.csum_errors(), 1u);
@@ -226,7 +226,7 @@ void write_superblock(const fs::path& p, const std::string& fsid, std::uint64_t 
 struct Tree {
   testing::TempDir dir{"fsaudit-btrfs-tree"};
   explicit Tree(const std::string& name) {
-    fs::copy(testing::fshealth_data_dir() / "btrfs" / name, dir.path(), fs::copy_options::recursive);
+    fs::copy(testing::probe_fixture_dir() / "btrfs" / name, dir.path(), fs::copy_options::recursive);
   }
   HostPaths host() const { return HostPaths::under(dir.path()); }
 };
@@ -273,9 +273,9 @@ TEST(BtrfsProbeAdapter, Raid1TreeCountersProfilesAndScrub) {
   // The status file, where btrfs-progs keeps it (under rootfs).
   fs::create_directories(t.dir / "var/lib/btrfs");
   testing::write_text(t.dir / "var/lib/btrfs" / ("scrub.status." + kRaid1Fsid),
-                      fshealth_data("btrfs/scrub.status.file-raid1-corrected-1.txt"));
+                      probe_fixture_text("btrfs/scrub.status.file-raid1-corrected-1.txt"));
   testing::FakeRunner runner;
-  runner.answer("btrfs scrub status -d -R /mnt/r1", fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  runner.answer("btrfs scrub status -d -R /mnt/r1", probe_fixture_text("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
   auto probe = btrfs::make_btrfs_probe(config::default_config());
   EXPECT_EQ(probe->name(), "btrfs");
@@ -306,7 +306,7 @@ TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
   Tree t("tree-single");
   // No superblock files: the only member and the only devid are paired directly.
   testing::FakeRunner runner;
-  runner.answer("btrfs scrub status -d -R /mnt/s", fshealth_data("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
+  runner.answer("btrfs scrub status -d -R /mnt/s", probe_fixture_text("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
   auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/s", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
@@ -359,8 +359,8 @@ TEST(BtrfsProbeAdapter, UnreadableErrorStatsFallsBackToDeviceStatsForThatDevice)
   testing::write_text(t.dir / "sys/fs/btrfs" / kRaid1Fsid / "devinfo/2/error_stats",
                       "write_errs invalid\nread_errs 0\nflush_errs 0\ncorruption_errs 0\ngeneration_errs 0\n");
   testing::FakeRunner runner;
-  runner.answer("btrfs device stats /mnt/r1", fshealth_data("btrfs/device-stats-raid1-corruption-1-each-progs-6.2.txt"));
-  runner.answer("btrfs scrub status -d -R /mnt/r1", fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  runner.answer("btrfs device stats /mnt/r1", probe_fixture_text("btrfs/device-stats-raid1-corruption-1-each-progs-6.2.txt"));
+  runner.answer("btrfs scrub status -d -R /mnt/r1", probe_fixture_text("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
   auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
@@ -379,7 +379,7 @@ TEST(BtrfsProbeAdapter, MissingDeviceIsReported) {
   fs::remove_all(fsdir / "devices/loop4");
   testing::write_text(fsdir / "devinfo/2/missing", "1\n");
   testing::FakeRunner runner;
-  runner.answer("btrfs scrub status -d -R /mnt/r1", fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  runner.answer("btrfs scrub status -d -R /mnt/r1", probe_fixture_text("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
   auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;

@@ -9,11 +9,11 @@
 namespace fsaudit {
 namespace {
 
-using testing::fshealth_data_dir;
-using testing::fshealth_tree;
+using testing::probe_fixture_dir;
+using testing::probe_fixture_tree;
 
 TEST(Ext4, ErrorsTreeFromTriggerFsError) {
-  auto files = ext4::read_ext4_sysfs_files(fshealth_data_dir() / "ext4/tree-errors/sys/fs/ext4/loop1");
+  auto files = ext4::read_ext4_sysfs_files(probe_fixture_dir() / "ext4/tree-errors/sys/fs/ext4/loop1");
   auto s = ext4::parse_ext4_sysfs(files);
   ASSERT_TRUE(s.ok()) << s.error();
   EXPECT_EQ(s->errors_count, 1u);
@@ -33,7 +33,7 @@ TEST(Ext4, ErrorsTreeFromTriggerFsError) {
 }
 
 TEST(Ext4, CleanTreeHasNoErrorTimes) {
-  auto s = ext4::parse_ext4_sysfs(ext4::read_ext4_sysfs_files(fshealth_data_dir() / "ext4/tree-clean/sys/fs/ext4/loop1"));
+  auto s = ext4::parse_ext4_sysfs(ext4::read_ext4_sysfs_files(probe_fixture_dir() / "ext4/tree-clean/sys/fs/ext4/loop1"));
   ASSERT_TRUE(s.ok()) << s.error();
   EXPECT_EQ(s->errors_count, 0u);
   ASSERT_TRUE(s->first);
@@ -55,7 +55,7 @@ TEST(Ext4, MissingOrBadErrorsCount) {
 
 TEST(Ext4Adapter, FindsDirectoryByMajorMinorAndReportsError) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(fshealth_tree("ext4/tree-errors"), runner);
+  testing::ContextHolder c(probe_fixture_tree("ext4/tree-errors"), runner);
   auto probe = ext4::make_ext4_probe(config::default_config());
   EXPECT_EQ(probe->name(), "ext4");
   // The source name says nothing (e.g. /dev/root); major:minor 7:1 leads to loop1 via sys/dev/block.
@@ -73,7 +73,7 @@ TEST(Ext4Adapter, FindsDirectoryByMajorMinorAndReportsError) {
 
 TEST(Ext4Adapter, UnknownDeviceIsAClearFailure) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(fshealth_tree("ext4/tree-clean"), runner);
+  testing::ContextHolder c(probe_fixture_tree("ext4/tree-clean"), runner);
   auto r = ext4::make_ext4_probe(config::default_config())
                ->run(Target{"/srv", "/srv", "ext4", "/dev/sdq9", "", "", 8, 9}, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::failed);

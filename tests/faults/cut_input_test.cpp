@@ -30,11 +30,11 @@ std::string fixture(const std::string& rel) {
 }
 
 const char* const kErrorStats =
-    "fshealth/btrfs/tree-single/sys/fs/btrfs/6be188f5-120e-49bb-84db-be126bd998dd/devinfo/1/error_stats";
+    "btrfs/tree-single/sys/fs/btrfs/6be188f5-120e-49bb-84db-be126bd998dd/devinfo/1/error_stats";
 const char* const kScrub = "written/btrfs/scrub-status-finished-csum-2417-corrected-305-uncorrectable-2112.txt";
 const char* const kIoErrors =
-    "fshealth/bcachefs/tree/sys/fs/bcachefs/a9da1e6e-d4e5-4717-a520-408c8af4b084/dev-1/io_errors";
-const char* const kMdstat = "fshealth/md/mdstat-raid1-healthy.txt";
+    "bcachefs/tree/sys/fs/bcachefs/a9da1e6e-d4e5-4717-a520-408c8af4b084/dev-1/io_errors";
+const char* const kMdstat = "md/mdstat-raid1-healthy.txt";
 const std::string kMountinfo =
     "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
     "23 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:5 - proc proc rw\n";

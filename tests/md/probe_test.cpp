@@ -8,11 +8,11 @@
 namespace fsaudit {
 namespace {
 
-using testing::fshealth_data;
-using testing::fshealth_tree;
+using testing::probe_fixture_text;
+using testing::probe_fixture_tree;
 
 md::Mdstat mdstat(const std::string& name) {
-  auto r = md::parse_mdstat(fshealth_data("md/" + name));
+  auto r = md::parse_mdstat(probe_fixture_text("md/" + name));
   EXPECT_TRUE(r.ok()) << name << ": " << (r.ok() ? "" : r.error());
   return r.ok() ? *r : md::Mdstat{};
 }
@@ -116,7 +116,7 @@ TEST(Mdstat, NotMdstatIsAnError) {
 
 TEST(MdAdapter, TreeDegradedRecoveryAndMismatches) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(fshealth_tree("md/tree"), runner);
+  testing::ContextHolder c(probe_fixture_tree("md/tree"), runner);
   auto probe = md::make_md_probe(config::default_config());
   EXPECT_EQ(probe->name(), "md");
   EXPECT_EQ(probe->scope(), Scope::host);

@@ -328,7 +328,7 @@ struct BtrfsObserved {
 };
 
 TEST(ScrubProbe, BtrfsScrubCountsByCauseAndDevice) {
-  BtrfsObserved raid1("/mnt/r1", "/dev/loop3", testing::fshealth_data("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+  BtrfsObserved raid1("/mnt/r1", "/dev/loop3", testing::probe_fixture_text("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
   ASSERT_EQ(raid1.r.outcome, fsaudit::Outcome::ok) << raid1.r.reason;
   const auto& b = raid1.r.metrics;
   metrics::Labels l{{"target", "/mnt/r1"}, {"fs", "btrfs"}};
@@ -345,7 +345,7 @@ TEST(ScrubProbe, BtrfsScrubCountsByCauseAndDevice) {
   EXPECT_EQ(b.value("fsaudit_scrub_last_device_errors", {{"device", "loop4"}, {"kind", "repaired"}}), 1);
   EXPECT_EQ(b.value("fsaudit_scrub_last_device_errors", {{"device", "loop3"}, {"kind", "found"}}), 0);
 
-  BtrfsObserved single("/mnt/s", "/dev/loop3", testing::fshealth_data("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
+  BtrfsObserved single("/mnt/s", "/dev/loop3", testing::probe_fixture_text("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
   ASSERT_EQ(single.r.outcome, fsaudit::Outcome::ok) << single.r.reason;
   EXPECT_EQ(single.r.metrics.value("fsaudit_scrub_last_errors", {{"target", "/mnt/s"}, {"kind", "uncorrectable"}}), 1);
   EXPECT_EQ(single.r.metrics.value("fsaudit_scrub_last_device_errors", {{"device", "loop3"}, {"kind", "uncorrectable"}}), 1);

@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the filesystem probe tests: captured data under tests/fixtures/fshealth, a fake command
+// Helpers shared by the filesystem probe tests: captured data under tests/fixtures/<fs>, a fake command
 // runner, and a ProbeContext over a fixture tree.
 #include <chrono>
 #include <filesystem>
@@ -17,13 +17,13 @@
 
 namespace fsaudit::testing {
 
-inline std::filesystem::path fshealth_data_dir() {
-  return std::filesystem::path(FSAUDIT_TEST_DATA_DIR) / "fshealth";
+inline std::filesystem::path probe_fixture_dir() {
+  return std::filesystem::path(FSAUDIT_TEST_DATA_DIR);
 }
 
-// Text of tests/fixtures/fshealth/<rel> without its "# source:" line.
-inline std::string fshealth_data(const std::string& rel) {
-  auto r = read_file(fshealth_data_dir() / rel);
+// Text of tests/fixtures/<rel> without its "# source:" line.
+inline std::string probe_fixture_text(const std::string& rel) {
+  auto r = read_file(probe_fixture_dir() / rel);
   if (!r) throw std::runtime_error("missing test data: " + r.error());
   std::string out;
   for (auto line : lines(*r)) {
@@ -34,8 +34,8 @@ inline std::string fshealth_data(const std::string& rel) {
   return out;
 }
 
-// The host as seen through a fixture tree under tests/fixtures/fshealth/<rel> (sys/, proc/, dev/).
-inline HostPaths fshealth_tree(const std::string& rel) { return HostPaths::under(fshealth_data_dir() / rel); }
+// The host as seen through a fixture tree under tests/fixtures/<rel> (sys/, proc/, dev/).
+inline HostPaths probe_fixture_tree(const std::string& rel) { return HostPaths::under(probe_fixture_dir() / rel); }
 
 // A ProbeContext with its own storage.
 struct ContextHolder {

@@ -9,18 +9,18 @@ namespace fsaudit {
 namespace {
 
 using testing::fixture;
-using testing::fshealth_data;
-using testing::fshealth_tree;
+using testing::probe_fixture_text;
+using testing::probe_fixture_tree;
 
 TEST(XfsHealth, NotCollectedIsNotAnError) {
-  auto h = xfs::parse_spaceman_health(fixture("fshealth/xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
+  auto h = xfs::parse_spaceman_health(fixture("xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
   ASSERT_TRUE(h.ok()) << h.error();
   EXPECT_FALSE(h->collected);
   EXPECT_EQ(h->unhealthy(), 0u);
 }
 
 TEST(XfsHealth, NotCollectedCapturedHere) {
-  auto h = xfs::parse_spaceman_health(fshealth_data("xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
+  auto h = xfs::parse_spaceman_health(probe_fixture_text("xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
   ASSERT_TRUE(h.ok()) << h.error();
   EXPECT_FALSE(h->collected);
 }
@@ -77,8 +77,8 @@ TEST(XfsHealth, GarbageIsAnError) {
 TEST(XfsAdapter, FreshTreeErrorConfigAndNotCollected) {
   testing::FakeRunner runner;
   runner.answer("xfs_spaceman -c health /data", "",
-                0, fshealth_data("xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
-  testing::ContextHolder c(fshealth_tree("xfs/tree"), runner);
+                0, probe_fixture_text("xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
+  testing::ContextHolder c(probe_fixture_tree("xfs/tree"), runner);
   auto probe = xfs::make_xfs_probe(config::default_config());
   Target t{"/data", "/data", "xfs", "/dev/loop1", "", "", 7, 1};
   ASSERT_TRUE(probe->applies_to(t));
@@ -95,8 +95,8 @@ TEST(XfsAdapter, FreshTreeErrorConfigAndNotCollected) {
 
 TEST(XfsAdapter, ShutdownFilesystemFromCapturedEio) {
   testing::FakeRunner runner;
-  runner.answer("xfs_spaceman -c health /data", "", 1, fshealth_data("xfs/spaceman-health-shutdown-eio-xfsprogs-6.1.txt"));
-  testing::ContextHolder c(fshealth_tree("xfs/tree"), runner);
+  runner.answer("xfs_spaceman -c health /data", "", 1, probe_fixture_text("xfs/spaceman-health-shutdown-eio-xfsprogs-6.1.txt"));
+  testing::ContextHolder c(probe_fixture_tree("xfs/tree"), runner);
   auto r = xfs::make_xfs_probe(config::default_config())
                ->run(Target{"/data", "/data", "xfs", "/dev/loop1", "", "", 7, 1}, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
@@ -106,7 +106,7 @@ TEST(XfsAdapter, ShutdownFilesystemFromCapturedEio) {
 
 TEST(XfsAdapter, MissingToolFails) {
   testing::FakeRunner runner;
-  testing::ContextHolder c(fshealth_tree("xfs/tree"), runner);
+  testing::ContextHolder c(probe_fixture_tree("xfs/tree"), runner);
   auto r = xfs::make_xfs_probe(config::default_config())
                ->run(Target{"/data", "/data", "xfs", "/dev/loop1", "", "", 7, 1}, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::failed);
