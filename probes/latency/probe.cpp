@@ -254,9 +254,12 @@ void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime no
               l, static_cast<double>(q->max_ns) / 1e9);
     }
   }
-  if (full) {
+  if (full)
     b.gauge("fsaudit_fsync_latency_window_samples", "fsync samples inside the rolling window (latency.window)", l,
             static_cast<double>(window.size()));
+  // Compact: the state set only while the stack is in trouble (stuck, read-only, full, failing), so
+  // a healthy stack, or one waiting its turn in the host budget, exports none.
+  if (full || (state != State::ok && state != State::io_budget)) {
     b.stateset("fsaudit_latency_sampler_state",
                "Outcome of the stack's last sampler turn: ok, or why it skipped (read_only, fill_threshold, no_space, "
                "io_error, io_budget, stuck, error)",

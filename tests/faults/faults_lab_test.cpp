@@ -242,6 +242,9 @@ Resting resting_counts(int pid) {
 }
 
 // Threads of `pid` in uninterruptible sleep (blocked in the kernel, e.g. in a FUSE request), by name.
+// Threads of `pid` blocked in the kernel: in uninterruptible sleep (D), or waiting for a FUSE
+// answer (request_wait_answer: FUSE waits interruptibly, state S, until a signal arrives, then
+// killably, state D).
 std::string threads_in_d_state(int pid) {
   std::string out;
   std::error_code ec;
@@ -249,7 +252,10 @@ std::string threads_in_d_state(int pid) {
   for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     auto s = read_file(it->path() / "stat");
     auto close = s ? s->rfind(')') : std::string::npos;
-    if (close == std::string::npos || close + 2 >= s->size() || (*s)[close + 2] != 'D') continue;
+    if (close == std::string::npos || close + 2 >= s->size()) continue;
+    const bool d_state = (*s)[close + 2] == 'D';
+    const bool in_fuse = read_file(it->path() / "wchan").value_or("").find("request_wait_answer") != std::string::npos;
+    if (!d_state && !in_fuse) continue;
     out += " " + it->path().filename().string() + "(" + std::string(trim(read_file(it->path() / "comm").value_or(""))) + ")";
   }
   return out;

@@ -702,9 +702,11 @@ TEST(StackStats, CompactEmitsTheCoarseHistogramP50P99AndSkipsThatOccurred) {
   EXPECT_EQ(b.value("fsaudit_latency_sampler_skipped_total", with("reason", "stuck")), 2.0);
   EXPECT_FALSE(b.has("fsaudit_latency_sampler_skipped_total", with("reason", "read_only")));
   for (const char* gone : {"fsaudit_fsync_latency_window_max_seconds", "fsaudit_fsync_latency_window_samples",
-                           "fsaudit_latency_sampler_state", "fsaudit_latency_sampler_io_bytes_total",
-                           "fsaudit_latency_sampler_info"})
+                           "fsaudit_latency_sampler_io_bytes_total", "fsaudit_latency_sampler_info"})
     EXPECT_FALSE(b.has(gone)) << gone;
+  // A stack in trouble shows its state set even in the compact exposition.
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_state", with("state", "stuck")), 1.0);
+  EXPECT_EQ(b.value("fsaudit_latency_sampler_state", with("state", "ok")), 0.0);
   std::size_t samples = 0;
   for (const auto& f : b.families()) {
     for (const auto& m : f.metric) {
@@ -716,7 +718,14 @@ TEST(StackStats, CompactEmitsTheCoarseHistogramP50P99AndSkipsThatOccurred) {
       }
     }
   }
-  EXPECT_EQ(samples, 12u + 2u + 1u);  // histogram lines, p50 and p99, one skip reason
+  EXPECT_EQ(samples, 12u + 2u + 1u + state_names().size());  // histogram lines, p50 and p99, one skip reason, the state set
+  // Sampling again (or only waiting for the host budget): no state set.
+  for (State quiet : {State::ok, State::io_budget}) {
+    st.set_state(quiet);
+    metrics::Batch again;
+    st.emit(again, l, clk.now(), Detail::compact, false);
+    EXPECT_FALSE(again.has("fsaudit_latency_sampler_state")) << state_name(quiet);
+  }
 }
 
 TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {
