@@ -26,7 +26,7 @@ namespace fsaudit::latency {
 
 struct SamplerSettings {
   int samples = 1;  // write+fsync samples each time a stack is due
-  std::uint64_t file_size = 4ull << 20;
+  std::uint64_t file_size = 1ull << 20;
   Mode mode = Mode::io_uring_fsync;
   bool direct_reads = false;
   std::chrono::steady_clock::duration window = std::chrono::minutes(5);

@@ -113,6 +113,7 @@ struct ScrubProbe::Pass {
   int running = 0;  // scrubs running on the host now (anybody's)
   std::vector<std::string> notes;
   const HelperTransport* transport = nullptr;  // start/pause/resume/cancel through fsaudit-helper
+  std::map<std::string, std::string>* saved = nullptr;  // state file -> the text last written there
 };
 
 ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
@@ -122,7 +123,7 @@ ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
   fs::create_directories(dir, ec);
   Pass pass{ctx, now, tz_offset_ ? *tz_offset_ : CalendarWindow::local_offset(), dir,
             DriverEnv{ctx, dir / "jobs", detach_helper(ctx), privileged_helper_, now}, scan_distro_schedulers(ctx.host.rootfs),
-            std::nullopt, "", 0, {}, transport_ ? &transport_ : nullptr};
+            std::nullopt, "", 0, {}, transport_ ? &transport_ : nullptr, &saved_};
   pass.load = io_load(ctx, pass.load_source);
   return pass;
 }
@@ -335,9 +336,22 @@ void target_metrics(metrics::Batch& b, const Item& it, double now) {
   }
 }
 
+// Written only when it changed: a state file rewritten (and fsynced) every pass for every target
+// would be fsaudit's own steady write load on the state directory's filesystem.
 void save_state(const Item& it, ScrubProbe::Pass& pass) {
-  if (auto w = write_file_atomic(pass.dir / (it.target.key() + ".state"), it.state.serialize()); !w)
+  const fs::path path = pass.dir / (it.target.key() + ".state");
+  std::string text = it.state.serialize();
+  std::error_code ec;
+  if (pass.saved) {
+    auto f = pass.saved->find(path.string());
+    if (f != pass.saved->end() && f->second == text && fs::exists(path, ec)) return;
+  }
+  if (auto w = write_file_atomic(path, text); !w) {
     pass.notes.push_back("cannot save scrub state: " + w.error());
+    if (pass.saved) pass.saved->erase(path.string());
+    return;
+  }
+  if (pass.saved) (*pass.saved)[path.string()] = std::move(text);
 }
 
 }  // namespace

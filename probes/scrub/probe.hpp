@@ -67,6 +67,7 @@ class ScrubProbe final : public Probe {
   std::mutex run_mu_;  // a scheduled run and a request never overlap
   std::mutex mu_;
   std::map<std::string, std::uint64_t> last_diskstats_;
+  std::map<std::string, std::string> saved_;  // under run_mu_: state files as last written
   double last_diskstats_ms_ = 0;
 };
 

@@ -315,7 +315,9 @@ TEST_F(HangFsTest, StatfsNeverReturnsTargetStuckOthersUpdateSigtermExits) {
   EXPECT_GE(scrape_value(text, "fsaudit_fsync_latency_seconds_count", plain_lat), lat1 + 1)
       << scrape_lines(text, "fsaudit_fsync_latency_seconds_count") << d.log();
   // Not started again while stuck, and nothing piles up: over 20 more intervals the daemon's resting
-  // thread count is flat, its child processes (statfs helpers: one held by the hung capacity call, one
+  // thread count grows by at most one (the worker pool adds one thread per stuck call, once, the first
+  // time work queues while every other worker is busy: when that happens depends on timing, slower
+  // under ASan), never once per interval; its child processes (statfs helpers: one held by the hung capacity call, one
   // serving the other target, one the setup probe's cancelled call may leave on the hung mount;
   // sampler processes: one held by the hung stack, one serving the other) stay at most 5, none a zombie.
   std::vector<int> tasks, kids;
@@ -331,7 +333,7 @@ TEST_F(HangFsTest, StatfsNeverReturnsTargetStuckOthersUpdateSigtermExits) {
   for (std::size_t i = 0; i < tasks.size(); ++i)
     series += " " + std::to_string(tasks[i]) + "/" + std::to_string(kids[i]);
   std::printf("threads/children per interval while stuck:%s\n", series.c_str());
-  EXPECT_EQ(*std::max_element(tasks.begin(), tasks.end()), *std::min_element(tasks.begin(), tasks.end())) << series;
+  EXPECT_LE(*std::max_element(tasks.begin(), tasks.end()), tasks.front() + 1) << series;
   EXPECT_LE(*std::max_element(kids.begin(), kids.end()), 5) << series;
   EXPECT_GE(*std::min_element(kids.begin(), kids.end()), 2) << series;
   EXPECT_EQ(zombies, 0) << series;

@@ -254,7 +254,7 @@ TEST(LatencyConfig, Defaults) {
   EXPECT_EQ(c.samples_per_run, 1);
   EXPECT_EQ(c.interval, std::chrono::milliseconds(1s));
   EXPECT_EQ(c.timeout, std::chrono::milliseconds(20s));
-  EXPECT_EQ(c.probe_file_size, 4ull << 20);
+  EXPECT_EQ(c.probe_file_size, 1ull << 20);
   EXPECT_DOUBLE_EQ(c.budget.stack_writes_per_second, 1.0);
   EXPECT_DOUBLE_EQ(c.budget.writes_per_second, 10.0);
   EXPECT_EQ(c.budget.bytes_per_second, 1ull << 20);

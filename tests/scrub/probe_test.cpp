@@ -120,6 +120,43 @@ TEST(ScrubProbe, StartsTimesAndReadsBackAZfsScrubAndSurvivesARestart) {
   EXPECT_EQ(h.runner.count("zpool scrub tank"), 1);
 }
 
+// fsaudit's own writes: a pass that changes nothing rewrites no state file (each write is an fsync
+// on the state directory's filesystem, per scrub target, every 30 s); a pass that changes it does.
+TEST(ScrubProbe, UnchangedStateIsNotRewrittenAChangedOneIs) {
+  Host h;
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n");
+  h.runner.answer("zpool list -H -o name", "tank\n");
+  h.runner.answer("zpool status tank", status("tank", "  scan: scrub repaired 0B in 00:02:00 with 0 errors on Fri Nov 17 01:02:05 2023\n"));
+  h.runner.answer("zpool list -H -o allocated tank", "1.50G\n");
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  p.set_tz_offset(0);
+  auto inode = [&] {
+    struct stat st {};
+    for (const auto& e : std::filesystem::directory_iterator(h.state / "scrub"))
+      if (e.path().extension() == ".state" && ::stat(e.path().c_str(), &st) == 0) return st.st_ino;
+    return static_cast<ino_t>(0);
+  };
+  ASSERT_EQ(h.run(p).outcome, fsaudit::Outcome::ok);
+  const ino_t first = inode();
+  ASSERT_NE(first, 0u) << "no state file written on the first pass";
+  for (int i = 0; i < 3; ++i) {
+    h.clock.advance(std::chrono::seconds(30));
+    ASSERT_EQ(h.run(p).outcome, fsaudit::Outcome::ok);
+    EXPECT_EQ(inode(), first) << "pass " << i << " rewrote an unchanged state file";
+  }
+  // A new completed scrub changes the state: written (atomically: a new file replaces the old).
+  h.clock.advance(std::chrono::seconds(30));
+  h.runner.answer("zpool status tank", status("tank", "  scan: scrub repaired 0B in 00:03:00 with 0 errors on Sat Nov 18 00:00:10 2023\n"));
+  ASSERT_EQ(h.run(p).outcome, fsaudit::Outcome::ok);
+  EXPECT_NE(inode(), first) << "a changed state was not written";
+  // Removed behind the daemon's back: written again on the next pass.
+  for (const auto& e : std::filesystem::directory_iterator(h.state / "scrub"))
+    if (e.path().extension() == ".state") std::filesystem::remove(e.path());
+  h.clock.advance(std::chrono::seconds(30));
+  ASSERT_EQ(h.run(p).outcome, fsaudit::Outcome::ok);
+  EXPECT_NE(inode(), 0u) << "a removed state file was not written again";
+}
+
 TEST(ScrubProbe, EnabledDistroTimerMeansObserveAndSayWhy) {
   Host h;
   auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n");

@@ -39,7 +39,7 @@ struct LatencyConfig {
   int samples_per_run = 1;                            // write+fsync samples per stack each time it is due
   std::chrono::milliseconds interval{std::chrono::seconds(1)};   // how often the sampler looks for due stacks
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};   // per run (covers the first probe file fill)
-  std::uint64_t probe_file_size = 4ull << 20;         // one per stack, never grown past this
+  std::uint64_t probe_file_size = 1ull << 20;         // one per stack, never grown past this
   std::string mode = "io_uring_fsync";                // io_uring_fsync | o_dsync
   bool direct_reads = false;                          // also time 4 KiB O_DIRECT random reads
   std::chrono::milliseconds window{std::chrono::minutes(5)};  // rolling quantile window
