@@ -82,7 +82,13 @@ void Scheduler::set_jobs(std::vector<JobSpec> specs) {
   }
   jobs_ = std::move(next);
   stuck_count_ = 0;
-  for (auto& [k, j] : jobs_) stuck_count_ += j->stuck ? 1 : 0;
+  due_ = {};
+  in_flight_jobs_.clear();
+  for (auto& [k, j] : jobs_) {
+    stuck_count_ += j->stuck ? 1 : 0;
+    if (j->running) in_flight_jobs_.insert(j);
+    else queue_locked(j);
+  }
   update_stuck_locked();
   l.unlock();
   for (auto& [done, spec] : orphans) {
@@ -99,7 +105,10 @@ bool Scheduler::run_now(const std::string& key, Sink done) {
   if (it == jobs_.end()) return false;
   auto& j = *it->second;
   j.waiting_next.push_back(std::move(done));
-  if (!j.running) j.next_due = clock_.now();
+  if (!j.running) {
+    j.next_due = clock_.now();
+    queue_locked(it->second);
+  }
   return true;
 }
 
@@ -113,57 +122,63 @@ SteadyTime Scheduler::tick() {
   SteadyTime next = now + std::chrono::seconds(60);
   {
     std::lock_guard l(mu_);
-    for (auto& [key, j] : jobs_) {
-      if (j->running) {
-        if (j->started && !j->stuck && now >= j->deadline) {
-          // The run is over as far as accounting goes: one run, one failure, one timeout. When it
-          // returns later it only clears `stuck`.
-          j->stuck = true;
-          ++stuck_count_;
-          ++j->timeouts;
-          ++j->runs;
-          ++j->failures;
-          if (j->stop) j->stop->request_stop();
-          auto& t = totals_[j->spec.probe->name()];
-          ++t.runs;
-          ++t.failures;
-          ++t.timeouts;
-          double took = std::chrono::duration<double>(now - j->started_at).count();
-          t.seconds += took;
-          t.last_end = clock_.wall();
-          JobOutcome o{j->spec,
-                       ProbeResult::failed("timed out after " + format_duration(j->spec.timeout) +
-                                           " (still running; not started again until it returns)"),
-                       took, true, false, t.last_end, ++seq_, true, t};
-          timeouts.push_back(std::move(o));
-          timeout_waiters.push_back(std::exchange(j->waiting_this, {}));
-          if (j->batch) {
-            std::lock_guard bl(j->batch->mu);
-            if (!j->batch->items.empty()) resume.push_back(j->batch);
-          }
-        }
-        if (j->started && !j->stuck) next = std::min(next, j->deadline);
+    for (auto it = in_flight_jobs_.begin(); it != in_flight_jobs_.end();) {
+      const auto& j = *it;
+      if (!j->running || j->removed) {
+        it = in_flight_jobs_.erase(it);
         continue;
       }
-      if (now >= j->next_due) {
-        j->running = true;
-        j->started = false;
-        j->stop = std::make_shared<std::stop_source>();
-        j->waiting_this = std::exchange(j->waiting_next, {});
-        if (batched(*j)) {
-          auto& q = batches[j->spec.probe.get()];
-          if (!q) q = std::make_shared<BatchQueue>();
-          j->batch = q;
-          q->items.emplace_back(j, j->spec);
-        } else {
-          j->batch.reset();
-          single.emplace_back(j, j->spec);
+      if (j->started && !j->stuck && now >= j->deadline) {
+        // The run is over as far as accounting goes: one run, one failure, one timeout. When it
+        // returns later it only clears `stuck`.
+        j->stuck = true;
+        ++stuck_count_;
+        ++j->timeouts;
+        ++j->runs;
+        ++j->failures;
+        if (j->stop) j->stop->request_stop();
+        auto& t = totals_[j->spec.probe->name()];
+        ++t.runs;
+        ++t.failures;
+        ++t.timeouts;
+        double took = std::chrono::duration<double>(now - j->started_at).count();
+        t.seconds += took;
+        t.last_end = clock_.wall();
+        JobOutcome o{j->spec,
+                     ProbeResult::failed("timed out after " + format_duration(j->spec.timeout) +
+                                         " (still running; not started again until it returns)"),
+                     took, true, false, t.last_end, ++seq_, true, t};
+        timeouts.push_back(std::move(o));
+        timeout_waiters.push_back(std::exchange(j->waiting_this, {}));
+        if (j->batch) {
+          std::lock_guard bl(j->batch->mu);
+          if (!j->batch->items.empty()) resume.push_back(j->batch);
         }
-        next = std::min(next, now + j->spec.timeout);
-      } else {
-        next = std::min(next, j->next_due);
       }
+      if (j->started && !j->stuck) next = std::min(next, j->deadline);
+      ++it;
     }
+    for (drop_stale_locked(); !due_.empty() && due_.top().due <= now; drop_stale_locked()) {
+      auto j = due_.top().job;
+      due_.pop();
+      ++j->due_gen;  // dispatched: no entry stands for it until it finishes
+      j->running = true;
+      j->started = false;
+      j->stop = std::make_shared<std::stop_source>();
+      j->waiting_this = std::exchange(j->waiting_next, {});
+      in_flight_jobs_.insert(j);
+      if (batched(*j)) {
+        auto& q = batches[j->spec.probe.get()];
+        if (!q) q = std::make_shared<BatchQueue>();
+        j->batch = q;
+        q->items.emplace_back(j, j->spec);
+      } else {
+        j->batch.reset();
+        single.emplace_back(j, j->spec);
+      }
+      next = std::min(next, now + j->spec.timeout);
+    }
+    if (!due_.empty()) next = std::min(next, due_.top().due);
     if (!timeouts.empty()) update_stuck_locked();
     planned_wake_ = next;
     wake_early_.store(false, std::memory_order_release);
@@ -259,6 +274,10 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
       j->next_due = window_due(*j, base + jitter_for(j->spec));
     }
     if (!j->waiting_next.empty()) j->next_due = end;  // run_now asked while this run was in flight
+    if (!removed) {
+      in_flight_jobs_.erase(j);
+      queue_locked(j);
+    }
     if (!removed && j->next_due < planned_wake_) wake_early_.store(true, std::memory_order_release);
     ++delivering_;
     waiters = std::exchange(j->waiting_this, {});
@@ -278,6 +297,19 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
   std::lock_guard l(mu_);
   j->ever_finished = true;
   --delivering_;
+}
+
+void Scheduler::queue_locked(const std::shared_ptr<Job>& j) {
+  due_.push(DueEntry{j->next_due, ++j->due_gen, j});
+}
+
+// Entries whose job was dispatched, requeued or removed since they were pushed.
+void Scheduler::drop_stale_locked() {
+  while (!due_.empty()) {
+    const auto& e = due_.top();
+    if (e.gen == e.job->due_gen && !e.job->removed && !e.job->running) return;
+    due_.pop();
+  }
 }
 
 // Called on every state change; it must not walk every job (that made each finished run cost

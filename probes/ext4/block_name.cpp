@@ -23,10 +23,18 @@ std::vector<std::string> block_name_candidates(const HostPaths& host, const Targ
   return out;
 }
 
+// The candidates of block_name_candidates(), in its order, each tried as soon as it is known: the
+// first (the mount's device number, one readlink) nearly always answers, and the probe runs per
+// target per interval.
 std::string sysfs_fs_dir_name(const HostPaths& host, const Target& t, const std::string& fs_dir) {
   std::error_code ec;
-  for (const auto& n : block_name_candidates(host, t))
-    if (fs::is_directory(host.sys("fs") / fs_dir / n, ec)) return n;
+  const fs::path base = host.sys("fs") / fs_dir;
+  auto found = [&](const std::string& n) { return !n.empty() && n != "." && n != ".." && fs::is_directory(base / n, ec); };
+  if (t.dev_major != 0)
+    if (auto n = block::name_of_devnum(host, t.dev_major, t.dev_minor); n && found(*n)) return *n;
+  if (t.source.starts_with("/dev/"))
+    if (auto n = block::kernel_name(host, t.source); n && found(*n)) return *n;
+  if (auto n = fs::path(t.source).filename().string(); found(n)) return n;
   return {};
 }
 

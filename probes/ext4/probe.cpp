@@ -20,9 +20,18 @@ const char* const kFiles[] = {"errors_count",       "first_error_time",  "first_
 
 }  // namespace
 
+// A healthy filesystem has first/last_error_time 0 and nothing else to say: the five counters and
+// times are read always, the ten detail files of a record only when its time is set (a third of the
+// reads per ext4 per interval; the parser treats a record of time 0 alike either way).
 std::map<std::string, std::string> read_ext4_sysfs_files(const fs::path& dir) {
   std::map<std::string, std::string> out;
   for (const auto* name : kFiles) {
+    std::string_view n(name);
+    const bool detail = (n.starts_with("first_error_") || n.starts_with("last_error_")) && !n.ends_with("_time");
+    if (detail) {
+      auto t = out.find(std::string(n.substr(0, n.find("_error_"))) + "_error_time");
+      if (t == out.end() || trim(t->second) == "0") continue;
+    }
     auto r = read_file(dir / name, 4096);
     if (r) out[name] = *r;
   }
