@@ -46,6 +46,30 @@ TEST(Ext4, CleanTreeHasNoErrorTimes) {
   EXPECT_FALSE(b.has("fsaudit_ext4_error_info"));
 }
 
+// Per target per interval the probe reads only what can matter: the detail files of a record whose
+// time is 0 are not read (so a file there that is junk or unreadable changes nothing), those of a
+// record with a time are.
+TEST(Ext4, DetailFilesAreReadOnlyForARecordWithATime) {
+  auto clean = ext4::read_ext4_sysfs_files(probe_fixture_dir() / "ext4/tree-clean/sys/fs/ext4/loop1");
+  for (const char* k : {"errors_count", "first_error_time", "last_error_time", "warning_count", "msg_count"})
+    EXPECT_TRUE(clean.count(k)) << k;
+  for (const char* k : {"first_error_func", "first_error_line", "last_error_ino", "last_error_errcode"})
+    EXPECT_FALSE(clean.count(k)) << k << " read although first/last_error_time is 0";
+  auto errors = ext4::read_ext4_sysfs_files(probe_fixture_dir() / "ext4/tree-errors/sys/fs/ext4/loop1");
+  EXPECT_EQ(errors.size(), 15u) << "with both error times set every file is read";
+  testing::TempDir dir("ext4-half");
+  for (const auto& [k, v] : errors) testing::write_text(dir / k, v);
+  testing::write_text(dir / "last_error_time", "0\n");
+  testing::write_text(dir / "last_error_line", "junk\n");
+  auto half = ext4::read_ext4_sysfs_files(dir.path());
+  EXPECT_TRUE(half.count("first_error_func"));
+  EXPECT_FALSE(half.count("last_error_line"));
+  auto s = ext4::parse_ext4_sysfs(half);
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->first->function, "trigger_test_error");
+  EXPECT_EQ(s->last->time, 0);
+}
+
 TEST(Ext4, MissingOrBadErrorsCount) {
   EXPECT_FALSE(ext4::parse_ext4_sysfs({}).ok());
   auto r = ext4::parse_ext4_sysfs({{"errors_count", "lots\n"}});
