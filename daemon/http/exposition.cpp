@@ -25,7 +25,7 @@ std::optional<double> parse_value(std::string_view v) {
 
 }  // namespace
 
-Result<Exposition> parse_exposition(std::string_view text) {
+Result<Exposition> parse_exposition(std::string_view text, std::string_view only) {
   Exposition out;
   std::size_t lineno = 0;
   while (!text.empty()) {
@@ -37,6 +37,9 @@ Result<Exposition> parse_exposition(std::string_view text) {
       return err("metrics line " + std::to_string(lineno) + ": " + what);
     };
     if (line.empty() || line[0] == '#') continue;
+    if (!only.empty() && !(line.starts_with(only) && line.size() > only.size() &&
+                           (line[only.size()] == '{' || line[only.size()] == ' ')))
+      continue;
     Sample s;
     std::size_t i = 0;
     while (i < line.size() && is_name_char(line[i], i == 0)) ++i;

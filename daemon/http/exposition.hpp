@@ -35,6 +35,7 @@ class Exposition {
 };
 
 // Errors name the line. Comments (# HELP, # TYPE) are skipped; timestamps are ignored.
-Result<Exposition> parse_exposition(std::string_view text);
+// With `only`, samples of other metrics are skipped unread (and unchecked).
+Result<Exposition> parse_exposition(std::string_view text, std::string_view only = {});
 
 }  // namespace fsaudit::http

@@ -188,7 +188,10 @@ Result<std::unique_ptr<Server>> Server::start(ServerOptions opts, TextSource met
     std::mutex mu;
     std::condition_variable_any cv;
     while (!st.stop_requested()) {
-      if (auto e = parse_exposition(src())) trend->observe(*e, now_unix());
+      // Only the family the trend reads: a full parse held every sample with a map of its labels
+      // (several MB at 1,000 filesystems, once a minute).
+      if (auto text = src())
+        if (auto e = parse_exposition(*text, CapacityTrend::kFamily)) trend->observe(*e, now_unix());
       std::unique_lock l(mu);
       cv.wait_for(l, st, std::chrono::seconds(60), [] { return false; });
     }
@@ -287,12 +290,13 @@ void Server::serve(int fd) {
   }
   Response resp = respond(r);
   std::string head = "HTTP/1.1 " + std::to_string(resp.code) + " " + resp.reason + "\r\nContent-Type: " + resp.type +
-                     "\r\nContent-Length: " + std::to_string(resp.body.size()) +
+                     "\r\nContent-Length: " + std::to_string(resp.shared_body ? resp.shared_body->size() : resp.body.size()) +
                      "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n" + resp.headers;
   for (const auto& [k, v] : opts_.web.headers) head += k + ": " + v + "\r\n";
   head += "Connection: close\r\n\r\n";
-  if (r.method != "HEAD") head += resp.body;
-  c.write_all(head);
+  if (r.method != "HEAD" && !resp.shared_body) head += resp.body;
+  if (!c.write_all(head)) return;
+  if (r.method != "HEAD" && resp.shared_body) c.write_all(*resp.shared_body);
 }
 
 bool Server::authorised(const std::string& authorization) const {
@@ -311,7 +315,8 @@ bool Server::authorised(const std::string& authorization) const {
 }
 
 Result<Status> Server::status() const {
-  auto e = parse_exposition(source_());
+  auto text = source_();
+  auto e = parse_exposition(text ? std::string_view(*text) : std::string_view());
   if (!e) return err(e.error());
   return build_status(*e, now_unix(), trend_.get());
 }
@@ -319,20 +324,24 @@ Result<Status> Server::status() const {
 Server::Response Server::respond(const Request& r) {
   const std::string text = "text/plain; charset=utf-8";
   if (!authorised(r.authorization))
-    return {401, "Unauthorized", text, "Unauthorized\n", "WWW-Authenticate: Basic realm=\"fsaudit\"\r\n"};
+    return {401, "Unauthorized", text, "Unauthorized\n", "WWW-Authenticate: Basic realm=\"fsaudit\"\r\n", nullptr};
   if (r.method != "GET" && r.method != "HEAD")
-    return {405, "Method Not Allowed", text, "only GET and HEAD\n", "Allow: GET, HEAD\r\n"};
-  if (r.path == "/metrics") return {200, "OK", "text/plain; version=0.0.4; charset=utf-8", source_(), ""};
+    return {405, "Method Not Allowed", text, "only GET and HEAD\n", "Allow: GET, HEAD\r\n", nullptr};
+  if (r.path == "/metrics") {
+    auto text = source_();
+    if (!text) text = std::make_shared<const std::string>();
+    return {200, "OK", "text/plain; version=0.0.4; charset=utf-8", "", "", std::move(text)};
+  }
   if (r.path == "/" || r.path == "/api/v1/status") {
     auto st = status();
-    if (!st) return {500, "Internal Server Error", text, "cannot read the metrics: " + st.error() + "\n", ""};
+    if (!st) return {500, "Internal Server Error", text, "cannot read the metrics: " + st.error() + "\n", "", nullptr};
     // The page has no scripts and no external assets; the policy tells the browser so as well.
     if (r.path == "/")
       return {200, "OK", "text/html; charset=utf-8", render_html(*st, opts_.refresh_seconds),
-              "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'\r\n"};
-    return {200, "OK", "application/json", to_json(*st).dump(2) + "\n", ""};
+              "Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'\r\n", nullptr};
+    return {200, "OK", "application/json", to_json(*st).dump(2) + "\n", "", nullptr};
   }
-  return {404, "Not Found", text, "not found; try /, /metrics or /api/v1/status\n", ""};
+  return {404, "Not Found", text, "not found; try /, /metrics or /api/v1/status\n", "", nullptr};
 }
 
 }  // namespace fsaudit::http

@@ -32,7 +32,8 @@ struct ServerOptions {
 
 class Server {
  public:
-  using TextSource = std::function<std::string()>;
+  // The current exposition, shared and immutable: a scrape sends it without copying it.
+  using TextSource = std::function<std::shared_ptr<const std::string>()>;
   // Listens now; the error says why not (port taken, bad certificate, ...).
   static Result<std::unique_ptr<Server>> start(ServerOptions opts, TextSource metrics_text);
   ~Server();
@@ -58,6 +59,7 @@ class Server {
   struct Response {
     int code = 200;
     std::string reason = "OK", type, body, headers;
+    std::shared_ptr<const std::string> shared_body;  // sent instead of `body` when set
   };
   Response respond(const Request& r);
   bool authorised(const std::string& authorization) const;

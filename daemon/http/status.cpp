@@ -155,7 +155,7 @@ std::optional<double> CapacityTrend::days_to_full(const std::string& target) con
 }
 
 void CapacityTrend::observe(const Exposition& e, double now) {
-  for (const auto* s : e.find("fsaudit_filesystem_avail_bytes"))
+  for (const auto* s : e.find(kFamily))
     if (std::isfinite(s->value)) add(s->label("target"), now, s->value);
 }
 

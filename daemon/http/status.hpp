@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/http/exposition.hpp"
@@ -80,6 +81,7 @@ class CapacityTrend {
   // shorter than 10 minutes or avail is not falling.
   std::optional<double> days_to_full(const std::string& target) const;
   void observe(const Exposition& e, double now);
+  static constexpr std::string_view kFamily = "fsaudit_filesystem_avail_bytes";  // what observe() reads
 
  private:
   double window_;

@@ -145,7 +145,7 @@ void Store::drop_key_locked(const std::string& key) {
   key_families_.erase(it);
 }
 
-std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& families) {
+std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& families, bool with_heads) {
   std::vector<Piece> pieces;
   pieces.reserve(families.size());
   for (const auto& f : families) {
@@ -153,7 +153,8 @@ std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& familie
     lines.reserve(f.metric.size() * (f.type == MetricType::Histogram ? 2048 : 128));
     put_lines(lines, f);
     lines.shrink_to_fit();
-    pieces.push_back({f.name, head_of(f), type_name(f.type), std::make_shared<const std::string>(std::move(lines))});
+    pieces.push_back({f.name, with_heads ? head_of(f) : std::string(), type_name(f.type),
+                      std::make_shared<const std::string>(std::move(lines)), with_heads ? nullptr : &f});
   }
   return pieces;
 }
@@ -162,7 +163,8 @@ void Store::publish(const std::string& key, const Batch& batch) {
   // Serialise outside the lock: the only work that grows with the batch, and none with the store.
   // A part seen in this key's last publish keeps the text it had then; the key's part texts are
   // updated in place, so an unchanged part costs one lookup, no copy of its id.
-  std::vector<Piece> own = render(batch.own_families());
+  const auto& own_families = batch.own_families();
+  std::vector<Piece> own = render(own_families, false);
   PartTexts texts;
   std::uint64_t stamp = 0;
   if (!batch.parts().empty()) {
@@ -191,19 +193,23 @@ void Store::publish(const std::string& key, const Batch& batch) {
   }
   std::erase_if(texts, [&](const auto& kv) { return kv.second.seen != stamp; });  // parts no longer published
   std::lock_guard l(mu_);
-  drop_key_locked(key);
+  // The key's entries are replaced in place: its families keep their map nodes, and only those it
+  // no longer publishes are dropped (below).
+  std::vector<std::string> old_names;
+  if (auto it = key_families_.find(key); it != key_families_.end()) old_names = std::move(it->second);
   std::vector<std::string> names;
   auto add = [&](const Piece& first, const Piece* const* more, std::size_t n_more) {
     auto [it, inserted] = families_.try_emplace(first.name);
     auto& fam = it->second;
     if (inserted) {
-      fam.head = first.head;
+      fam.head = first.source ? head_of(*first.source) : first.head;
       fam.type = first.type;
     } else if (fam.type != first.type) {
       return;  // a type clash is a bug; the first type published wins, the rest is dropped
     }
     // One family in several pieces of one batch (parts, or append of two batches): keep them all.
     auto& chunks = fam.by_key[key];
+    if (std::find(names.begin(), names.end(), first.name) == names.end()) chunks.clear();  // last publish's
     chunks.push_back(first.lines);
     for (std::size_t i = 0; i < n_more; ++i) chunks.push_back(more[i]->lines);
     if (std::find(names.begin(), names.end(), first.name) == names.end()) names.push_back(first.name);
@@ -223,7 +229,15 @@ void Store::publish(const std::string& key, const Batch& batch) {
     ++hint;  // the next piece is most likely the next family of the same part
   }
   for (const auto& g : groups) add(*g.front(), g.data() + 1, g.size() - 1);
+  for (const auto& name : old_names) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    auto f = families_.find(name);
+    if (f == families_.end()) continue;
+    f->second.by_key.erase(key);
+    if (f->second.by_key.empty()) families_.erase(f);
+  }
   if (!names.empty()) key_families_[key] = std::move(names);
+  else key_families_.erase(key);
   if (!texts.empty()) part_texts_[key] = std::move(texts);
   cache_.reset();
 }

@@ -35,6 +35,9 @@ class Store {
   struct Piece {
     std::string name, head, type;
     std::shared_ptr<const std::string> lines;
+    // A batch's own families are rendered without their HELP/TYPE head: the store needs it only
+    // for a family it does not hold yet, and takes it from here then (valid during the publish).
+    const MetricFamily* source = nullptr;
   };
   struct Family {
     std::string head;  // "# HELP ...\n# TYPE ...\n"
@@ -48,7 +51,7 @@ class Store {
     std::vector<Piece> pieces;
   };
   using PartTexts = std::map<std::string, PartText>;
-  static std::vector<Piece> render(const std::vector<MetricFamily>& families);
+  static std::vector<Piece> render(const std::vector<MetricFamily>& families, bool with_heads = true);
   void drop_key_locked(const std::string& key);
 
   mutable std::mutex mu_;

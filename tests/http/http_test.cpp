@@ -58,6 +58,28 @@ TEST(Exposition, BadLinesAreErrorsNamingTheLine) {
   EXPECT_FALSE(parse_exposition("{a=\"b\"} 1\n"));
 }
 
+// The capacity trend's once-a-minute read keeps only its own family: other samples (and their label
+// maps) are never built, a name that only starts like it is not taken, and its samples are complete.
+TEST(Exposition, OnlyOneFamilyIsParsedWhenAsked) {
+  const std::string text =
+      "# HELP fsaudit_filesystem_avail_bytes x\n# TYPE fsaudit_filesystem_avail_bytes gauge\n"
+      "fsaudit_filesystem_avail_bytes{target=\"/a\"} 10\n"
+      "fsaudit_filesystem_avail_bytes_other{target=\"/a\"} 11\n"
+      "fsaudit_probe_success{probe=\"x\",target=\"/a\"} 1\n"
+      "fsaudit_filesystem_avail_bytes{target=\"/b\"} 20\n"
+      "fsaudit_filesystem_avail_bytes 30\n";
+  auto all = parse_exposition(text);
+  ASSERT_TRUE(all.ok()) << all.error();
+  EXPECT_EQ(all->samples.size(), 5u);
+  auto only = parse_exposition(text, CapacityTrend::kFamily);
+  ASSERT_TRUE(only.ok()) << only.error();
+  ASSERT_EQ(only->samples.size(), 3u);
+  EXPECT_EQ(only->samples[0].label("target"), "/a");
+  EXPECT_EQ(only->samples[1].value, 20);
+  EXPECT_EQ(only->samples[2].value, 30);
+  EXPECT_TRUE(only->find("fsaudit_probe_success").empty());
+}
+
 TEST(Status, BuildsHealthCanariesScrubAndLatencyFromMetrics) {
   auto e = parse_exposition(data("status_metrics.prom"));
   ASSERT_TRUE(e) << e.error();
@@ -202,7 +224,7 @@ class HttpServer : public ::testing::Test {
     ServerOptions o;
     o.port = fsaudit::testing::free_port();
     o.web = std::move(web);
-    auto s = Server::start(std::move(o), [this] { return metrics; });
+    auto s = Server::start(std::move(o), [this] { return std::make_shared<const std::string>(metrics); });
     EXPECT_TRUE(s) << (s ? "" : s.error());
     return s ? std::move(*s) : nullptr;
   }
@@ -236,11 +258,11 @@ TEST_F(HttpServer, RefusesASecondListenerOnThePort) {
   ASSERT_TRUE(s);
   ServerOptions o;
   o.port = s->options().port;
-  auto again = Server::start(o, [] { return std::string(); });
+  auto again = Server::start(o, [] { return std::make_shared<const std::string>(); });
   ASSERT_FALSE(again);
   EXPECT_NE(again.error().find("cannot listen on 127.0.0.1:" + std::to_string(o.port)), std::string::npos) << again.error();
   o.address = "not-an-ip";
-  auto bad = Server::start(o, [] { return std::string(); });
+  auto bad = Server::start(o, [] { return std::make_shared<const std::string>(); });
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("not an IP address"), std::string::npos) << bad.error();
 }
@@ -283,7 +305,7 @@ TEST_F(HttpServer, MismatchedKeyIsAClearError) {
   ServerOptions o;
   o.port = fsaudit::testing::free_port();
   o.web = *w;
-  auto s = Server::start(o, [] { return std::string(); });
+  auto s = Server::start(o, [] { return std::make_shared<const std::string>(); });
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().find("mismatch"), std::string::npos) << s.error();
 }
