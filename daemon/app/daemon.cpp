@@ -94,6 +94,15 @@ struct JobSelf {
   std::uint64_t seq = 0;
   std::string last_reason;
   bool last_ok = true;
+  std::string published;  // what its self series last said: an unchanged state is not published again
+};
+
+// A probe type's totals: published at most once a second while runs keep finishing (a cycle of a
+// thousand targets finishes a thousand runs in a second), the latest always within a second.
+struct ProbeSelf {
+  std::uint64_t seq = 0;
+  std::optional<ProbeTotals> pending;
+  std::chrono::steady_clock::time_point published{};
 };
 
 class Daemon {
@@ -114,6 +123,8 @@ class Daemon {
   void publish_run_config();
   ProbeContext make_context(std::stop_token stop, SteadyTime deadline);
   void on_outcome(const JobOutcome& o);
+  void publish_probe_totals_locked(const std::string& probe, ProbeSelf& ps);
+  void flush_probe_totals();  // the main loop, every wake (at least once a second)
   void reload();
   std::string status_line();
 
@@ -137,11 +148,11 @@ class Daemon {
   std::string targets_fingerprint_;
   SteadyTime last_target_refresh_{};
 
-  std::mutex mu_;  // guards self_ and probe_seq_, and orders their publishing
+  std::mutex mu_;  // guards self_ and probe_self_, and orders their publishing
   std::shared_ptr<SignalState> sig_ = std::make_shared<SignalState>();
   std::atomic<bool> ready_{false};  // the first cycle is done: outcomes wake the main loop only when it must act
   std::map<std::string, JobSelf> self_;
-  std::map<std::string, std::uint64_t> probe_seq_;
+  std::map<std::string, ProbeSelf> probe_self_;
   Extensions ext_;
   std::unique_ptr<LabHandle> lab_;  // lab mode: loop-device canaries this process created
 
@@ -296,6 +307,13 @@ void Daemon::refresh_targets(bool force) {
   for (const auto& p : probes_) keep.push_back("self-probe\x1f" + p->name());
   scheduler_->set_jobs(std::move(jobs));
   store_->retain(keep);
+  {
+    // A job that goes away takes its remembered self state along: if its target comes back, its
+    // series are published afresh, not skipped as "unchanged".
+    std::set<std::string> live(keep.begin(), keep.end());
+    std::lock_guard l(mu_);
+    std::erase_if(self_, [&](const auto& kv) { return !live.count(kv.first); });
+  }
   publish_build_info();
   spdlog::info("monitoring {} filesystem(s) with {} probe type(s)", targets_.size(), probes_.size());
 }
@@ -308,23 +326,11 @@ void Daemon::on_outcome(const JobOutcome& o) {
   bool log_it = false;
   // Under mu_ from the check to the publish, so a stale outcome can never overwrite a newer one.
   std::lock_guard lock(mu_);
-  auto& ps = probe_seq_[probe];
-  if (o.seq > ps) {
-    ps = o.seq;
-    // Counters per probe type, summed over its targets: which target fails is in the per-job series.
-    const auto& t = o.probe_totals;
-    metrics::Labels pl{{"probe", probe}};
-    metrics::Batch b;
-    b.counter("fsaudit_probe_runs_total", "Runs of the probe, over all its targets.", pl, static_cast<double>(t.runs));
-    b.counter("fsaudit_probe_failures_total", "Failed runs of the probe (a timed-out run counts once), over all its targets.",
-              pl, static_cast<double>(t.failures));
-    b.counter("fsaudit_probe_timeouts_total", "Runs of the probe that exceeded their timeout, over all its targets.", pl,
-              static_cast<double>(t.timeouts));
-    b.counter("fsaudit_probe_duration_seconds_total",
-              "Time spent in the probe's own runs (not waiting for a worker), over all its targets.", pl, t.seconds);
-    b.gauge("fsaudit_probe_last_run_timestamp_seconds", "When the probe's last run on any target ended (Unix time).", pl,
-            std::chrono::duration<double>(t.last_end.time_since_epoch()).count());
-    store_->publish("self-probe\x1f" + probe, b);
+  auto& ps = probe_self_[probe];
+  if (o.seq > ps.seq) {
+    ps.seq = o.seq;
+    ps.pending = o.probe_totals;
+    if (std::chrono::steady_clock::now() - ps.published >= 1s) publish_probe_totals_locked(probe, ps);
   }
   auto& s = self_[key];
   if (o.seq <= s.seq) return;  // a newer state of this job is already published
@@ -337,6 +343,15 @@ void Daemon::on_outcome(const JobOutcome& o) {
     if (failed) logging::log(spdlog::level::warn, "probe " + probe + " on " + target + " failed: " + o.result.reason, f);
     else logging::log(spdlog::level::info, "probe " + probe + " on " + target + " recovered", f);
   }
+  // A timed-out run drops its stale samples, and its late return publishes nothing of its own; a
+  // failed run publishes what it still could.
+  if (o.timed_out || o.late_finish) store_->remove(key);
+  else store_->publish(key, o.result.metrics);
+  const bool applicable_series = o.spec.target.is_host() || o.result.outcome == Outcome::not_applicable;
+  std::string state = std::string(failed ? "F" : "o") + (applicable_series ? (o.result.outcome == Outcome::not_applicable ? "n" : "a") : "-") +
+                      (o.stuck ? "s" : "-") + (failed ? o.result.reason.substr(0, 400) : std::string());
+  if (state == s.published) return;
+  s.published = std::move(state);
   metrics::Labels l{{"probe", probe}, {"target", target}};
   metrics::Batch b;
   b.gauge("fsaudit_probe_success",
@@ -344,7 +359,7 @@ void Daemon::on_outcome(const JobOutcome& o) {
           failed ? 0 : 1);
   // Per-target probes only run where they apply; "nothing to do" is worth a series only for host-wide
   // probes (no ZFS on this host) or when a per-target run says so.
-  if (o.spec.target.is_host() || o.result.outcome == Outcome::not_applicable)
+  if (applicable_series)
     b.gauge("fsaudit_probe_applicable", "0 if the probe found nothing to do on this target (e.g. no ZFS pools).", l,
             o.result.outcome == Outcome::not_applicable ? 0 : 1);
   if (o.stuck)
@@ -355,11 +370,32 @@ void Daemon::on_outcome(const JobOutcome& o) {
     li["reason"] = o.result.reason.substr(0, 400);
     b.info("fsaudit_probe_failure_info", "Why the probe's last run failed (value 1; present only while failing).", li);
   }
-  // A failed run publishes what it still could; a timed-out one drops its stale samples, and its late
-  // return publishes nothing of its own.
-  if (o.timed_out || o.late_finish) store_->remove(key);
-  else store_->publish(key, o.result.metrics);
   store_->publish("self\x1f" + key, b);
+}
+
+void Daemon::publish_probe_totals_locked(const std::string& probe, ProbeSelf& ps) {
+  if (!ps.pending) return;
+  // Counters per probe type, summed over its targets: which target fails is in the per-job series.
+  const auto& t = *ps.pending;
+  metrics::Labels pl{{"probe", probe}};
+  metrics::Batch b;
+  b.counter("fsaudit_probe_runs_total", "Runs of the probe, over all its targets.", pl, static_cast<double>(t.runs));
+  b.counter("fsaudit_probe_failures_total", "Failed runs of the probe (a timed-out run counts once), over all its targets.",
+            pl, static_cast<double>(t.failures));
+  b.counter("fsaudit_probe_timeouts_total", "Runs of the probe that exceeded their timeout, over all its targets.", pl,
+            static_cast<double>(t.timeouts));
+  b.counter("fsaudit_probe_duration_seconds_total",
+            "Time spent in the probe's own runs (not waiting for a worker), over all its targets.", pl, t.seconds);
+  b.gauge("fsaudit_probe_last_run_timestamp_seconds", "When the probe's last run on any target ended (Unix time).", pl,
+          std::chrono::duration<double>(t.last_end.time_since_epoch()).count());
+  store_->publish("self-probe\x1f" + probe, b);
+  ps.pending.reset();
+  ps.published = std::chrono::steady_clock::now();
+}
+
+void Daemon::flush_probe_totals() {
+  std::lock_guard lock(mu_);
+  for (auto& [probe, ps] : probe_self_) publish_probe_totals_locked(probe, ps);
 }
 
 std::string Daemon::status_line() {
@@ -554,6 +590,7 @@ int Daemon::run(bool once) {
   auto last_pending_log = started;
   while (true) {
     SteadyTime next = scheduler_->tick();
+    flush_probe_totals();
     if (!ready && std::chrono::steady_clock::now() - last_pending_log > 5s) {
       // Why READY is late, for whoever waits on `systemctl start`.
       auto pending = scheduler_->first_runs_pending();
@@ -603,6 +640,7 @@ int Daemon::run(bool once) {
     }
   }
 
+  flush_probe_totals();
   if (once) {
     std::cout << store_->text();
   } else {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
@@ -65,5 +66,44 @@ TEST(DaemonLab, KernelErrorRemountReadOnlyShows) {
   }
   text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_filesystem_readonly", t) == 1; }, 15);
   EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 1) << scrape_lines(text, "fsaudit_filesystem");
+  EXPECT_EQ(d.stop(5), 0);
+}
+
+// A filesystem that is unmounted leaves the scrape (its jobs and their series go), and when it is
+// mounted again its series come back in full: the daemon publishes a job's self series only when they
+// change, so it must forget what it last said about a job that went away.
+TEST(DaemonLab, UnmountedTargetLeavesTheScrapeAndComesBackWhole) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  TempDir dir("fsaudit-lab-back");
+  LoopDevice loop(dir.path(), "ext4.img", 32 << 20);
+  ASSERT_TRUE(loop.ok());
+  must({"mkfs.ext4", "-q", "-F", loop.device()});
+  std::optional<Mount> m;
+  m.emplace(loop.device(), dir / "mnt", "ext4");
+  ASSERT_TRUE(m->ok()) << m->error();
+  int port = free_port();
+  const std::string cfg = "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (dir / "state").string() +
+                          "\ntargets:\n  include: [\"" + (dir / "mnt").string() + "\"]\n  fstypes: [ext4]\n"
+                          "probes:\n  mount: {interval: 1s, jitter: 0s}\n  capacity: {interval: 1s, jitter: 0s}\n"
+                          "latency: {enabled: false}\n";
+  DaemonProcess d(dir.path(), cfg, port);
+  const std::map<std::string, std::string> cap{{"probe", "capacity"}, {"target", (dir / "mnt").string()}};
+  const std::map<std::string, std::string> t{{"target", (dir / "mnt").string()}};
+  auto text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_probe_success", cap) == 1; }, 30);
+  ASSERT_EQ(scrape_value(text, "fsaudit_probe_success", cap), 1) << d.log();
+  m.reset();  // unmounted: the next target refresh (every 10 s) drops it
+  text = d.wait_for([&](const std::string& s) {
+    return !s.empty() && std::isnan(scrape_value(s, "fsaudit_probe_success", cap)) &&
+           std::isnan(scrape_value(s, "fsaudit_filesystem_size_bytes", t));
+  }, 40);
+  EXPECT_TRUE(std::isnan(scrape_value(text, "fsaudit_probe_success", cap))) << scrape_lines(text, "fsaudit_probe_success");
+  m.emplace(loop.device(), dir / "mnt", "ext4");
+  ASSERT_TRUE(m->ok()) << m->error();
+  text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_probe_success", cap) == 1 && scrape_value(s, "fsaudit_filesystem_size_bytes", t) > 0;
+  }, 40);
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", cap), 1) << scrape_lines(text, "fsaudit_probe_success") << d.log();
+  EXPECT_GT(scrape_value(text, "fsaudit_filesystem_size_bytes", t), 0);
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", {{"probe", "mount"}, {"target", (dir / "mnt").string()}}), 1);
   EXPECT_EQ(d.stop(5), 0);
 }
