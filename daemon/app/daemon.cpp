@@ -686,6 +686,7 @@ int check_config(const std::string& path) {
 }
 
 int run(const Options& opts, const Extensions& ext) {
+  tune_allocator();  // before any thread (logging, HTTP, D-Bus, the pool) exists
   std::string path = resolve_config_path(opts.config_path);
   config::Config cfg;
   try {

@@ -9,7 +9,7 @@
 #include <mutex>
 
 namespace fsaudit {
-namespace {
+
 // glibc gives each thread that meets a locked arena an arena of its own (up to 8 per core), and
 // memory freed in one stays there: with probes landing on whichever worker is free, every worker's
 // arena would keep its own high-water mark of batches and exposition text. This daemon allocates
@@ -23,6 +23,8 @@ void tune_allocator() {
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   });
 }
+
+namespace {
 
 // What a burst of work freed (a scrape's exposition, the first cycle's batches) stays in the heap
 // as free chunks between live ones; returning whole free pages now and then keeps RSS near what is
