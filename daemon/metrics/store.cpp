@@ -136,11 +136,12 @@ std::string serialize(const Batch& batch) {
 void Store::drop_key_locked(const std::string& key) {
   auto it = key_families_.find(key);
   if (it == key_families_.end()) return;
-  for (const auto& name : it->second) {
+  const std::string_view k = it->first;
+  for (const auto name : it->second) {
     auto f = families_.find(name);
     if (f == families_.end()) continue;
-    f->second.by_key.erase(key);
-    if (f->second.by_key.empty()) families_.erase(f);
+    f->second.by_key.erase(k);
+    if (f->second.by_key.empty()) families_.erase(f);  // `name` dangles from here on: not used again
   }
   key_families_.erase(it);
 }
@@ -195,9 +196,11 @@ void Store::publish(const std::string& key, const Batch& batch) {
   std::lock_guard l(mu_);
   // The key's entries are replaced in place: its families keep their map nodes, and only those it
   // no longer publishes are dropped (below).
-  std::vector<std::string> old_names;
-  if (auto it = key_families_.find(key); it != key_families_.end()) old_names = std::move(it->second);
-  std::vector<std::string> names;
+  auto kf = key_families_.try_emplace(key).first;
+  const std::string_view k = kf->first;
+  std::vector<std::string_view> old_names = std::move(kf->second);
+  kf->second.clear();
+  std::vector<std::string_view> names;
   auto add = [&](const Piece& first, const Piece* const* more, std::size_t n_more) {
     auto [it, inserted] = families_.try_emplace(first.name);
     auto& fam = it->second;
@@ -208,11 +211,12 @@ void Store::publish(const std::string& key, const Batch& batch) {
       return;  // a type clash is a bug; the first type published wins, the rest is dropped
     }
     // One family in several pieces of one batch (parts, or append of two batches): keep them all.
-    auto& chunks = fam.by_key[key];
-    if (std::find(names.begin(), names.end(), first.name) == names.end()) chunks.clear();  // last publish's
+    auto& chunks = fam.by_key[k];
+    const bool first_piece = std::find(names.begin(), names.end(), first.name) == names.end();
+    if (first_piece) chunks.clear();  // the last publish's
     chunks.push_back(first.lines);
     for (std::size_t i = 0; i < n_more; ++i) chunks.push_back(more[i]->lines);
-    if (std::find(names.begin(), names.end(), first.name) == names.end()) names.push_back(first.name);
+    if (first_piece) names.push_back(it->first);
   };
   for (const auto& p : own) add(p, nullptr, 0);  // a batch's own families are distinct
   // The parts' pieces grouped by family first (hundreds of parts repeat the same few families):
@@ -229,15 +233,15 @@ void Store::publish(const std::string& key, const Batch& batch) {
     ++hint;  // the next piece is most likely the next family of the same part
   }
   for (const auto& g : groups) add(*g.front(), g.data() + 1, g.size() - 1);
-  for (const auto& name : old_names) {
+  for (const auto name : old_names) {
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
     auto f = families_.find(name);
     if (f == families_.end()) continue;
-    f->second.by_key.erase(key);
+    f->second.by_key.erase(k);
     if (f->second.by_key.empty()) families_.erase(f);
   }
-  if (!names.empty()) key_families_[key] = std::move(names);
-  else key_families_.erase(key);
+  if (!names.empty()) kf->second = std::move(names);
+  else key_families_.erase(kf);  // no family lists `k` any more
   if (!texts.empty()) part_texts_[key] = std::move(texts);
   cache_.reset();
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/metrics/batch.hpp"
@@ -42,7 +43,9 @@ class Store {
   struct Family {
     std::string head;  // "# HELP ...\n# TYPE ...\n"
     std::string type;  // for type clashes between keys
-    std::map<std::string, std::vector<std::shared_ptr<const std::string>>> by_key;  // key -> its sample lines
+    // key -> its sample lines. The key is a view of key_families_' own copy (a node key, stable while
+    // the key is in the store): one copy of each key, not one per family it publishes.
+    std::map<std::string_view, std::vector<std::shared_ptr<const std::string>>> by_key;
   };
   // The text of the parts a key last published, by part id.
   struct PartText {
@@ -55,8 +58,9 @@ class Store {
   void drop_key_locked(const std::string& key);
 
   mutable std::mutex mu_;
-  std::map<std::string, Family> families_;                      // by family name: the exposition order
-  std::map<std::string, std::vector<std::string>> key_families_;  // key -> family names it published
+  std::map<std::string, Family, std::less<>> families_;  // by family name: the exposition order
+  // key -> the families it published, as views of families_' keys (a family stays while a key lists it)
+  std::map<std::string, std::vector<std::string_view>> key_families_;
   std::map<std::string, PartTexts> part_texts_;                   // key -> its parts' text
   std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
   mutable std::shared_ptr<const std::string> cache_;            // null after a change

@@ -28,7 +28,8 @@ namespace {
 
 // What a burst of work freed (a scrape's exposition, the first cycle's batches) stays in the heap
 // as free chunks between live ones; returning whole free pages now and then keeps RSS near what is
-// live (about half the heap at 1,000 filesystems). A minute apart: a trim walks the heap.
+// live (about half the heap at 1,000 filesystems). A minute apart: a trim walks the heap (7-17 ms for a
+// fragmented 25 MB heap on this machine, `malloc_trim(0)` timed in a standalone program).
 void maybe_trim() {
   static std::atomic<std::int64_t> last{0};
   const std::int64_t now =

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <random>
+#include <sstream>
 
 #include "daemon/metrics/store.hpp"
 #include "tests/support/support.hpp"
@@ -165,4 +168,55 @@ TEST(Store, PartsGiveTheSameExpositionAndAreBuiltOncePerVersion) {
 
   s1.remove("latency");
   EXPECT_EQ(s1.text(), "");
+}
+
+// Thousands of random publishes, removals and retains over keys that publish changing subsets of
+// families: after every step the exposition equals one built from scratch out of what each live key
+// last published (families in name order, HELP/TYPE once, keys in key order within a family).
+TEST(Store, RandomPublishRemoveRetainMatchesAFreshBuild) {
+  const std::vector<std::string> fams = {"a_total", "b_bytes", "c_seconds", "d_info", "e_ratio"};
+  auto batch_for = [&](unsigned mask, int key, int step) {
+    metrics::Batch b;
+    for (std::size_t f = 0; f < fams.size(); ++f)
+      if (mask & (1u << f))
+        b.gauge(fams[f], "Help of " + fams[f] + ".", {{"k", std::to_string(key)}}, step * 10.0 + static_cast<double>(f));
+    return b;
+  };
+  metrics::Store s;
+  std::map<std::string, metrics::Batch> live;
+  std::mt19937 rng(7);
+  for (int step = 0; step < 3000; ++step) {
+    const int key = static_cast<int>(rng() % 40);
+    const std::string k = "probe\x1f/target/with/a/long/common/prefix/" + std::to_string(key);
+    const unsigned op = rng() % 10;
+    if (op < 8) {
+      auto b = batch_for(rng() % 32, key, step);
+      s.publish(k, b);
+      live[k] = b;
+    } else if (op == 8) {
+      s.remove(k);
+      live.erase(k);
+    } else {
+      std::vector<std::string> keep;
+      for (const auto& [lk, b] : live)
+        if (rng() % 4) keep.push_back(lk);
+      s.retain(keep);
+      std::map<std::string, metrics::Batch> kept;
+      for (const auto& lk : keep) kept[lk] = live[lk];
+      live = std::move(kept);
+    }
+    // The reference: each family's head once, then that family's lines of every key in key order.
+    std::string want;
+    for (const auto& f : fams) {
+      std::string lines;
+      for (const auto& [lk, b] : live) {
+        auto text = metrics::serialize(b);
+        std::istringstream in(text);
+        for (std::string line; std::getline(in, line);)
+          if (line.rfind(f + "{", 0) == 0) lines += line + "\n";
+      }
+      if (!lines.empty()) want += "# HELP " + f + " Help of " + f + ".\n# TYPE " + f + " gauge\n" + lines;
+    }
+    ASSERT_EQ(s.text(), want) << "after step " << step;
+  }
 }
