@@ -4,8 +4,10 @@
 # datasets. For each total size (cumulative: the filesystems of a size stay for the next) both
 # daemons start fresh with their default settings (fsauditd's latency sampler on), are scraped every
 # 15 s as Prometheus would, and after a settle time this prints over the window: CPU (user+system,
-# % of one core) and, separately, the part that is the kernel running fsauditd's fsyncs, RSS, median
-# scrape time, samples, and the ratios fsauditd/node_exporter.
+# % of one core, fsauditd and its child processes together: the latency samples' write+fsync run in
+# fsaudit-sampler children) and, separately, the children's part and the part in io_uring workers,
+# RSS (and the children's private memory), median scrape time, samples, and the ratios
+# fsauditd/node_exporter.
 #
 # usage: bench/scale.sh [--fsauditd PATH] [--minutes N] [--sizes "10 100 1000"] [--perf]
 #        bench/scale.sh [FSAUDITD] [WINDOW_SECONDS] [SIZES]          (the older positional form)
@@ -141,13 +143,24 @@ poll_fsync_workers() {
     sleep 1
   done
 }
+# Every second: "PID TICKS" of each child process of $1 (fsaudit-sampler: each latency sample's
+# write+fsync and the probe-file fills run there; fsaudit-statfs), then "--".
+poll_children() {
+  while kill -0 "$1" 2>/dev/null; do
+    for k in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+      awk -v id="$k" '{print id, $14 + $15}' "/proc/$k/stat" 2>/dev/null || true
+    done
+    echo --
+    sleep 1
+  done
+}
 # Ticks those threads used inside the window: last minus first sight (0 for threads born in it).
 fsync_ticks() {
   awk '$1 == "--" {b++; next} {if (!($1 in first)) first[$1] = (b == 0 ? $2 : 0); last[$1] = $2}
        END {for (t in last) s += last[t] - first[t]; print s + 0}' "$1"
 }
 
-printf '%-6s %-8s %9s %9s %9s %7s %10s %9s %9s %10s %9s\n' size targets "cpu_%" "fsync_%" "cpu_ratio" fsyncs \
+printf '%-6s %-8s %9s %9s %9s %9s %7s %10s %9s %9s %10s %9s\n' size targets "cpu_%" "child_%" "fsync_%" "cpu_ratio" fsyncs \
   "rss_KiB" rss_ratio "scrape_ms" scr_ratio samples >"$IMG/table"
 largest=$(tr ' ' '\n' <<<"$SIZES" | sort -n | tail -1)
 for size in $SIZES; do
@@ -170,6 +183,7 @@ CFG
   sleep "$SETTLE"
   q0=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics" | metric fsaudit_latency_fsyncs_total) || q0=0
   poll_fsync_workers "$fpid" >"$IMG/fsync-workers-$size" & wpid=$!; PIDS+=("$wpid")
+  poll_children "$fpid" >"$IMG/children-$size" & cpid=$!; PIDS+=("$cpid")
   f0=$(cpu_ticks $fpid); n0=$(cpu_ticks $npid)
   if [ "$PERF" = 1 ] && [ "$size" = "$largest" ] && command -v perf >/dev/null; then
     perf record -q -F 199 -g -o /var/tmp/fsaudit-scale-perf.data -p "$fpid" -- sleep "$WINDOW" >/dev/null 2>&1 || true
@@ -177,9 +191,15 @@ CFG
     sleep "$WINDOW"
   fi
   f1=$(cpu_ticks $fpid); n1=$(cpu_ticks $npid)
-  stop_pid "$wpid"
+  stop_pid "$wpid"; stop_pid "$cpid"
   w=$(fsync_ticks "$IMG/fsync-workers-$size")
+  c=$(fsync_ticks "$IMG/children-$size")
   frss=$(rss $fpid); nrss=$(rss $npid)
+  # The children's own pages (forked from fsauditd, they share the rest with it): Private_* of each.
+  kuss=0
+  for k in $(cat /proc/"$fpid"/task/*/children 2>/dev/null); do
+    kuss=$((kuss + $(awk '/^Private_(Clean|Dirty):/ {s += $2} END {print s + 0}' "/proc/$k/smaps_rollup" 2>/dev/null || echo 0)))
+  done
   fhwm=$(awk '/^VmHWM/ {print $2}' "/proc/$fpid/status")
   fsec=$(scrape_times "$fp"); nsec=$(scrape_times "$np")
   # A scrape that fails (node_exporter stuck in statfs on a stalled FUSE mount) is reported, not fatal.
@@ -192,18 +212,19 @@ CFG
   samplers=$(metric fsaudit_latency_samplers <<<"$ftext")
   for p in "$spid" "$fpid" "$npid"; do stop_pid "$p"; done
   PIDS=()
-  awk -v s="$size" -v t="$targets" -v f="$((f1 - f0))" -v n="$((n1 - n0))" -v hz="$HZ" -v win="$WINDOW" -v w="$w" \
+  awk -v s="$size" -v t="$targets" -v f="$((f1 - f0))" -v n="$((n1 - n0))" -v hz="$HZ" -v win="$WINDOW" -v w="$w" -v c="$c" \
     -v q="$(awk -v a="$q0" -v b="$q1" 'BEGIN {print b - a}')" \
     -v fr="$frss" -v nr="$nrss" -v fs="$fsec" -v ns="$nsec" -v fc="$fsamples" -v nc="$nsamples" 'BEGIN {
-    fcpu = 100 * f / hz / win; ncpu = 100 * n / hz / win; wcpu = 100 * w / hz / win
-    printf "%-6s %-8s %9.3f %9.3f %9s %7d %10d %9.2f %9.2f %10.2f %9d\n", s, t, fcpu, wcpu,
+    ccpu = 100 * c / hz / win; fcpu = 100 * f / hz / win + ccpu; ncpu = 100 * n / hz / win; wcpu = 100 * w / hz / win
+    printf "%-6s %-8s %9.3f %9.3f %9.3f %9s %7d %10d %9.2f %9.2f %10.2f %9d\n", s, t, fcpu, ccpu, wcpu,
       (ncpu > 0 ? sprintf("%.2f", fcpu / ncpu) : "n/a"), q, fr, fr / nr, fs * 1000, fs / ns, fc
-    printf "%-6s %-8s %9.3f %9s %9s %7s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", "", "", nr, "", ns * 1000, "", nc
+    printf "%-6s %-8s %9.3f %9s %9s %9s %7s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", "", "", "", nr, "", ns * 1000, "", nc
   }' >>"$IMG/table"
-  echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB)" >&2
+  echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB, child processes' private memory ${kuss} KiB)" >&2
 done
-echo "window ${WINDOW}s after ${SETTLE}s settle; cpu_% = user+system of the process over the window, % of one core,"
-echo "fsync work included; fsync_% = the part of it in fsauditd's io_uring workers (the kernel running its fsyncs);"
+echo "window ${WINDOW}s after ${SETTLE}s settle; cpu_% = user+system of the process and its child processes over the"
+echo "window, % of one core, fsync work included; child_% = the part in its children (fsaudit-sampler, where each"
+echo "sample's write+fsync and the probe-file fills run, and fsaudit-statfs); fsync_% = the part in io_uring workers;"
 echo "fsyncs = write+fsync operations fsauditd issued in the window (fsaudit_latency_fsyncs_total)."
 echo "rows '(n_e)' are prometheus-node-exporter in the same run; ratios are fsauditd / node_exporter."
 [ "$LATENCY" = 1 ] || echo "latency sampler disabled (LATENCY=0): no fsync is issued by fsauditd in this run."
