@@ -94,7 +94,14 @@ struct JobSelf {
   std::uint64_t seq = 0;
   std::string last_reason;
   bool last_ok = true;
-  std::string published;  // what its self series last said: an unchanged state is not published again
+  // What its self series last said: an unchanged state is not published again.
+  struct Said {
+    bool failed = false, stuck = false;
+    std::optional<bool> applicable;  // the fsaudit_probe_applicable series, where there is one
+    std::string reason;              // fsaudit_probe_failure_info's, while failing
+    bool operator==(const Said&) const = default;
+  };
+  std::optional<Said> published;
 };
 
 // A probe type's totals: published at most once a second while runs keep finishing (a cycle of a
@@ -347,27 +354,27 @@ void Daemon::on_outcome(const JobOutcome& o) {
   // failed run publishes what it still could.
   if (o.timed_out || o.late_finish) store_->remove(key);
   else store_->publish(key, o.result.metrics);
-  const bool applicable_series = o.spec.target.is_host() || o.result.outcome == Outcome::not_applicable;
-  std::string state = std::string(failed ? "F" : "o") + (applicable_series ? (o.result.outcome == Outcome::not_applicable ? "n" : "a") : "-") +
-                      (o.stuck ? "s" : "-") + (failed ? o.result.reason.substr(0, 400) : std::string());
-  if (state == s.published) return;
-  s.published = std::move(state);
+  JobSelf::Said said{failed, o.stuck, std::nullopt, failed ? o.result.reason.substr(0, 400) : std::string()};
+  // Per-target probes only run where they apply; "nothing to do" is worth a series only for host-wide
+  // probes (no ZFS on this host) or when a per-target run says so.
+  if (o.spec.target.is_host() || o.result.outcome == Outcome::not_applicable)
+    said.applicable = o.result.outcome != Outcome::not_applicable;
+  if (s.published == said) return;
+  s.published = said;  // the batch below is built from it alone
   metrics::Labels l{{"probe", probe}, {"target", target}};
   metrics::Batch b;
   b.gauge("fsaudit_probe_success",
           "1 if the last run of the probe on the target succeeded (or had nothing to do), 0 if it failed.", l,
-          failed ? 0 : 1);
-  // Per-target probes only run where they apply; "nothing to do" is worth a series only for host-wide
-  // probes (no ZFS on this host) or when a per-target run says so.
-  if (applicable_series)
+          said.failed ? 0 : 1);
+  if (said.applicable)
     b.gauge("fsaudit_probe_applicable", "0 if the probe found nothing to do on this target (e.g. no ZFS pools).", l,
-            o.result.outcome == Outcome::not_applicable ? 0 : 1);
-  if (o.stuck)
+            *said.applicable ? 1 : 0);
+  if (said.stuck)
     b.gauge("fsaudit_probe_stuck",
             "1 while a run is past its timeout and has not returned (e.g. a hung statfs); absent otherwise.", l, 1);
-  if (failed) {
+  if (said.failed) {
     auto li = l;
-    li["reason"] = o.result.reason.substr(0, 400);
+    li["reason"] = said.reason;
     b.info("fsaudit_probe_failure_info", "Why the probe's last run failed (value 1; present only while failing).", li);
   }
   store_->publish("self\x1f" + key, b);

@@ -136,14 +136,15 @@ std::string serialize(const Batch& batch) {
 void Store::drop_key_locked(const std::string& key) {
   auto it = key_families_.find(key);
   if (it == key_families_.end()) return;
-  const std::string_view k = it->first;
-  for (const auto name : it->second) {
-    auto f = families_.find(name);
-    if (f == families_.end()) continue;
-    f->second.by_key.erase(k);
-    if (f->second.by_key.empty()) families_.erase(f);  // `name` dangles from here on: not used again
-  }
+  for (const auto name : it->second) drop_entry_locked(name, it->first);  // `name` may dangle afterwards
   key_families_.erase(it);
+}
+
+void Store::drop_entry_locked(std::string_view family, std::string_view key) {
+  auto f = families_.find(family);
+  if (f == families_.end()) return;
+  f->second.by_key.erase(key);
+  if (f->second.by_key.empty()) families_.erase(f);
 }
 
 std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& families, bool with_heads) {
@@ -233,13 +234,8 @@ void Store::publish(const std::string& key, const Batch& batch) {
     ++hint;  // the next piece is most likely the next family of the same part
   }
   for (const auto& g : groups) add(*g.front(), g.data() + 1, g.size() - 1);
-  for (const auto name : old_names) {
-    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
-    auto f = families_.find(name);
-    if (f == families_.end()) continue;
-    f->second.by_key.erase(k);
-    if (f->second.by_key.empty()) families_.erase(f);
-  }
+  for (const auto name : old_names)
+    if (std::find(names.begin(), names.end(), name) == names.end()) drop_entry_locked(name, k);
   if (!names.empty()) kf->second = std::move(names);
   else key_families_.erase(kf);  // no family lists `k` any more
   if (!texts.empty()) part_texts_[key] = std::move(texts);

@@ -56,6 +56,8 @@ class Store {
   using PartTexts = std::map<std::string, PartText>;
   static std::vector<Piece> render(const std::vector<MetricFamily>& families, bool with_heads = true);
   void drop_key_locked(const std::string& key);
+  // Removes `key`'s lines from `family`, and the family once no key has lines in it.
+  void drop_entry_locked(std::string_view family, std::string_view key);
 
   mutable std::mutex mu_;
   std::map<std::string, Family, std::less<>> families_;  // by family name: the exposition order
