@@ -163,6 +163,7 @@ SteadyTime Scheduler::tick() {
       due_.pop();
       ++j->due_gen;  // dispatched: no entry stands for it until it finishes
       j->running = true;
+      ++runs_in_flight_;
       j->started = false;
       j->stop = std::make_shared<std::stop_source>();
       j->waiting_this = std::exchange(j->waiting_next, {});
@@ -216,6 +217,7 @@ void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
     std::lock_guard l(mu_);
     if (j->removed) {  // dropped by a reload while it waited in the queue
       j->running = false;
+      --runs_in_flight_;
       return;
     }
     j->started = true;
@@ -250,6 +252,7 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
     if (was_stuck && !removed) --stuck_count_;
     double took = std::chrono::duration<double>(end - j->started_at).count();
     j->running = false;
+    --runs_in_flight_;
     j->started = false;
     j->stuck = false;
     j->stop.reset();
@@ -326,11 +329,10 @@ void Scheduler::cancel_all() {
     if (j->stop) j->stop->request_stop();
 }
 
+// Counted, not looked up in jobs_: a run whose job a reload removed is still in flight until it returns.
 std::size_t Scheduler::in_flight() const {
   std::lock_guard l(mu_);
-  std::size_t n = 0;
-  for (auto& [k, j] : jobs_) n += j->running ? 1 : 0;
-  return n + static_cast<std::size_t>(delivering_);
+  return runs_in_flight_ + static_cast<std::size_t>(delivering_);
 }
 
 bool Scheduler::first_cycle_done() const { return first_runs_pending().empty(); }

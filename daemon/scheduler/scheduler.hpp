@@ -159,6 +159,7 @@ class Scheduler {
   std::uint64_t seq_ = 0;
   SteadyTime planned_wake_ = SteadyTime::max();  // what the last tick() returned: the caller sleeps until then
   std::atomic<bool> wake_early_{false};
+  std::size_t runs_in_flight_ = 0;  // dispatched and not returned, also of jobs a reload removed since
   int delivering_ = 0;  // finished runs whose outcome is still being delivered (in_flight() counts them)
   int stuck_count_ = 0, reported_stuck_ = -1;  // stuck jobs in jobs_; the count last given to the executor
   std::mt19937_64 rng_;
