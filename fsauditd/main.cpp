@@ -4,6 +4,7 @@
 #include <string>
 
 #include "daemon/app/daemon.hpp"
+#include "daemon/core/pipe_child.hpp"
 #include "fsauditd/probes.hpp"
 #include "probes/canary/cli.hpp"
 
@@ -23,6 +24,7 @@ void usage(std::ostream& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsaudit::helper_entry(argc, argv);  // a statfs helper or latency sampler started by this daemon: runs it
   fsaudit::app::Options opts;
   if (argc >= 2 && std::string(argv[1]) == "canary") {
     return fsaudit::canary::canary_cli(argc - 1, argv + 1);

@@ -15,6 +15,7 @@
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/core/pipe_child.hpp"
 #include "daemon/core/trust.hpp"
 #include "daemon/dbus/service.hpp"
 #include "daemon/http/server.hpp"
@@ -595,9 +596,17 @@ int Daemon::run(bool once) {
   auto last_watchdog = SteadyTime{};
   auto started = last_status;
   auto last_pending_log = started;
+  bool helper_fork_logged = false;
   while (true) {
     SteadyTime next = scheduler_->tick();
     flush_probe_totals();
+    if (!helper_fork_logged) {
+      if (auto why = helper_exec_failure(); !why.empty()) {
+        // They still work; forked, each keeps its own copy of every daemon page written after its fork.
+        spdlog::warn("helper processes are forked without exec from now on ({})", why);
+        helper_fork_logged = true;
+      }
+    }
     if (!ready && std::chrono::steady_clock::now() - last_pending_log > 5s) {
       // Why READY is late, for whoever waits on `systemctl start`.
       auto pending = scheduler_->first_runs_pending();

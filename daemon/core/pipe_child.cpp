@@ -3,11 +3,15 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 namespace fsaudit {
@@ -38,49 +42,172 @@ bool read_all(int fd, void* p, std::size_t n) {
 
 namespace {
 
-[[noreturn]] void become_child(int request, int reply, const char* name, void (*child_main)()) {
-  // Two descriptors above every one in use, then 3 and 4: nothing else stays open (an orphaned helper
-  // must not keep the daemon's listening socket, so a restarted daemon can bind its port).
+constexpr const char* kHelperFlag = "--fsaudit-helper";
+
+// Filled by static initialisers before main(): a plain array, so no initialisation order to get wrong.
+struct Helper {
+  const char* name;
+  void (*main)();
+};
+constexpr int kMaxHelpers = 8;
+Helper g_helpers[kMaxHelpers];
+int g_helper_count = 0;
+
+const Helper* find_helper(std::string_view name) {
+  for (int i = 0; i < g_helper_count; ++i)
+    if (name == g_helpers[i].name) return &g_helpers[i];
+  return nullptr;
+}
+
+std::atomic<bool> g_exec{false};
+bool g_entered = false;  // helper_entry() ran: this program can be a helper
+std::mutex g_mu;  // g_exe, g_failure
+std::string g_exe = "/proc/self/exe";
+std::string g_failure;
+
+// Everything between fork and exec (or child_main) is a system call: another daemon thread may have
+// held a lock (malloc's, a sanitizer's) at the fork, and only exec leaves it behind.
+[[noreturn]] void become_child(int request, int reply, int exec_error, const char* name, const char* exe,
+                               char* const* argv, void (*child_main)()) {
+  // Above every descriptor in use, then 3, 4 (and 5, closed by a successful exec): nothing else stays
+  // open (an orphaned helper must not keep the daemon's listening socket, so a restarted daemon can
+  // bind its port).
   int in = ::fcntl(request, F_DUPFD, 10), out = ::fcntl(reply, F_DUPFD, 10);
+  int err = exe ? ::fcntl(exec_error, F_DUPFD, 10) : -1;
   if (in < 0 || out < 0 || ::dup2(in, 3) != 3 || ::dup2(out, 4) != 4) ::_exit(127);
-  if (::close_range(5, ~0U, 0) != 0)
-    for (int fd = 5; fd < 65536; ++fd) ::close(fd);
+  if (exe && (err < 0 || ::dup3(err, 5, O_CLOEXEC) != 5)) ::_exit(127);
+  const unsigned first_closed = exe ? 6 : 5;
+  if (::close_range(first_closed, ~0U, 0) != 0)
+    for (int fd = static_cast<int>(first_closed); fd < 65536; ++fd) ::close(fd);
   ::prctl(PR_SET_NAME, name, 0, 0, 0);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int s : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(s, &dfl, nullptr);
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ign, nullptr);
+  ::sigaction(SIGPIPE, &ign, nullptr);  // kept across exec
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (exe) {
+    ::execv(exe, argv);
+    int e = errno;
+    (void)!::write(5, &e, sizeof e);
+    ::_exit(127);
+  }
   child_main();
   ::_exit(0);
 }
 
-}  // namespace
+void close_pair(int p[2]) {
+  if (p[0] >= 0) ::close(p[0]);
+  if (p[1] >= 0) ::close(p[1]);
+}
 
-Result<PipeChild> fork_pipe_child(const char* name, void (*child_main)()) {
-  int req[2], rep[2];
-  if (::pipe2(req, O_CLOEXEC) != 0) return err(std::string("pipe: ") + std::strerror(errno));
-  if (::pipe2(rep, O_CLOEXEC) != 0) {
+Result<PipeChild> start(const char* name, void (*child_main)(), bool exec) {
+  std::string exe;
+  if (exec) {
+    std::lock_guard l(g_mu);
+    exe = g_exe;
+  }
+  int req[2] = {-1, -1}, rep[2] = {-1, -1}, xe[2] = {-1, -1};
+  if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0 || (exec && ::pipe2(xe, O_CLOEXEC) != 0)) {
     int e = errno;
-    ::close(req[0]);
-    ::close(req[1]);
+    close_pair(req);
+    close_pair(rep);
+    close_pair(xe);
     return err(std::string("pipe: ") + std::strerror(e));
   }
+  std::string arg0 = name, flag = kHelperFlag, arg2 = name;
+  char* argv[] = {arg0.data(), flag.data(), arg2.data(), nullptr};
   pid_t pid = ::fork();
-  if (pid == 0) become_child(req[0], rep[1], name, child_main);
+  if (pid == 0) become_child(req[0], rep[1], xe[1], name, exec ? exe.c_str() : nullptr, argv, child_main);
   int e = errno;
   ::close(req[0]);
   ::close(rep[1]);
+  if (xe[1] >= 0) ::close(xe[1]);
   if (pid < 0) {
     ::close(req[1]);
     ::close(rep[0]);
+    if (xe[0] >= 0) ::close(xe[0]);
     return err(std::string("fork: ") + std::strerror(e));
   }
+  if (exec) {
+    // EOF: the exec worked (the descriptor closed with it); an errno: it did not, and the child ended.
+    int exec_errno = 0;
+    ssize_t n;
+    do n = ::read(xe[0], &exec_errno, sizeof exec_errno);
+    while (n < 0 && errno == EINTR);
+    ::close(xe[0]);
+    if (n != 0) {
+      ::close(req[1]);
+      ::close(rep[0]);
+      int st = 0;
+      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      std::string why = "exec of " + exe + ": " +
+                        (n == static_cast<ssize_t>(sizeof exec_errno) ? std::strerror(exec_errno) : "no answer");
+      return err(std::move(why));
+    }
+  }
   return PipeChild{pid, req[1], rep[0]};
+}
+
+}  // namespace
+
+HelperRegistration::HelperRegistration(const char* name, void (*child_main)()) {
+  if (find_helper(name)) return;
+  if (g_helper_count >= kMaxHelpers) {
+    std::fprintf(stderr, "fsaudit: more than %d helper kinds registered; '%s' forks without exec\n", kMaxHelpers,
+                 name);
+    return;
+  }
+  g_helpers[g_helper_count++] = {name, child_main};
+}
+
+void helper_entry(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == kHelperFlag) {
+    const Helper* h = argc == 3 ? find_helper(argv[2]) : nullptr;
+    struct stat in {}, out {};
+    if (!h || ::fstat(3, &in) != 0 || ::fstat(4, &out) != 0 || !S_ISFIFO(in.st_mode) || !S_ISFIFO(out.st_mode)) {
+      std::fprintf(stderr, "%s: %s is started by fsauditd itself, with its pipes on fds 3 and 4\n", argv[0],
+                   kHelperFlag);
+      ::_exit(2);
+    }
+    ::prctl(PR_SET_NAME, h->name, 0, 0, 0);  // an exec named it after the file, "exe"
+    h->main();
+    ::_exit(0);
+  }
+  std::lock_guard l(g_mu);
+  g_entered = true;
+  g_exec = !g_exe.empty();
+}
+
+void set_helper_executable(std::optional<std::string> path) {
+  std::lock_guard l(g_mu);
+  g_exe = path.value_or("/proc/self/exe");
+  g_failure.clear();
+  g_exec = g_entered && !g_exe.empty();
+}
+
+bool helpers_exec() { return g_exec; }
+
+std::string helper_exec_failure() {
+  std::lock_guard l(g_mu);
+  return g_failure;
+}
+
+Result<PipeChild> start_pipe_child(const char* name, void (*child_main)()) {
+  const Helper* h = find_helper(name);
+  if (g_exec && h && h->main == child_main) {
+    auto made = start(name, child_main, true);
+    if (made || made.error().rfind("exec of ", 0) != 0) return made;
+    // Exec does not work here (no /proc, a sandbox): fork from now on, and say why once.
+    std::lock_guard l(g_mu);
+    g_failure = made.error();
+    g_exec = false;
+  }
+  return start(name, child_main, false);
 }
 
 void close_pipe_child(const PipeChild& c, bool kill) {

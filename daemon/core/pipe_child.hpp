@@ -1,12 +1,20 @@
 #pragma once
-// Helper processes forked (without exec) from the multi-threaded daemon, each talking over two pipes:
-// requests in, answers out. They hold calls that can wait in the kernel forever (statvfs, write+fsync
-// on a hung filesystem): a daemon thread blocked there keeps the daemon from being reaped after it
-// exits, a thread waiting for a helper in poll(2) or read(2) does not. Used by the statfs helpers
+// Helper processes of the multi-threaded daemon, each talking over two pipes: requests in, answers
+// out. They hold calls that can wait in the kernel forever (statvfs, write+fsync on a hung
+// filesystem): a daemon thread blocked there keeps the daemon from being reaped after it exits, a
+// thread waiting for a helper in poll(2) or read(2) does not. Used by the statfs helpers
 // (probes/capacity) and the latency sampler processes (probes/latency).
+//
+// A helper is the same binary started again (exec of /proc/self/exe, so a package upgrade that
+// replaced the file on disk still starts the running version): it holds its own small heap, not a
+// copy-on-write image of the daemon's (a forked child keeps every page of the daemon's arenas it
+// touches), and it starts with clean locks. A program opts in by calling helper_entry() first thing
+// in main(); one that does not (a test program) forks its helpers without exec.
 #include <sys/types.h>
 
 #include <cstddef>
+#include <optional>
+#include <string>
 
 #include "daemon/core/result.hpp"
 
@@ -18,11 +26,31 @@ struct PipeChild {
   int reply = -1;    // read end: answers
 };
 
-// Forks a child that runs child_main() with only fd 3 (its requests) and fd 4 (its answers) open,
-// named `name` (prctl), the daemon's stop signals back to their default and unblocked (systemd's stop
-// of the unit ends an idle helper), SIGPIPE ignored (a write to a daemon that is gone is EPIPE).
-// Between fork and child_main only system calls run: another daemon thread may have held a lock.
-Result<PipeChild> fork_pipe_child(const char* name, void (*child_main)());
+// Names a helper's main function, so that an exec'd copy of this program can find it. Declare one as
+// a namespace-scope static next to the function (the name is also the process name shown by ps).
+struct HelperRegistration {
+  HelperRegistration(const char* name, void (*child_main)());
+};
+
+// First thing in main(): when argv is a helper's (the exec below), runs that helper and never
+// returns; otherwise returns, and helpers of this process start by exec from then on.
+void helper_entry(int argc, char** argv);
+
+// What helpers exec: /proc/self/exe unless set (tests point it elsewhere to see the fallback).
+// Empty turns exec off: helpers fork without exec. Exec needs helper_entry() in main() all the same.
+void set_helper_executable(std::optional<std::string> path);
+
+// Starts a helper running child_main() (registered under `name`) with only fd 3 (its requests) and
+// fd 4 (its answers) open, named `name`, the daemon's stop signals back to their default and
+// unblocked (systemd's stop of the unit ends an idle helper), SIGPIPE ignored (a write to a daemon
+// that is gone is EPIPE). By exec when helper_entry() was called and the exec works, else forked:
+// then between fork and child_main only system calls run (another daemon thread may hold a lock).
+Result<PipeChild> start_pipe_child(const char* name, void (*child_main)());
+
+// Whether helpers start by exec now; false before helper_entry(), or after an exec failed (then the
+// reason is in helper_exec_failure() and helpers fork without exec from then on).
+bool helpers_exec();
+std::string helper_exec_failure();
 
 // Closes both pipe ends (an idle child reads EOF and ends), after SIGKILL when `kill`.
 void close_pipe_child(const PipeChild& c, bool kill);

@@ -17,8 +17,9 @@ struct Answer {
   struct statvfs st;
 };
 
-// The helper's whole life, in the forked child of a multi-threaded process: only system calls, no
-// allocation. Requests on fd 3 (u32 length + path), answers on fd 4; ends at EOF.
+// The helper's whole life: requests on fd 3 (u32 length + path), answers on fd 4; ends at EOF.
+// Only system calls, no allocation, so it also runs safely where it is forked without exec (a program
+// without helper_entry(), pipe_child.hpp).
 void helper_main() {
   static char path[PATH_MAX + 1];
   while (true) {
@@ -30,6 +31,8 @@ void helper_main() {
     if (!write_all(4, &a, sizeof a)) return;  // the daemon is gone (SIGPIPE is ignored: EPIPE)
   }
 }
+
+const HelperRegistration kStatfs{"fsaudit-statfs", helper_main};
 
 }  // namespace
 
@@ -56,7 +59,7 @@ void StatfsHelpers::reap_locked() {
   std::erase_if(ending_, [](const auto& e) { return reaped(e.first); });
 }
 
-Result<StatfsHelpers::Helper> StatfsHelpers::spawn() { return fork_pipe_child("fsaudit-statfs", helper_main); }
+Result<StatfsHelpers::Helper> StatfsHelpers::spawn() { return start_pipe_child("fsaudit-statfs", helper_main); }
 
 void StatfsHelpers::retire(Helper h, bool kill, const std::string& path) {
   close_pipe_child(h, kill);

@@ -80,9 +80,10 @@ SampleResult failed(std::string why) {
   return r;
 }
 
-// The child's whole life: requests on fd 3, answers on fd 4, ends at EOF. Forked from a
-// multi-threaded daemon without exec: it runs sample_stack(), which allocates (glibc's fork leaves
-// malloc usable in the child) and takes no lock another daemon thread could have held.
+// The child's whole life: requests on fd 3, answers on fd 4, ends at EOF. Normally an exec'd copy of
+// fsauditd (pipe_child.hpp); in a program without helper_entry() a fork without exec, where it still
+// works because sample_stack() only allocates (glibc's fork leaves malloc usable in the child) and
+// takes no lock another thread could have held.
 void child_main() {
   std::string msg;
   while (receive_message(3, msg)) {
@@ -97,6 +98,8 @@ void child_main() {
     if (!send_message(4, encode_result(r))) return;  // the daemon is gone
   }
 }
+
+const HelperRegistration kSampler{"fsaudit-sampler", child_main};
 
 }  // namespace
 
@@ -213,7 +216,7 @@ SampleResult SamplerChildren::sample(const std::filesystem::path& mountpoint, co
       }
     }
     if (!c) {
-      auto made = fork_pipe_child("fsaudit-sampler", child_main);
+      auto made = start_pipe_child("fsaudit-sampler", child_main);
       if (!made) return failed("cannot start a sampler process: " + made.error());
       c = *made;
     }

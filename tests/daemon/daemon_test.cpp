@@ -227,6 +227,19 @@ TEST(Daemon, CheckConfigExitCodes) {
   EXPECT_EQ(shipped.exit_code, 0) << shipped.err;
 }
 
+// The helper flag is for fsauditd's own helpers (started with their pipes on fds 3 and 4): typed by
+// hand, or naming no helper, it says so and exits 2 rather than starting a daemon or hanging.
+TEST(Daemon, HelperFlagByHandIsRefused) {
+  for (auto args : {std::vector<std::string>{"--fsaudit-helper", "fsaudit-statfs"},
+                    std::vector<std::string>{"--fsaudit-helper", "no-such-helper"},
+                    std::vector<std::string>{"--fsaudit-helper"}}) {
+    args.insert(args.begin(), fsauditd_binary());
+    auto r = run(args, 30);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << " " << (args.size() > 2 ? args[2] : "") << ": " << r.err;
+    EXPECT_NE(r.err.find("started by fsauditd itself"), std::string::npos) << r.err;
+  }
+}
+
 // `tools:` names binaries fsauditd runs: a config others can change is refused (like sshd's
 // StrictModes), with the file, its owner and mode and the fix; --check-config says the same.
 TEST(Daemon, RefusesAConfigOthersCanWrite) {

@@ -3,6 +3,8 @@
 // faults_lab_test.cpp.
 #include "probes/capacity/statfs_helper.hpp"
 
+#include "daemon/core/pipe_child.hpp"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,7 +14,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <vector>
 
 namespace fsaudit::capacity {
 namespace {
@@ -93,6 +97,89 @@ TEST(StatfsHelpers, AHelperKilledFromOutsideIsReplacedAndReaped) {
   auto now = helper_pids();
   ASSERT_EQ(now.size(), 1u) << "the killed helper was not reaped";
   EXPECT_NE(now[0], pids[0]);
+}
+
+std::string exe_of(int pid) {
+  std::error_code ec;
+  return fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string();
+}
+
+std::string cmdline_of(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (auto& c : s)
+    if (c == '\0') c = ' ';
+  return s;
+}
+
+// Private (not shared with the parent) resident memory of a process, from smaps_rollup.
+long private_kib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string line;
+  long sum = 0;
+  while (std::getline(in, line)) {
+    long v = 0;
+    if (std::sscanf(line.c_str(), "Private_Clean: %ld kB", &v) == 1 || std::sscanf(line.c_str(), "Private_Dirty: %ld kB", &v) == 1)
+      sum += v;
+  }
+  return sum;
+}
+
+// The test program's main() calls helper_entry(), as fsauditd's does: a helper is this program
+// started again with the helper flag, not a fork holding a copy of the parent's memory.
+TEST(StatfsHelpers, AHelperIsThisProgramExecdNotAFork) {
+  ASSERT_TRUE(helpers_exec()) << helper_exec_failure();
+  // The parent holds 64 MiB of touched heap: a forked child would share it copy-on-write and count it
+  // as private once either side writes; an exec'd one never maps it.
+  std::vector<char> ballast(64 << 20, 1);
+  StatfsHelpers h;
+  Call call(h);
+  struct statvfs s {};
+  ASSERT_TRUE(call("/", &s));
+  auto pids = helper_pids();
+  ASSERT_EQ(pids.size(), 1u);
+  EXPECT_EQ(exe_of(pids[0]), exe_of(::getpid()));
+  EXPECT_NE(cmdline_of(pids[0]).find("--fsaudit-helper fsaudit-statfs"), std::string::npos) << cmdline_of(pids[0]);
+  std::fill(ballast.begin(), ballast.end(), 2);  // parent writes: a fork's shared pages would split now
+  const long kib = private_kib(pids[0]);
+  ASSERT_GT(kib, 0) << "no smaps_rollup";
+  std::printf("helper private memory: %ld KiB (parent: %ld KiB)\n", kib, private_kib(::getpid()));
+  EXPECT_LT(kib, 16 * 1024) << "the helper holds the parent's memory";
+  EXPECT_GT(ballast[12345], 0);
+}
+
+// Where exec does not work (no /proc in a sandbox, a removed binary) helpers fork without exec, and
+// the reason is kept; an empty executable turns exec off on purpose. Either way statfs answers.
+TEST(StatfsHelpers, ExecFailureFallsBackToForkWithItsReason) {
+  struct Restore {
+    ~Restore() { set_helper_executable(std::nullopt); }
+  } restore;
+  set_helper_executable("/nonexistent/fsauditd");
+  ASSERT_TRUE(helpers_exec());
+  {
+    StatfsHelpers h;
+    Call call(h);
+    struct statvfs s {};
+    auto r = call("/", &s);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(*r, 0);
+    EXPECT_FALSE(helpers_exec());
+    EXPECT_NE(helper_exec_failure().find("/nonexistent/fsauditd"), std::string::npos) << helper_exec_failure();
+    auto pids = helper_pids();
+    ASSERT_EQ(pids.size(), 1u);
+    EXPECT_EQ(cmdline_of(pids[0]).find("--fsaudit-helper"), std::string::npos) << cmdline_of(pids[0]);
+  }
+  EXPECT_TRUE(helper_pids().empty());
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);  // the child whose exec failed was reaped too
+  set_helper_executable("");
+  EXPECT_FALSE(helpers_exec());
+  StatfsHelpers h;
+  Call call(h);
+  struct statvfs s {};
+  auto r = call("/", &s);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(*r, 0);
+  EXPECT_EQ(helper_exec_failure(), "");
 }
 
 TEST(StatfsHelpers, NothingLeftAfterDestruction) {
