@@ -210,6 +210,32 @@ Result<PipeChild> start_pipe_child(const char* name, void (*child_main)()) {
   return start(name, child_main, false);
 }
 
+std::optional<PipeChild> IdleChildren::take() {
+  if (idle_.empty()) return std::nullopt;
+  PipeChild c = idle_.back().child;
+  idle_.pop_back();
+  return c;
+}
+
+void IdleChildren::put(const PipeChild& c, Time now, std::vector<pid_t>& ended) {
+  idle_.push_back({c, now});
+  while (idle_.size() > max_idle_ || (idle_.size() > 1 && now - idle_.front().since > max_unused_)) {
+    close_pipe_child(idle_.front().child, false);
+    ended.push_back(idle_.front().child.pid);
+    idle_.pop_front();
+  }
+}
+
+std::vector<pid_t> IdleChildren::end_all() {
+  std::vector<pid_t> ended;
+  for (const auto& i : idle_) {
+    close_pipe_child(i.child, false);
+    ended.push_back(i.child.pid);
+  }
+  idle_.clear();
+  return ended;
+}
+
 void close_pipe_child(const PipeChild& c, bool kill) {
   if (kill) ::kill(c.pid, SIGKILL);
   ::close(c.request);

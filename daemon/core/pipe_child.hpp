@@ -12,9 +12,12 @@
 // in main(); one that does not (a test program) forks its helpers without exec.
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
+#include <deque>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/core/result.hpp"
 
@@ -54,6 +57,31 @@ std::string helper_exec_failure();
 
 // Closes both pipe ends (an idle child reads EOF and ends), after SIGKILL when `kill`.
 void close_pipe_child(const PipeChild& c, bool kill);
+
+// The idle helpers of one kind, for its pool (which locks around every call). A call reuses the one
+// used last; one left unused for `max_unused` is told to end (EOF) when another comes back, except
+// the last idle one, and never more than `max_idle` wait: a burst of parallel calls (first fills,
+// a start-up) leaves behind only the helpers that steady use needs, each a process and its memory.
+class IdleChildren {
+ public:
+  using Time = std::chrono::steady_clock::time_point;
+  IdleChildren(std::size_t max_idle, std::chrono::seconds max_unused) : max_idle_(max_idle), max_unused_(max_unused) {}
+  std::optional<PipeChild> take();
+  // Back into the pool at `now`; the pids of helpers told to end go to `ended` (for the caller to reap).
+  void put(const PipeChild& c, Time now, std::vector<pid_t>& ended);
+  // Every idle helper, told to end.
+  std::vector<pid_t> end_all();
+  std::size_t size() const { return idle_.size(); }
+
+ private:
+  struct Idle {
+    PipeChild child;
+    Time since;
+  };
+  std::size_t max_idle_;
+  std::chrono::seconds max_unused_;
+  std::deque<Idle> idle_;  // least recently used first
+};
 
 // waitpid(WNOHANG): true when `pid` is reaped now, or is not our child (any more).
 bool reaped(pid_t pid);

@@ -38,11 +38,7 @@ const HelperRegistration kStatfs{"fsaudit-statfs", helper_main};
 
 StatfsHelpers::~StatfsHelpers() {
   std::lock_guard l(mu_);
-  for (auto& h : idle_) {
-    close_pipe_child(h, false);  // EOF: the helper ends
-    ending_[h.pid] = "";
-  }
-  idle_.clear();
+  for (pid_t pid : idle_.end_all()) ending_[pid] = "";  // EOF: the helper ends
   // Idle helpers end at once; a killed one stuck in the kernel is left to init rather than waited for.
   for (int i = 0; i < 20 && !ending_.empty(); ++i) {
     reap_locked();
@@ -93,10 +89,7 @@ Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out,
           return err("another statvfs of this path has been blocked for " +
                      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - b.since).count()) +
                      " s (helper pid " + std::to_string(pid) + ")");
-      if (!idle_.empty()) {
-        h = idle_.back();
-        idle_.pop_back();
-      }
+      if (auto idle = idle_.take()) h = *idle;
     }
     if (h.pid < 0) {
       auto s = spawn();
@@ -144,12 +137,9 @@ Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out,
     {
       std::lock_guard l(mu_);
       busy_.erase(h.pid);
-      if (idle_.size() < kMaxIdle) {
-        idle_.push_back(h);
-      } else {  // more helpers than calls in flight now: end this one (EOF on its requests)
-        close_pipe_child(h, false);
-        ending_[h.pid] = "";
-      }
+      std::vector<pid_t> ended;
+      idle_.put(h, std::chrono::steady_clock::now(), ended);
+      for (pid_t pid : ended) ending_[pid] = "";
     }
     if (a.err == 0) *out = a.st;
     return static_cast<int>(a.err);

@@ -5,9 +5,9 @@
 // stuck thread. Done in a helper process, the daemon's own thread only waits in poll(2), which exit and
 // SIGKILL interrupt; the stuck call belongs to a process the daemon can leave behind.
 //
-// Helpers are forked once and reused (a request is two pipe round trips, not a fork). A call takes an
-// idle helper, or forks one when all are busy, so there is never more than one helper per call in
-// flight; a call that hangs keeps its helper, and its caller (the scheduler does not start that
+// Helpers are started once and reused (a request is two pipe round trips, not a new process). A call
+// takes an idle helper, or starts one when all are busy, so there is never more than one helper per
+// call in flight (one unused for a minute ends, see IdleChildren); a call that hangs keeps its helper, and its caller (the scheduler does not start that
 // target again while the run is stuck) keeps waiting, so a hung filesystem holds one helper and one
 // waiting thread however long it hangs.
 #include <sys/statvfs.h>
@@ -59,9 +59,8 @@ class StatfsHelpers {
   void retire(Helper h, bool kill, const std::string& path);  // closes its pipes; reaped now or later
   void reap_locked();
 
-  static constexpr std::size_t kMaxIdle = 4;
   mutable std::mutex mu_;
-  std::vector<Helper> idle_;
+  IdleChildren idle_{4, std::chrono::seconds(60)};
   std::map<pid_t, std::string> ending_;  // told to end (or killed), not yet reaped -> path it was on
   std::map<pid_t, Busy> busy_;
 };

@@ -167,11 +167,7 @@ std::optional<SampleResult> decode_result(std::string_view bytes) {
 
 SamplerChildren::~SamplerChildren() {
   std::lock_guard l(mu_);
-  for (auto& c : idle_) {
-    close_pipe_child(c, false);  // EOF: the child ends
-    ending_.push_back(c.pid);
-  }
-  idle_.clear();
+  for (pid_t pid : idle_.end_all()) ending_.push_back(pid);  // EOF: the child ends
   // Idle children end at once; a busy one stuck in the kernel is left to init rather than waited for.
   for (int i = 0; i < 20 && !ending_.empty(); ++i) {
     reap_locked();
@@ -210,10 +206,7 @@ SampleResult SamplerChildren::sample(const std::filesystem::path& mountpoint, co
     {
       std::lock_guard l(mu_);
       reap_locked();
-      if (!idle_.empty()) {
-        c = idle_.back();
-        idle_.pop_back();
-      }
+      c = idle_.take();
     }
     if (!c) {
       auto made = start_pipe_child("fsaudit-sampler", child_main);
@@ -239,12 +232,7 @@ SampleResult SamplerChildren::sample(const std::filesystem::path& mountpoint, co
     {
       std::lock_guard l(mu_);
       busy_.erase(c->pid);
-      if (idle_.size() < kMaxIdle) {
-        idle_.push_back(*c);
-      } else {  // more children than samples in flight now: end this one (EOF on its requests)
-        close_pipe_child(*c, false);
-        ending_.push_back(c->pid);
-      }
+      idle_.put(*c, std::chrono::steady_clock::now(), ending_);
     }
     auto r = decode_result(answer);
     if (!r) return failed("the sampler process answered something it cannot have sent");

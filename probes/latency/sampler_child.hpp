@@ -8,8 +8,9 @@
 // as the thread did (the measurement is the same code, the same clock), so it is still the stack's
 // fsync latency; only the request and the answer cross a pipe, outside the timed interval.
 //
-// Children are forked once and reused (a sample is one pipe round trip each way, not a fork). A call
-// takes an idle child or forks one, so there is at most one child per sample in flight; a sample that
+// Children are started once and reused (a sample is one pipe round trip each way, not a new process).
+// A call takes an idle child or starts one, so there is at most one child per sample in flight (a
+// child unused for a minute ends, see IdleChildren); a sample that
 // hangs keeps its child and its calling thread (the probe does not dispatch that stack again while it
 // is in flight, and shows it stuck), however long it hangs. When the filesystem answers, the answer
 // arrives, the stack records it and the child is idle again.
@@ -67,9 +68,8 @@ class SamplerChildren {
   void retire(Child c, bool kill);  // closes its pipes; reaped now or later
   void reap_locked();
 
-  static constexpr std::size_t kMaxIdle = 8;
   mutable std::mutex mu_;
-  std::vector<Child> idle_;
+  IdleChildren idle_{8, std::chrono::seconds(60)};
   std::map<pid_t, Child> busy_;
   std::vector<pid_t> ending_;  // told to end (EOF) or killed, not yet reaped
 };

@@ -5,6 +5,7 @@
 
 #include "daemon/core/pipe_child.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -180,6 +181,63 @@ TEST(StatfsHelpers, ExecFailureFallsBackToForkWithItsReason) {
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(*r, 0);
   EXPECT_EQ(helper_exec_failure(), "");
+}
+
+// The pool's bookkeeping on pipes alone (no process behind them: nothing is killed, EOF is seen on
+// the other end): reuse of the last one used, the end of ones a minute unused, the cap.
+TEST(IdleChildren, ReusesTheLastEndsTheUnusedKeepsOneAndTheCap) {
+  struct Pipes {
+    int req[2], rep[2];
+    PipeChild child(pid_t pid) { return PipeChild{pid, req[1], rep[0]}; }
+    // The "child" end sees EOF once the pool closed its request end.
+    bool ended() const {
+      char c;
+      return ::read(req[0], &c, 1) == 0;
+    }
+  };
+  std::vector<Pipes> p(6);
+  for (auto& x : p) ASSERT_TRUE(::pipe2(x.req, O_CLOEXEC | O_NONBLOCK) == 0 && ::pipe2(x.rep, O_CLOEXEC) == 0);
+  IdleChildren idle(4, std::chrono::seconds(60));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<pid_t> ended;
+  idle.put(p[0].child(100), t0, ended);
+  idle.put(p[1].child(101), t0 + std::chrono::seconds(10), ended);
+  EXPECT_TRUE(ended.empty());
+  auto c = idle.take();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->pid, 101);  // the one used last
+  idle.put(*c, t0 + std::chrono::seconds(20), ended);
+  // 100 has waited 61 s when the next one comes back: it ends, the others stay.
+  idle.put(p[2].child(102), t0 + std::chrono::seconds(61), ended);
+  EXPECT_EQ(ended, std::vector<pid_t>{100});
+  EXPECT_TRUE(p[0].ended());
+  EXPECT_FALSE(p[1].ended());
+  EXPECT_EQ(idle.size(), 2u);
+  // Long unused, but the last idle one is kept (the next call needs no new process).
+  ended.clear();
+  c = idle.take();
+  auto other = idle.take();
+  ASSERT_TRUE(c && other);
+  EXPECT_EQ(c->pid, 102);
+  close_pipe_child(*other, false);
+  idle.put(*c, t0 + std::chrono::seconds(500), ended);
+  EXPECT_TRUE(ended.empty());
+  // The cap: a fifth idle one ends the least recently used.
+  idle.put(p[3].child(103), t0 + std::chrono::seconds(501), ended);
+  idle.put(p[4].child(104), t0 + std::chrono::seconds(502), ended);
+  idle.put(p[5].child(105), t0 + std::chrono::seconds(503), ended);
+  EXPECT_TRUE(ended.empty());
+  EXPECT_EQ(idle.size(), 4u);
+  idle.put(PipeChild{106, ::dup(p[5].req[1]), ::dup(p[5].rep[0])}, t0 + std::chrono::seconds(504), ended);
+  EXPECT_EQ(ended, std::vector<pid_t>{c->pid});
+  EXPECT_EQ(idle.size(), 4u);
+  auto rest = idle.end_all();
+  EXPECT_EQ(rest, (std::vector<pid_t>{103, 104, 105, 106}));
+  EXPECT_EQ(idle.size(), 0u);
+  for (auto& x : p) {
+    ::close(x.req[0]);
+    ::close(x.rep[1]);
+  }
 }
 
 TEST(StatfsHelpers, NothingLeftAfterDestruction) {
