@@ -4,8 +4,9 @@
 # datasets. For each total size (cumulative: the filesystems of a size stay for the next) both
 # daemons start fresh with their default settings (fsauditd's latency sampler on), are scraped every
 # 15 s as Prometheus would, and after a settle time this prints over the window: CPU (user+system,
-# % of one core, fsauditd and its child processes together: the latency samples' write+fsync run in
-# fsaudit-sampler children) and, separately, the children's part and the part in io_uring workers,
+# % of one core, fsauditd and all its child processes together: the latency samples' write+fsync run in
+# fsaudit-sampler children, and the tools it runs (zpool, btrfs, xfs_spaceman) are children too) and,
+# separately, the children's part, the tools' part and the part in io_uring workers,
 # RSS (and the children's private memory), median scrape time, samples, and the ratios
 # fsauditd/node_exporter.
 #
@@ -125,6 +126,9 @@ grow_to() {  # total: about 1/5 ZFS datasets, 1/50 XFS, 1/50 btrfs, the rest ext
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# utime+stime of the children the process has reaped (cutime+cstime): the tools it ran (zpool, btrfs,
+# xfs_spaceman), helper processes that ended. Their CPU is fsauditd's cost as much as its own.
+reaped_ticks() { awk '{print $16 + $17}' "/proc/$1/stat"; }
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 scrape_times() { for _ in $(seq "$SCRAPES"); do curl -s -m 30 -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$1/metrics"; done | median; }
@@ -154,13 +158,20 @@ poll_children() {
     sleep 1
   done
 }
+# Ticks the live children used inside the window: last minus first sight (0 for those born in it);
+# one that ended in the window counts minus its first sight, because the reaped total (cutime) then
+# holds its whole life. $2: the children alive at the end.
+child_ticks() {
+  awk -v alive=" $2 " '$1 == "--" {b++; next} {if (!($1 in first)) first[$1] = (b == 0 ? $2 : 0); last[$1] = $2}
+       END {for (k in last) s += (index(alive, " " k " ") ? last[k] - first[k] : -first[k]); print s + 0}' "$1"
+}
 # Ticks those threads used inside the window: last minus first sight (0 for threads born in it).
 fsync_ticks() {
   awk '$1 == "--" {b++; next} {if (!($1 in first)) first[$1] = (b == 0 ? $2 : 0); last[$1] = $2}
        END {for (t in last) s += last[t] - first[t]; print s + 0}' "$1"
 }
 
-printf '%-6s %-8s %9s %9s %9s %9s %7s %10s %9s %9s %10s %9s\n' size targets "cpu_%" "child_%" "fsync_%" "cpu_ratio" fsyncs \
+printf '%-6s %-8s %9s %9s %9s %9s %9s %7s %10s %9s %9s %10s %9s\n' size targets "cpu_%" "child_%" "tools_%" "fsync_%" "cpu_ratio" fsyncs \
   "rss_KiB" rss_ratio "scrape_ms" scr_ratio samples >"$IMG/table"
 largest=$(tr ' ' '\n' <<<"$SIZES" | sort -n | tail -1)
 for size in $SIZES; do
@@ -184,16 +195,17 @@ CFG
   q0=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics" | metric fsaudit_latency_fsyncs_total) || q0=0
   poll_fsync_workers "$fpid" >"$IMG/fsync-workers-$size" & wpid=$!; PIDS+=("$wpid")
   poll_children "$fpid" >"$IMG/children-$size" & cpid=$!; PIDS+=("$cpid")
-  f0=$(cpu_ticks $fpid); n0=$(cpu_ticks $npid)
+  f0=$(cpu_ticks $fpid); n0=$(cpu_ticks $npid); r0=$(reaped_ticks $fpid)
   if [ "$PERF" = 1 ] && [ "$size" = "$largest" ] && command -v perf >/dev/null; then
     perf record -q -F 199 -g -o /var/tmp/fsaudit-scale-perf.data -p "$fpid" -- sleep "$WINDOW" >/dev/null 2>&1 || true
   else
     sleep "$WINDOW"
   fi
-  f1=$(cpu_ticks $fpid); n1=$(cpu_ticks $npid)
+  f1=$(cpu_ticks $fpid); n1=$(cpu_ticks $npid); r1=$(reaped_ticks $fpid)
+  alive=$(cat /proc/"$fpid"/task/*/children 2>/dev/null | tr '\n' ' ')
   stop_pid "$wpid"; stop_pid "$cpid"
   w=$(fsync_ticks "$IMG/fsync-workers-$size")
-  c=$(fsync_ticks "$IMG/children-$size")
+  c=$(child_ticks "$IMG/children-$size" "$alive")
   frss=$(rss $fpid); nrss=$(rss $npid)
   # The children's own pages (forked from fsauditd, they share the rest with it): Private_* of each.
   kuss=0
@@ -213,18 +225,22 @@ CFG
   for p in "$spid" "$fpid" "$npid"; do stop_pid "$p"; done
   PIDS=()
   awk -v s="$size" -v t="$targets" -v f="$((f1 - f0))" -v n="$((n1 - n0))" -v hz="$HZ" -v win="$WINDOW" -v w="$w" -v c="$c" \
+    -v r="$((r1 - r0))" \
     -v q="$(awk -v a="$q0" -v b="$q1" 'BEGIN {print b - a}')" \
     -v fr="$frss" -v nr="$nrss" -v fs="$fsec" -v ns="$nsec" -v fc="$fsamples" -v nc="$nsamples" 'BEGIN {
-    ccpu = 100 * c / hz / win; fcpu = 100 * f / hz / win + ccpu; ncpu = 100 * n / hz / win; wcpu = 100 * w / hz / win
-    printf "%-6s %-8s %9.3f %9.3f %9.3f %9s %7d %10d %9.2f %9.2f %10.2f %9d\n", s, t, fcpu, ccpu, wcpu,
+    ccpu = 100 * (c + r) / hz / win; tcpu = 100 * r / hz / win; fcpu = 100 * f / hz / win + ccpu
+    ncpu = 100 * n / hz / win; wcpu = 100 * w / hz / win
+    printf "%-6s %-8s %9.3f %9.3f %9.3f %9.3f %9s %7d %10d %9.2f %9.2f %10.2f %9d\n", s, t, fcpu, ccpu, tcpu, wcpu,
       (ncpu > 0 ? sprintf("%.2f", fcpu / ncpu) : "n/a"), q, fr, fr / nr, fs * 1000, fs / ns, fc
-    printf "%-6s %-8s %9.3f %9s %9s %9s %7s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", "", "", "", nr, "", ns * 1000, "", nc
+    printf "%-6s %-8s %9.3f %9s %9s %9s %9s %7s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", "", "", "", "", nr, "", ns * 1000, "", nc
   }' >>"$IMG/table"
   echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB, child processes' private memory ${kuss} KiB)" >&2
 done
-echo "window ${WINDOW}s after ${SETTLE}s settle; cpu_% = user+system of the process and its child processes over the"
-echo "window, % of one core, fsync work included; child_% = the part in its children (fsaudit-sampler, where each"
-echo "sample's write+fsync and the probe-file fills run, and fsaudit-statfs); fsync_% = the part in io_uring workers;"
+echo "window ${WINDOW}s after ${SETTLE}s settle; cpu_% = user+system of the process and all its child processes over"
+echo "the window, % of one core, fsync work included; child_% = the part in its children: the helpers (fsaudit-sampler,"
+echo "where each sample's write+fsync and the probe-file fills run, and fsaudit-statfs) and the tools it ran;"
+echo "tools_% = the part of child_% in children reaped in the window (the tools: zpool, btrfs, xfs_spaceman; helpers"
+echo "that ended); fsync_% = the part in io_uring workers;"
 echo "fsyncs = write+fsync operations fsauditd issued in the window (fsaudit_latency_fsyncs_total)."
 echo "rows '(n_e)' are prometheus-node-exporter in the same run; ratios are fsauditd / node_exporter."
 [ "$LATENCY" = 1 ] || echo "latency sampler disabled (LATENCY=0): no fsync is issued by fsauditd in this run."
