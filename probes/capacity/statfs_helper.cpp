@@ -12,29 +12,51 @@ namespace fsaudit::capacity {
 
 namespace {
 
-struct Answer {
+// Calls by number, filled by static initialisers before main() (a plain array: no order to get
+// wrong); 0 is statvfs.
+HelperCall g_calls[256];
+
+int statvfs_call(const char* path, void* out, std::size_t cap, std::size_t* n) {
+  if (cap < sizeof(struct statvfs)) return ERANGE;
+  if (::statvfs(path, static_cast<struct statvfs*>(out)) != 0) return errno;
+  *n = sizeof(struct statvfs);
+  return 0;
+}
+
+struct AnswerHead {
   std::int32_t err;
-  struct statvfs st;
+  std::uint32_t size;
 };
 
-// The helper's whole life: requests on fd 3 (u32 length + path), answers on fd 4; ends at EOF.
-// Only system calls, no allocation, so it also runs safely where it is forked without exec (a program
-// without helper_entry(), pipe_child.hpp).
+// The helper's whole life: requests on fd 3 (u32 path length, u8 call, the path), answers on fd 4
+// (i32 errno, u32 size, that many bytes); ends at EOF. Only system calls, no allocation, so it also
+// runs safely where it is forked without exec (a program without helper_entry(), pipe_child.hpp).
 void helper_main() {
   static char path[PATH_MAX + 1];
+  alignas(16) static unsigned char out[StatfsHelpers::kMaxAnswer];
   while (true) {
     std::uint32_t len = 0;
-    if (!read_all(3, &len, sizeof len) || len == 0 || len > PATH_MAX || !read_all(3, path, len)) return;
+    std::uint8_t op = 0;
+    if (!read_all(3, &len, sizeof len) || len == 0 || len > PATH_MAX || !read_all(3, &op, 1) || !read_all(3, path, len))
+      return;
     path[len] = '\0';
-    Answer a{};
-    a.err = ::statvfs(path, &a.st) == 0 ? 0 : errno;
-    if (!write_all(4, &a, sizeof a)) return;  // the daemon is gone (SIGPIPE is ignored: EPIPE)
+    std::size_t n = 0;
+    const HelperCall call = op == 0 ? statvfs_call : g_calls[op];
+    AnswerHead a{call ? call(path, out, sizeof out, &n) : ENOSYS, 0};
+    if (a.err != 0 || n > sizeof out) n = 0;
+    a.size = static_cast<std::uint32_t>(n);
+    // The daemon is gone (SIGPIPE is ignored: EPIPE)
+    if (!write_all(4, &a, sizeof a) || (n > 0 && !write_all(4, out, n))) return;
   }
 }
 
 const HelperRegistration kStatfs{"fsaudit-statfs", helper_main};
 
 }  // namespace
+
+HelperCallRegistration::HelperCallRegistration(std::uint8_t op, HelperCall fn) {
+  if (op != 0 && !g_calls[op]) g_calls[op] = fn;
+}
 
 StatfsHelpers::~StatfsHelpers() {
   std::lock_guard l(mu_);
@@ -72,6 +94,17 @@ StatfsHelpers& shared_statfs_helpers() {
 
 Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out, const std::stop_token& stop,
                                    const Clock& clock, SteadyTime deadline) {
+  auto r = call(0, path, stop, clock, deadline);
+  if (!r) return err(r.error());
+  if (r->err == 0) {
+    if (r->data.size() != sizeof(struct statvfs)) return err("the statfs helper answered with the wrong size");
+    std::memcpy(out, r->data.data(), sizeof(struct statvfs));
+  }
+  return r->err;
+}
+
+Result<CallAnswer> StatfsHelpers::call(std::uint8_t op, const std::string& path, const std::stop_token& stop,
+                                       const Clock& clock, SteadyTime deadline) {
   if (path.empty() || path.size() > PATH_MAX) return err("path too long for statvfs");
   // A helper that ended since its last answer shows only when written to: one retry with a fresh one.
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -81,12 +114,12 @@ Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out,
       std::lock_guard l(mu_);
       reap_locked();
       for (const auto& [pid, p] : ending_)
-        if (p == path) return err("an earlier statvfs of this path is still blocked in the kernel (helper pid " +
+        if (p == path) return err("an earlier call on this path is still blocked in the kernel (helper pid " +
                                   std::to_string(pid) + ")");
       const auto now = std::chrono::steady_clock::now();
       for (const auto& [pid, b] : busy_)
         if (b.path == path && now - b.since > kStillBlocked)
-          return err("another statvfs of this path has been blocked for " +
+          return err("another call on this path has been blocked for " +
                      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - b.since).count()) +
                      " s (helper pid " + std::to_string(pid) + ")");
       if (auto idle = idle_.take()) h = *idle;
@@ -108,7 +141,8 @@ Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out,
       continue;
     }
     auto len = static_cast<std::uint32_t>(path.size());
-    if (!write_all(h.request, &len, sizeof len) || !write_all(h.request, path.data(), len)) {
+    if (!write_all(h.request, &len, sizeof len) || !write_all(h.request, &op, 1) ||
+        !write_all(h.request, path.data(), len)) {
       retire(h, true, "");
       continue;
     }
@@ -128,8 +162,15 @@ Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out,
       }
       if (r > 0) break;
     }
-    Answer a{};
-    if (!read_all(h.reply, &a, sizeof a)) {
+    AnswerHead a{};
+    CallAnswer answer;
+    if (read_all(h.reply, &a, sizeof a) && a.size <= kMaxAnswer) {
+      answer.err = a.err;
+      answer.data.resize(a.size);
+    } else {
+      a.size = ~0u;
+    }
+    if (a.size == ~0u || (a.size > 0 && !read_all(h.reply, answer.data.data(), a.size))) {
       retire(h, true, "");
       if (attempt == 0) continue;
       return err("the statfs helper ended without answering");
@@ -141,8 +182,7 @@ Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out,
       idle_.put(h, std::chrono::steady_clock::now(), ended);
       for (pid_t pid : ended) ending_[pid] = "";
     }
-    if (a.err == 0) *out = a.st;
-    return static_cast<int>(a.err);
+    return answer;
   }
   return err("the statfs helper ended without answering");
 }

@@ -14,6 +14,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <stop_token>
@@ -25,6 +27,20 @@
 #include "daemon/core/result.hpp"
 
 namespace fsaudit::capacity {
+
+// A call a helper makes for a probe besides statvfs (an ioctl on a mount point, say), by number:
+// `path` in, 0 or an errno out, up to `cap` bytes of answer in `out` (*n of them). It may run in a
+// forked child of the multi-threaded daemon: system calls only, no allocation.
+using HelperCall = int (*)(const char* path, void* out, std::size_t cap, std::size_t* n);
+// Names a call by a number from 1 to 255 (0 is statvfs), as a namespace-scope static next to it, so
+// that an exec'd helper knows it too. The first registration of a number wins.
+struct HelperCallRegistration {
+  HelperCallRegistration(std::uint8_t op, HelperCall fn);
+};
+struct CallAnswer {
+  int err = 0;        // the call's errno; ENOSYS: no call of that number in this program
+  std::string data;   // its answer when err == 0
+};
 
 class StatfsHelpers {
  public:
@@ -40,6 +56,10 @@ class StatfsHelpers {
   // call on the same hung filesystem.
   Result<int> statvfs(const std::string& path, struct statvfs* out, const std::stop_token& stop, const Clock& clock,
                       SteadyTime deadline);
+  // Call number `op` (a HelperCallRegistration) on `path` in a helper, with statvfs's rules.
+  Result<CallAnswer> call(std::uint8_t op, const std::string& path, const std::stop_token& stop, const Clock& clock,
+                          SteadyTime deadline);
+  static constexpr std::size_t kMaxAnswer = 64 * 1024;
 
   // Helper processes that exist now (idle, busy, or killed and not yet reaped).
   std::size_t processes() const;

@@ -6,6 +6,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/ext4/block_name.hpp"
+#include "probes/xfs/health.hpp"
 
 namespace fsaudit::xfs {
 
@@ -95,20 +96,31 @@ class XfsProbe final : public Probe {
       if (!o.device.empty()) o.error_config = xfs::read_error_config(ctx.host.sys("fs/xfs") / o.device);
       else problems.push_back("no " + ctx.host.sys("fs/xfs").string() + "/<dev> directory for " + t.mountpoint);
 
-      CommandSpec spec;
-      spec.argv = {ctx.tool("xfs_spaceman"), "-c", "health", t.mountpoint};
-      spec.timeout = std::max(std::chrono::milliseconds(100), ctx.remaining());
-      spec.max_output = 1 << 20;
-      auto r = ctx.runner.run(spec, ctx.stop);
-      auto all = r.out + r.err;
-      if (r.exited && r.exit_code != 0 && all.find("Input/output error") != std::string::npos) {
+      // The kernel's health record through a helper process; xfs_spaceman only where the kernel
+      // cannot give it that way (health.hpp).
+      auto hr = read_health(capacity::shared_statfs_helpers(), t.mountpoint, ctx.stop, ctx.clock, ctx.deadline);
+      if (hr.health) {
+        o.health = std::move(hr.health);
+      } else if (hr.err == EIO) {
         o.shutdown = true;
-      } else if (r.ok()) {
-        auto h = xfs::parse_spaceman_health(all);
-        if (h) o.health = std::move(*h);
-        else problems.push_back(h.error());
+      } else if (!hr.use_fallback()) {
+        problems.push_back(hr.error);
       } else {
-        problems.push_back("xfs_spaceman -c health " + t.mountpoint + ": " + r.describe());
+        CommandSpec spec;
+        spec.argv = {ctx.tool("xfs_spaceman"), "-c", "health", t.mountpoint};
+        spec.timeout = std::max(std::chrono::milliseconds(100), ctx.remaining());
+        spec.max_output = 1 << 20;
+        auto r = ctx.runner.run(spec, ctx.stop);
+        auto all = r.out + r.err;
+        if (r.exited && r.exit_code != 0 && all.find("Input/output error") != std::string::npos) {
+          o.shutdown = true;
+        } else if (r.ok()) {
+          auto h = xfs::parse_spaceman_health(all);
+          if (h) o.health = std::move(*h);
+          else problems.push_back(h.error());
+        } else {
+          problems.push_back(hr.error + "; xfs_spaceman -c health " + t.mountpoint + ": " + r.describe());
+        }
       }
       auto batch = xfs::xfs_metrics(t, o);
       if (!o.health && !o.shutdown) {

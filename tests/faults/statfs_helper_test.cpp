@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -238,6 +239,49 @@ TEST(IdleChildren, ReusesTheLastEndsTheUnusedKeepsOneAndTheCap) {
     ::close(x.req[0]);
     ::close(x.rep[1]);
   }
+}
+
+// A call of the test's own, registered like the XFS geometry call: answers the helper's pid and the
+// path's length, so the test sees where it ran.
+int pid_and_length_call(const char* path, void* out, std::size_t cap, std::size_t* n) {
+  std::uint32_t v[2] = {static_cast<std::uint32_t>(::getpid()), static_cast<std::uint32_t>(std::strlen(path))};
+  if (cap < sizeof v) return ERANGE;
+  std::memcpy(out, v, sizeof v);
+  *n = sizeof v;
+  return path[1] == 'x' ? EXDEV : 0;
+}
+const HelperCallRegistration kPidAndLength{200, pid_and_length_call};
+
+TEST(StatfsHelpers, RegisteredCallsRunInTheHelperUnknownOnesAreEnosys) {
+  StatfsHelpers h;
+  SystemClock clock;
+  std::stop_source stop;
+  auto call = [&](std::uint8_t op, const std::string& path) {
+    return h.call(op, path, stop.get_token(), clock, clock.now() + std::chrono::seconds(60));
+  };
+  auto r = call(200, "/some/path");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->err, 0);
+  ASSERT_EQ(r->data.size(), 8u);
+  std::uint32_t v[2];
+  std::memcpy(v, r->data.data(), sizeof v);
+  auto pids = helper_pids();
+  ASSERT_EQ(pids.size(), 1u);
+  EXPECT_EQ(static_cast<int>(v[0]), pids[0]);  // ran in the helper, not here
+  EXPECT_EQ(v[1], 10u);
+  r = call(200, "/x");  // the call's errno comes back, without data
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->err, EXDEV);
+  EXPECT_TRUE(r->data.empty());
+  r = call(201, "/");  // nothing registered under 201
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->err, ENOSYS);
+  struct statvfs st {};  // and the same helper still does statvfs
+  auto s = h.statvfs("/", &st, stop.get_token(), clock, clock.now() + std::chrono::seconds(60));
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(*s, 0);
+  EXPECT_GT(st.f_blocks, 0u);
+  EXPECT_EQ(helper_pids(), pids);
 }
 
 TEST(StatfsHelpers, NothingLeftAfterDestruction) {

@@ -254,19 +254,22 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
   TempDir td("fsaudit-prom-lab");
   {
     // ---- storage --------------------------------------------------------------------------------
-    for (auto d : {"mnt-btrfs", "mnt-ext4", "mnt-xfs", "canary-xfs-blind", "canary-xfs-repaired", "state", "prom"})
+    for (auto d : {"mnt-btrfs", "mnt-ext4", "mnt-xfs", "canary-xfs-blind", "canary-xfs-repaired", "canary-xfs-unsigned",
+                   "state", "prom"})
       fs::create_directories(td / d);
     LoopDevice b1(td.path(), "btrfs1.img", 128ull << 20), b2(td.path(), "btrfs2.img", 128ull << 20);
     LoopDevice e1(td.path(), "ext4.img", 64ull << 20), x1(td.path(), "xfs.img", 320ull << 20);
     LoopDevice cb(td.path(), "canary-blind.img", 320ull << 20), cr(td.path(), "canary-repaired.img", 320ull << 20);
-    for (auto* l : {&b1, &b2, &e1, &x1, &cb, &cr}) ASSERT_TRUE(l->ok()) << "losetup failed";
+    LoopDevice cu(td.path(), "canary-unsigned.img", 320ull << 20);
+    for (auto* l : {&b1, &b2, &e1, &x1, &cb, &cr, &cu}) ASSERT_TRUE(l->ok()) << "losetup failed";
     must({"mkfs.btrfs", "-f", "-q", "-m", "raid1", "-d", "raid1", b1.device(), b2.device()});
     must({"mkfs.ext4", "-F", "-q", e1.device()});
-    for (auto* l : {&x1, &cb, &cr}) must({"mkfs.xfs", "-f", "-q", l->device()});
+    for (auto* l : {&x1, &cb, &cr, &cu}) must({"mkfs.xfs", "-f", "-q", l->device()});
     Mount mb(b1.device(), td / "mnt-btrfs", "btrfs"), me(e1.device(), td / "mnt-ext4", "ext4"),
         mx(x1.device(), td / "mnt-xfs", "xfs");
     Mount mcb(cb.device(), td / "canary-xfs-blind", "xfs"), mcr(cr.device(), td / "canary-xfs-repaired", "xfs");
-    for (auto* m : {&mb, &me, &mx, &mcb, &mcr}) ASSERT_TRUE(m->ok()) << m->dir() << ": " << m->error();
+    Mount mcu(cu.device(), td / "canary-xfs-unsigned", "xfs");
+    for (auto* m : {&mb, &me, &mx, &mcb, &mcr, &mcu}) ASSERT_TRUE(m->ok()) << m->dir() << ": " << m->error();
     write_text(td / "mnt-btrfs/data.bin", std::string(1 << 20, 'x'));
     must({"sync"});
     // A completed scrub, so the scrub probe has something to report for btrfs.
@@ -298,9 +301,6 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
         << "targets:\n  discover: false\n  explicit:\n";
     for (auto d : {"mnt-btrfs", "mnt-ext4", "mnt-xfs"}) cfg << "    - path: " << (td / d).string() << "\n";
     if (with_zfs) cfg << "    - path: " << (td / "mnt-zfs").string() << "\n";
-    // A tool that does not exist: the xfs probe fails with a clear reason (fsaudit_probe_failure_info,
-    // FsauditProbeFailing pending) while everything else goes on.
-    cfg << "tools:\n  xfs_spaceman: " << (td / "no-such-tool/xfs_spaceman").string() << "\n";
     cfg << "probes:\n";
     for (auto p : {"capacity", "mount", "zfs", "btrfs", "xfs", "ext4", "md"})
       cfg << "  " << p << ": {interval: 2s, jitter: 0s}\n";
@@ -311,7 +311,12 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
         "    - {name: xfs-blind, fs: xfs, layout: plain, devices: [" + cb.device() + "], mountpoint: " +
         (td / "canary-xfs-blind").string() + ", interval: 10m, file_blocks: 16}\n"
         "    - {name: xfs-expect-repaired, fs: xfs, layout: plain, devices: [" + cr.device() + "], mountpoint: " +
-        (td / "canary-xfs-repaired").string() + ", expect: repaired, interval: 10m, file_blocks: 16}\n";
+        (td / "canary-xfs-repaired").string() + ", expect: repaired, interval: 10m, file_blocks: 16}\n"
+        // Configured but never signed (no `canary init`): every cycle refuses to write to it, and that
+        // refusal is a failing probe with its reason (fsaudit_probe_failure_info, FsauditProbeFailing
+        // pending) while everything else goes on.
+        "    - {name: xfs-unsigned, fs: xfs, layout: plain, devices: [" + cu.device() + "], mountpoint: " +
+        (td / "canary-xfs-unsigned").string() + ", interval: 10m, file_blocks: 16}\n";
     write_text(td / "fsaudit.yaml", cfg.str() + canary_cfg);
     // The canaries are signed first (what `fsauditd canary init NAME` does: pre-write checks, signature
     // file, member identities in the state directory). If that fails the test fails, but goes on without
@@ -442,15 +447,16 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
         json j = json::parse(http_get_any(pport, "/api/v1/alerts").body, nullptr, false);
         if (j.is_discarded()) return false;
         for (const auto& a : j["data"]["alerts"])
-          if (a["labels"].value("alertname", "") == "FsauditProbeFailing" && a["labels"].value("probe", "") == "xfs") {
+          if (a["labels"].value("alertname", "") == "FsauditProbeFailing" &&
+              a["labels"].value("probe", "") == "canary:xfs-unsigned") {
             desc = a["annotations"].value("description", "");
             return true;
           }
         return false;
       });
-      EXPECT_TRUE(seen) << "FsauditProbeFailing not pending for the xfs probe with a missing xfs_spaceman";
+      EXPECT_TRUE(seen) << "FsauditProbeFailing not pending for the canary that was never signed";
       if (seen) {
-        EXPECT_NE(desc.find("no-such-tool"), std::string::npos) << "the description should carry the reason: " << desc;
+        EXPECT_NE(desc.find("was never initialised"), std::string::npos) << "the description should carry the reason: " << desc;
       }
     }
 

@@ -1,6 +1,10 @@
-// XFS probe: the xfs_spaceman health parser on captures, the adapter on fixture trees and a fake runner.
+// XFS probe: the xfs_spaceman health parser on captures, the geometry ioctls' health flags, the
+// adapter on fixture trees and a fake runner. The adapter asks the kernel first (a helper process);
+// its target here is a directory that is not XFS (the ioctl answers ENOTTY), so it falls back to
+// the fake xfs_spaceman, as on a kernel without the health ioctls.
 #include <gtest/gtest.h>
 
+#include "probes/xfs/health.hpp"
 #include "probes/xfs/probe.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/support.hpp"
@@ -74,13 +78,20 @@ TEST(XfsHealth, GarbageIsAnError) {
   EXPECT_NE(h.error().find("not found"), std::string::npos);
 }
 
+// A directory that exists and is no XFS mount point: the health ioctl there answers ENOTTY.
+struct NotXfs {
+  testing::TempDir dir{"fsaudit-xfs-not"};
+  Target target() const { return Target{"/data", dir.path().string(), "xfs", "/dev/loop1", "", "", 7, 1}; }
+  std::string spaceman() const { return "xfs_spaceman -c health " + dir.path().string(); }
+};
+
 TEST(XfsAdapter, FreshTreeErrorConfigAndNotCollected) {
   testing::FakeRunner runner;
-  runner.answer("xfs_spaceman -c health /data", "",
-                0, probe_fixture_text("xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
+  NotXfs nx;
+  runner.answer(nx.spaceman(), "", 0, probe_fixture_text("xfs/spaceman-health-not-collected-xfsprogs-6.1.txt"));
   testing::ContextHolder c(probe_fixture_tree("xfs/tree"), runner);
   auto probe = xfs::make_xfs_probe(config::default_config());
-  Target t{"/data", "/data", "xfs", "/dev/loop1", "", "", 7, 1};
+  Target t = nx.target();
   ASSERT_TRUE(probe->applies_to(t));
   auto r = probe->run(t, c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
@@ -95,10 +106,10 @@ TEST(XfsAdapter, FreshTreeErrorConfigAndNotCollected) {
 
 TEST(XfsAdapter, ShutdownFilesystemFromCapturedEio) {
   testing::FakeRunner runner;
-  runner.answer("xfs_spaceman -c health /data", "", 1, probe_fixture_text("xfs/spaceman-health-shutdown-eio-xfsprogs-6.1.txt"));
+  NotXfs nx;
+  runner.answer(nx.spaceman(), "", 1, probe_fixture_text("xfs/spaceman-health-shutdown-eio-xfsprogs-6.1.txt"));
   testing::ContextHolder c(probe_fixture_tree("xfs/tree"), runner);
-  auto r = xfs::make_xfs_probe(config::default_config())
-               ->run(Target{"/data", "/data", "xfs", "/dev/loop1", "", "", 7, 1}, c.ctx);
+  auto r = xfs::make_xfs_probe(config::default_config())->run(nx.target(), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_EQ(r.metrics.value("fsaudit_xfs_shutdown", {{"target", "/data"}}), 1);
   EXPECT_FALSE(r.metrics.has("fsaudit_xfs_health_collected"));
@@ -106,13 +117,81 @@ TEST(XfsAdapter, ShutdownFilesystemFromCapturedEio) {
 
 TEST(XfsAdapter, MissingToolFails) {
   testing::FakeRunner runner;
+  NotXfs nx;
   testing::ContextHolder c(probe_fixture_tree("xfs/tree"), runner);
-  auto r = xfs::make_xfs_probe(config::default_config())
-               ->run(Target{"/data", "/data", "xfs", "/dev/loop1", "", "", 7, 1}, c.ctx);
+  auto r = xfs::make_xfs_probe(config::default_config())->run(nx.target(), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::failed);
+  // Both sources are in the reason: the kernel's answer, then the fallback's.
+  EXPECT_NE(r.reason.find("Inappropriate ioctl"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("xfs_spaceman"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("not found"), std::string::npos) << r.reason;
   EXPECT_TRUE(r.metrics.has("fsaudit_xfs_error_max_retries"));  // sysfs part still published
+}
+
+// A path that is gone: the kernel's answer is the reason; xfs_spaceman is not tried (it cannot do
+// better), so the fake runner, which knows no command, is never asked.
+TEST(XfsAdapter, GoneMountPointFailsWithoutTheFallback) {
+  testing::FakeRunner runner;
+  testing::ContextHolder c(probe_fixture_tree("xfs/tree"), runner);
+  auto r = xfs::make_xfs_probe(config::default_config())
+               ->run(Target{"/data", "/nonexistent/fsaudit-xfs", "xfs", "/dev/loop1", "", "", 7, 1}, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::failed);
+  EXPECT_NE(r.reason.find("No such file"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.reason.find("xfs_spaceman"), std::string::npos) << r.reason;
+}
+
+// The ioctl reading lists what xfs_spaceman's report would: checked or sick structures only, in its
+// wording, optional btrees only where the filesystem has them.
+TEST(XfsGeometry, FlagsGiveSpacemansItems) {
+  xfs::Geometry g;
+  EXPECT_FALSE(xfs::health_from_geometry(g).collected);  // nothing checked: "not been collected"
+  g.ags.resize(2);
+  EXPECT_FALSE(xfs::health_from_geometry(g).collected);
+  g.checked = 1u << 0;                                   // summary counters
+  g.sick = 1u << 4;                                      // realtime bitmap, but no realtime volume: not listed
+  g.ags[1].checked = (1u << 0) | (1u << 6) | (1u << 7);  // superblock, inode btree, free inode btree
+  g.ags[1].sick = 1u << 6;
+  auto h = xfs::health_from_geometry(g);
+  ASSERT_TRUE(h.collected);
+  ASSERT_EQ(h.items.size(), 3u);  // no finobt feature flag: the free inode btree is not listed
+  EXPECT_EQ(h.items[0].scope, "filesystem");
+  EXPECT_EQ(h.items[0].metadata, "summary counters");
+  EXPECT_TRUE(h.items[0].healthy);
+  EXPECT_EQ(h.items[1].scope, "ag");
+  EXPECT_EQ(h.items[1].index, "1");
+  EXPECT_EQ(h.items[1].metadata, "superblock");
+  EXPECT_TRUE(h.items[1].healthy);
+  EXPECT_EQ(h.items[2].metadata, "inode btree");
+  EXPECT_FALSE(h.items[2].healthy);
+  EXPECT_EQ(h.unhealthy(), 1u);
+  g.flags = 1u << 17;  // finobt: now listed, healthy
+  g.rtblocks = 100;    // a realtime volume: the sick realtime bitmap is listed
+  h = xfs::health_from_geometry(g);
+  ASSERT_EQ(h.items.size(), 5u);
+  EXPECT_EQ(h.items[1].metadata, "realtime bitmap");
+  EXPECT_FALSE(h.items[1].healthy);
+  EXPECT_EQ(h.items[4].metadata, "free inode btree");
+  EXPECT_EQ(h.unhealthy(), 2u);
+}
+
+TEST(XfsGeometry, WireRoundTripsAndEveryCutIsRefused) {
+  xfs::Geometry g;
+  g.flags = 7;
+  g.sick = 1;
+  g.checked = 3;
+  g.rtblocks = 1ull << 40;
+  g.ags = {{1, 2}, {3, 4}, {5, 6}};
+  const auto bytes = xfs::encode_geometry(g);
+  EXPECT_EQ(bytes.size(), 24u + 3 * 8);
+  auto back = xfs::decode_geometry(bytes);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->flags, 7u);
+  EXPECT_EQ(back->rtblocks, 1ull << 40);
+  ASSERT_EQ(back->ags.size(), 3u);
+  EXPECT_EQ(back->ags[2].sick, 5u);
+  EXPECT_EQ(back->ags[2].checked, 6u);
+  for (std::size_t n = 0; n < bytes.size(); ++n) EXPECT_FALSE(xfs::decode_geometry(bytes.substr(0, n))) << n;
+  EXPECT_FALSE(xfs::decode_geometry(bytes + "x"));
 }
 
 }  // namespace
