@@ -129,7 +129,14 @@ long private_kib(int pid) {
 
 // The test program's main() calls helper_entry(), as fsauditd's does: a helper is this program
 // started again with the helper flag, not a fork holding a copy of the parent's memory.
+// Test programs fork their helpers unless a test asks for exec (tests/support/test_main.cpp).
+struct ExecHelpers {
+  ExecHelpers() { set_helper_executable(std::nullopt); }
+  ~ExecHelpers() { set_helper_executable(""); }
+};
+
 TEST(StatfsHelpers, AHelperIsThisProgramExecdNotAFork) {
+  ExecHelpers exec;
   ASSERT_TRUE(helpers_exec()) << helper_exec_failure();
   // The parent holds 64 MiB of touched heap: a forked child would share it copy-on-write and count it
   // as private once either side writes; an exec'd one never maps it.
@@ -154,7 +161,7 @@ TEST(StatfsHelpers, AHelperIsThisProgramExecdNotAFork) {
 // the reason is kept; an empty executable turns exec off on purpose. Either way statfs answers.
 TEST(StatfsHelpers, ExecFailureFallsBackToForkWithItsReason) {
   struct Restore {
-    ~Restore() { set_helper_executable(std::nullopt); }
+    ~Restore() { set_helper_executable(""); }
   } restore;
   set_helper_executable("/nonexistent/fsauditd");
   ASSERT_TRUE(helpers_exec());
@@ -253,6 +260,7 @@ int pid_and_length_call(const char* path, void* out, std::size_t cap, std::size_
 const HelperCallRegistration kPidAndLength{200, pid_and_length_call};
 
 TEST(StatfsHelpers, RegisteredCallsRunInTheHelperUnknownOnesAreEnosys) {
+  ExecHelpers exec;  // the registry must be there in an exec'd helper, not only in a fork
   StatfsHelpers h;
   SystemClock clock;
   std::stop_source stop;
