@@ -104,7 +104,9 @@ void close_pair(int p[2]) {
   if (p[1] >= 0) ::close(p[1]);
 }
 
-Result<PipeChild> start(const char* name, void (*child_main)(), bool exec) {
+// With `exec_failure`, exec's the helper; a failed exec is reported there (and as the error).
+Result<PipeChild> start(const char* name, void (*child_main)(), std::string* exec_failure) {
+  const bool exec = exec_failure != nullptr;
   std::string exe;
   if (exec) {
     std::lock_guard l(g_mu);
@@ -145,9 +147,9 @@ Result<PipeChild> start(const char* name, void (*child_main)(), bool exec) {
       int st = 0;
       while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
       }
-      std::string why = "exec of " + exe + ": " +
-                        (n == static_cast<ssize_t>(sizeof exec_errno) ? std::strerror(exec_errno) : "no answer");
-      return err(std::move(why));
+      *exec_failure = "exec of " + exe + ": " +
+                      (n == static_cast<ssize_t>(sizeof exec_errno) ? std::strerror(exec_errno) : "no answer");
+      return err(*exec_failure);
     }
   }
   return PipeChild{pid, req[1], rep[0]};
@@ -200,14 +202,15 @@ std::string helper_exec_failure() {
 Result<PipeChild> start_pipe_child(const char* name, void (*child_main)()) {
   const Helper* h = find_helper(name);
   if (g_exec && h && h->main == child_main) {
-    auto made = start(name, child_main, true);
-    if (made || made.error().rfind("exec of ", 0) != 0) return made;
+    std::string exec_failure;
+    auto made = start(name, child_main, &exec_failure);
+    if (made || exec_failure.empty()) return made;
     // Exec does not work here (no /proc, a sandbox): fork from now on, and say why once.
     std::lock_guard l(g_mu);
-    g_failure = made.error();
+    g_failure = std::move(exec_failure);
     g_exec = false;
   }
-  return start(name, child_main, false);
+  return start(name, child_main, nullptr);
 }
 
 std::optional<PipeChild> IdleChildren::take() {
