@@ -185,6 +185,20 @@ void helper_entry(int argc, char** argv) {
   g_exec = !g_exe.empty();
 }
 
+bool started_as_helper() {
+  int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[256];
+  auto n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return false;
+  std::string_view args(buf, static_cast<std::size_t>(n));
+  auto first_end = args.find('\0');
+  if (first_end == std::string_view::npos) return false;
+  args.remove_prefix(first_end + 1);
+  return args.substr(0, args.find('\0')) == kHelperFlag;
+}
+
 void set_helper_executable(std::optional<std::string> path) {
   std::lock_guard l(g_mu);
   g_exe = path.value_or("/proc/self/exe");

@@ -9,7 +9,9 @@
 // replaced the file on disk still starts the running version): it holds its own small heap, not a
 // copy-on-write image of the daemon's (a forked child keeps every page of the daemon's arenas it
 // touches), and it starts with clean locks. A program opts in by calling helper_entry() first thing
-// in main(); one that does not (a test program) forks its helpers without exec.
+// in main(); one that does not forks its helpers without exec. Static initialisers run again in
+// every helper: one with a side effect on the process (a test program's unshare of its mount
+// namespace) must check started_as_helper().
 #include <sys/types.h>
 
 #include <chrono>
@@ -38,6 +40,10 @@ struct HelperRegistration {
 // First thing in main(): when argv is a helper's (the exec below), runs that helper and never
 // returns; otherwise returns, and helpers of this process start by exec from then on.
 void helper_entry(int argc, char** argv);
+
+// Whether this process was started as a helper (argv[1] is the helper flag), from /proc/self/cmdline:
+// for code that runs before main() (static initialisers), where argv is not at hand yet.
+bool started_as_helper();
 
 // What helpers exec: /proc/self/exe unless set (tests point it elsewhere to see the fallback).
 // Empty turns exec off: helpers fork without exec. Exec needs helper_entry() in main() all the same.

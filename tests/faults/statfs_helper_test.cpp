@@ -4,6 +4,7 @@
 #include "probes/capacity/statfs_helper.hpp"
 
 #include "daemon/core/pipe_child.hpp"
+#include "tests/support/lab.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -127,16 +128,10 @@ long private_kib(int pid) {
   return sum;
 }
 
-// The test program's main() calls helper_entry(), as fsauditd's does: a helper is this program
-// started again with the helper flag, not a fork holding a copy of the parent's memory.
-// Test programs fork their helpers unless a test asks for exec (tests/support/test_main.cpp).
-struct ExecHelpers {
-  ExecHelpers() { set_helper_executable(std::nullopt); }
-  ~ExecHelpers() { set_helper_executable(""); }
-};
-
+// The test program's main() calls helper_entry(), as fsauditd's does (tests/support/test_main.cpp):
+// a helper is this program started again with the helper flag, not a fork holding a copy of the
+// parent's memory.
 TEST(StatfsHelpers, AHelperIsThisProgramExecdNotAFork) {
-  ExecHelpers exec;
   ASSERT_TRUE(helpers_exec()) << helper_exec_failure();
   // The parent holds 64 MiB of touched heap: a forked child would share it copy-on-write and count it
   // as private once either side writes; an exec'd one never maps it.
@@ -157,11 +152,33 @@ TEST(StatfsHelpers, AHelperIsThisProgramExecdNotAFork) {
   EXPECT_GT(ballast[12345], 0);
 }
 
+// A helper runs this program's static initialisers again; the test support's unshare of the mount
+// namespace must not run in it: a namespace of its own would hold a copy of every mount of the test
+// at that moment (a canary the test unmounts stayed mounted there, its device busy).
+TEST(StatfsHelpers, AnExecdHelperSharesTheTestsMountNamespace) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  // Links the lab support (its initialiser) into this program and checks that it did unshare.
+  ASSERT_TRUE(fsaudit::testing::lab_mounts_private());
+  ASSERT_TRUE(helpers_exec()) << helper_exec_failure();
+  StatfsHelpers h;
+  Call call(h);
+  struct statvfs s {};
+  ASSERT_TRUE(call("/", &s));
+  auto pids = helper_pids();
+  ASSERT_EQ(pids.size(), 1u);
+  auto ns = [](const std::string& pid) {
+    std::error_code ec;
+    return std::filesystem::read_symlink("/proc/" + pid + "/ns/mnt", ec).string();
+  };
+  ASSERT_NE(ns("self"), "");
+  EXPECT_EQ(ns(std::to_string(pids[0])), ns("self"));
+}
+
 // Where exec does not work (no /proc in a sandbox, a removed binary) helpers fork without exec, and
 // the reason is kept; an empty executable turns exec off on purpose. Either way statfs answers.
 TEST(StatfsHelpers, ExecFailureFallsBackToForkWithItsReason) {
   struct Restore {
-    ~Restore() { set_helper_executable(""); }
+    ~Restore() { set_helper_executable(std::nullopt); }
   } restore;
   set_helper_executable("/nonexistent/fsauditd");
   ASSERT_TRUE(helpers_exec());
@@ -260,7 +277,7 @@ int pid_and_length_call(const char* path, void* out, std::size_t cap, std::size_
 const HelperCallRegistration kPidAndLength{200, pid_and_length_call};
 
 TEST(StatfsHelpers, RegisteredCallsRunInTheHelperUnknownOnesAreEnosys) {
-  ExecHelpers exec;  // the registry must be there in an exec'd helper, not only in a fork
+  ASSERT_TRUE(helpers_exec()) << "the registry must be there in an exec'd helper, not only in a fork";
   StatfsHelpers h;
   SystemClock clock;
   std::stop_source stop;

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <thread>
 
+#include "daemon/core/pipe_child.hpp"
 #include "daemon/core/strings.hpp"
 
 namespace fsaudit::testing {
@@ -26,7 +27,12 @@ namespace {
 // Other processes on the machine never see them: a fsauditd under test elsewhere discovers every
 // mounted filesystem, writes its latency probe file there and keeps it open, which made another
 // test's umount fail (EBUSY) and its "remount to drop the cache" silently keep the cache.
+// Not in a helper (this program exec'd again, which runs this initialiser again): it already lives in
+// the test's namespace, and a namespace of its own would hold a copy of every mount the test had at
+// that moment, so a canary the test then unmounts stays mounted there and its device busy (EBUSY on
+// the canary cycle's O_EXCL open of the loop device).
 const bool g_private_mounts = [] {
+  if (fsaudit::started_as_helper()) return false;
   if (::geteuid() != 0 || ::unshare(CLONE_NEWNS) != 0) return false;
   // Nothing mounted here propagates back to the machine's namespace.
   return ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0;
