@@ -25,6 +25,8 @@ void RateBucket::charge(SteadyTime now, double n) {
   tokens_ -= n;
 }
 
+void RateBucket::give_back(double n) { tokens_ = std::min(burst_, tokens_ + n); }
+
 double RateBucket::available(SteadyTime now) {
   refill(now);
   return tokens_;
@@ -41,6 +43,11 @@ bool HostBudget::take(SteadyTime now, double ops, double bytes) {
 void HostBudget::charge(SteadyTime now, double ops, double bytes) {
   ops_.charge(now, ops);
   bytes_.charge(now, bytes);
+}
+
+void HostBudget::give_back(double ops, double bytes) {
+  ops_.give_back(ops);
+  bytes_.give_back(bytes);
 }
 
 }  // namespace fsaudit::latency

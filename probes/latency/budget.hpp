@@ -13,6 +13,8 @@ class RateBucket {
   bool take(SteadyTime now, double n);
   // Takes n tokens whatever is there: a debt delays later takes until it is repaid.
   void charge(SteadyTime now, double n);
+  // Returns n tokens taken for something that did not happen (never above the burst).
+  void give_back(double n);
   double available(SteadyTime now);
   double rate() const { return rate_; }
 
@@ -31,6 +33,7 @@ class HostBudget {
       : ops_(ops_per_second, ops_burst, now), bytes_(bytes_per_second, bytes_burst, now) {}
   bool take(SteadyTime now, double ops, double bytes);
   void charge(SteadyTime now, double ops, double bytes);
+  void give_back(double ops, double bytes);
   double ops_available(SteadyTime now) { return ops_.available(now); }
   double bytes_available(SteadyTime now) { return bytes_.available(now); }
 

@@ -48,6 +48,7 @@ SamplerSettings SamplerSettings::from(const config::LatencyConfig& c) {
   s.stack_writes_per_second = c.budget.stack_writes_per_second;
   s.writes_per_second = c.budget.writes_per_second;
   s.bytes_per_second = c.budget.bytes_per_second;
+  s.parallel = c.parallel;
   return s;
 }
 
@@ -143,7 +144,7 @@ Dispatcher::Dispatcher(const SamplerSettings& s, SteadyTime now)
 Dispatcher::PerStack& Dispatcher::slot_locked(const std::string& id, SteadyTime now) {
   auto it = stacks_.find(id);
   if (it == stacks_.end())
-    it = stacks_.emplace(id, PerStack{RateBucket(stack_rate_, 2 * samples_, now), SteadyTime{}}).first;
+    it = stacks_.emplace(id, PerStack{RateBucket(stack_rate_, 2 * samples_, now), SteadyTime{}, SteadyTime{}}).first;
   return it->second;
 }
 
@@ -164,6 +165,7 @@ std::vector<std::size_t> Dispatcher::due_locked(SteadyTime now, const std::vecto
       continue;
     }
     slots[i]->bucket.charge(now, samples_);
+    slots[i]->previous_last = slots[i]->last;
     slots[i]->last = now;
     out.push_back(i);
   }
@@ -203,6 +205,14 @@ std::vector<std::size_t> Dispatcher::due_at(SteadyTime now, const std::vector<ch
 void Dispatcher::charge(SteadyTime now, double ops, double bytes) {
   std::lock_guard l(mu_);
   host_.charge(now, ops, bytes);
+}
+
+void Dispatcher::give_back(std::size_t i) {
+  std::lock_guard l(mu_);
+  if (i >= slots_.size()) return;
+  slots_[i]->bucket.give_back(samples_);
+  slots_[i]->last = slots_[i]->previous_last;
+  host_.give_back(samples_, samples_ * static_cast<double>(kBlock));
 }
 
 void Dispatcher::forget_except(const std::set<std::string>& ids) {
@@ -419,16 +429,18 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     if (st.state != State::io_budget) st.set_state(State::io_budget);
   }
 
-  // Each due stack samples on its own thread: one hung fsync holds only its own stack.
+  // Each due stack samples on a thread of its own, at most s_.parallel at once (each sample in flight
+  // is a sampler process: a burst of ten due stacks needs two, not ten): a hung fsync holds only its
+  // own stack and one of this run's places; due stacks that found no place before the run's end
+  // get their turn and budget back.
   struct Done {
     std::mutex mu;
     std::condition_variable cv;
-    std::size_t left = 0;
+    std::size_t running = 0;
   };
   std::string thread_error;
   auto done = std::make_shared<Done>();
-  done->left = due.size();
-  for (auto i : due) {
+  auto dispatch = [&](std::size_t i) {
     auto st = entries_[i].st;
     const StackPlan& p = *entries_[i].plan;
     std::uint64_t seed;
@@ -462,7 +474,7 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
         st->in_flight = false;
       }
       std::lock_guard l(done->mu);
-      --done->left;
+      --done->running;
       done->cv.notify_all();
     };
     try {
@@ -474,16 +486,27 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
         st->set_state(State::error);
       }
       std::lock_guard l(done->mu);
-      --done->left;
+      --done->running;
       thread_error = std::string("cannot start a sampler thread: ") + e.what();
     }
-  }
+  };
+  std::size_t next = 0;
   {
+    const std::size_t parallel = static_cast<std::size_t>(std::max(1, s_.parallel));
     std::unique_lock l(done->mu);
     auto until = ctx.deadline - std::chrono::milliseconds(200);
-    while (done->left > 0 && !ctx.stop.stop_requested() && clock->now() < until)
+    while (!ctx.stop.stop_requested() && clock->now() < until) {
+      while (next < due.size() && done->running < parallel) {
+        ++done->running;
+        l.unlock();
+        dispatch(due[next++]);
+        l.lock();
+      }
+      if (next == due.size() && done->running == 0) break;
       done->cv.wait_for(l, std::chrono::milliseconds(50));
+    }
   }
+  for (; next < due.size(); ++next) sh.dispatcher.give_back(due[next]);
 
   metrics::Batch b;
   if (!info_part_ || info_generation_ != generation_) {  // changes only with the plan

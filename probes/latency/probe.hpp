@@ -38,6 +38,7 @@ struct SamplerSettings {
   double stack_writes_per_second = 1.0;
   double writes_per_second = 10.0;
   std::uint64_t bytes_per_second = 1ull << 20;
+  int parallel = 2;    // samples in flight at once within a run (each one sampler process)
   std::string helper;  // fsaudit-helper's socket: asked to create the probe file when we may not
   ProbeSchedule schedule() const { return ProbeSchedule{interval, interval / 10, timeout, std::nullopt}; }
   static SamplerSettings from(const config::LatencyConfig& c);
@@ -77,12 +78,15 @@ class Dispatcher {
   std::vector<std::size_t> due_at(SteadyTime now, const std::vector<char>& busy, std::vector<std::size_t>* deferred);
   // A probe file fill: its bytes and its fsync, charged after the fact.
   void charge(SteadyTime now, double ops, double bytes);
+  // Stack i (set_stacks() order) was due but did not sample (its run ended first): its turn, its
+  // own tokens and the host budget it took go back.
+  void give_back(std::size_t i);
   void forget_except(const std::set<std::string>& ids);
 
  private:
   struct PerStack {
     RateBucket bucket;
-    SteadyTime last;
+    SteadyTime last, previous_last;
   };
   std::vector<std::size_t> due_locked(SteadyTime now, const std::vector<PerStack*>& slots, const std::vector<char>& busy,
                                       std::vector<std::size_t>* deferred);

@@ -4,6 +4,7 @@
 // one sampler per device stack (btrfs subvolumes, zfs-fuse datasets, ext4) and the fsyncs it issues
 // in a minute, counted by the kernel (tracefs), against the configured budget.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -161,6 +162,39 @@ TEST(LatencyLab, ProbeRunProducesHistogramAndBoundedFile) {
   EXPECT_EQ(ProbeFile::remove(lab.mnt / ".fsaudit"), "");
   EXPECT_FALSE(fs::exists(file));
   EXPECT_FALSE(fs::exists(lab.mnt / ".fsaudit"));
+}
+
+// The one-off fill goes around the page cache (O_DIRECT) where the filesystem takes it: the file is
+// written whole with random data, and none of it stays behind as cached (once dirty) pages.
+TEST(LatencyLab, ProbeFileFillLeavesNothingInThePageCache) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  LabFs lab(64);
+  ASSERT_TRUE(lab.ok()) << lab.why();
+  ProbeFile file;
+  std::uint64_t written = 0;
+  auto failed = file.open(lab.mnt / ".fsaudit", 4ull << 20, 0, &written);
+  ASSERT_FALSE(failed) << failed->message;
+  EXPECT_EQ(written, 4ull << 20);
+  int fd = ::open(file.path().c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  void* map = ::mmap(nullptr, 4 << 20, PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  std::vector<unsigned char> in_core((4 << 20) / 4096);
+  ASSERT_EQ(::mincore(map, 4 << 20, in_core.data()), 0);
+  auto cached = std::count_if(in_core.begin(), in_core.end(), [](unsigned char c) { return c & 1; });
+  EXPECT_EQ(cached, 0) << "of " << in_core.size() << " pages of the probe file are in the page cache";
+  ::munmap(map, 4 << 20);
+  // Written with data, every block: no hole, no block of zeros.
+  std::vector<char> block(4096), zeros(4096, 0);
+  std::size_t zero_blocks = 0;
+  for (off_t off = 0; off < (4 << 20); off += 4096) {
+    ASSERT_EQ(::pread(fd, block.data(), block.size(), off), 4096);
+    if (block == zeros) ++zero_blocks;
+  }
+  ::close(fd);
+  EXPECT_EQ(zero_blocks, 0u);
+  file.close();
+  EXPECT_EQ(ProbeFile::remove(lab.mnt / ".fsaudit"), "");
 }
 
 TEST(LatencyLab, DsyncModeAndDirectReads) {

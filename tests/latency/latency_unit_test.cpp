@@ -8,6 +8,7 @@
 #include "probes/latency/probe.hpp"
 #include "daemon/core/files.hpp"
 #include "probes/latency/budget.hpp"
+#include "probes/latency/sampler_child.hpp"
 #include "probes/latency/stacks.hpp"
 #include "probes/latency/stats.hpp"
 #include "probes/latency/stream.hpp"
@@ -262,6 +263,7 @@ TEST(LatencyConfig, Defaults) {
   EXPECT_FALSE(c.direct_reads);
   EXPECT_EQ(c.window, std::chrono::milliseconds(5min));
   EXPECT_DOUBLE_EQ(c.fill_threshold, 0.95);
+  EXPECT_EQ(c.parallel, 2);
   EXPECT_FALSE(c.stream.enabled);
   EXPECT_EQ(c.stream.sample_period, std::chrono::milliseconds(200));
   EXPECT_TRUE(c.stream.window.always);
@@ -279,6 +281,7 @@ latency:
   window: 10m
   budget: {stack_writes_per_second: 0.5, writes_per_second: 4, bytes_per_second: 256KiB}
   fill_threshold: 0.9
+  parallel: 4
   discover: false
   targets: [/srv/scratch/]
   exclude: ["/tank/*"]
@@ -302,6 +305,8 @@ latency:
   EXPECT_DOUBLE_EQ(c.budget.writes_per_second, 4.0);
   EXPECT_EQ(c.budget.bytes_per_second, 256ull << 10);
   EXPECT_DOUBLE_EQ(c.fill_threshold, 0.9);
+  EXPECT_EQ(c.parallel, 4);
+  EXPECT_EQ(SamplerSettings::from(c).parallel, 4);
   EXPECT_FALSE(c.discover);
   EXPECT_EQ(c.targets, std::vector<std::string>{"/srv/scratch"});
   EXPECT_EQ(c.exclude, std::vector<std::string>{"/tank/*"});
@@ -373,6 +378,7 @@ TEST(LatencyConfig, Errors) {
             std::string::npos);
   EXPECT_NE(msg("latency: {windw: 5m}").find("window"), std::string::npos);  // did you mean
   EXPECT_NE(msg("latency: {fill_threshold: 1.5}").find("out of range"), std::string::npos);
+  EXPECT_NE(msg("latency: {parallel: 0}").find("latency.parallel"), std::string::npos) << msg("latency: {parallel: 0}");
 }
 
 
@@ -850,4 +856,62 @@ TEST(LatencyProbe, StacksTakeTurnsUnderTheHostBudgetOnAFakeClock) {
   EXPECT_FALSE(std::filesystem::exists(a2 / ".fsaudit")) << "a bind mount of a sampled stack gets no probe file";
   EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
   EXPECT_EQ(ProbeFile::remove(b / ".fsaudit"), "");
+}
+
+// A stack that was due but did not sample (its run ended with the places taken) gets its turn and
+// the budget it took back: it is due again at once, and still before the stacks sampled since.
+TEST(Dispatcher, GiveBackReturnsTheTurnAndTheBudget) {
+  FakeClock clk;
+  auto s = budget_settings(1.0, 1.0, 1 << 20);  // the host allows one sample now
+  Dispatcher d(s, clk.now());
+  d.set_stacks({"a", "b"});
+  std::vector<std::size_t> deferred;
+  EXPECT_EQ(d.due_at(clk.now(), {0, 0}, &deferred), std::vector<std::size_t>{0});
+  EXPECT_EQ(deferred, std::vector<std::size_t>{1});
+  EXPECT_TRUE(d.due_at(clk.now(), {0, 0}, nullptr).empty());  // the host budget is spent
+  d.give_back(0);
+  EXPECT_EQ(d.due_at(clk.now(), {0, 0}, nullptr), std::vector<std::size_t>{0});
+  d.give_back(0);
+  d.give_back(0);  // never more than the burst comes back
+  EXPECT_EQ(d.due_at(clk.now(), {0, 0}, nullptr), std::vector<std::size_t>{0});
+  EXPECT_TRUE(d.due_at(clk.now(), {0, 0}, nullptr).empty());
+}
+
+// Six stacks due at once, latency.parallel 2: every one samples in the run, never more than two at
+// a time, so the run needs two sampler processes, not six.
+TEST(LatencyProbe, AtMostParallelSamplesInFlightAndEveryDueStackSamples) {
+  fsaudit::testing::TempDir t("fsaudit-latency-parallel");
+  std::filesystem::create_directories(t / "proc/self");
+  std::string mountinfo = "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n";
+  TargetSelection watch;
+  watch.discover = false;
+  std::vector<metrics::Labels> labels;
+  for (int i = 0; i < 6; ++i) {
+    auto d = t / ("s" + std::to_string(i));
+    std::filesystem::create_directories(d);
+    mountinfo += std::to_string(10 + i) + " 1 7:" + std::to_string(20 + i) + " / " + d.string() + " rw - ext4 /dev/loop" +
+                 std::to_string(20 + i) + " rw\n";
+    watch.explicit_targets.push_back({d.string(), ""});
+    labels.push_back({{"stack", "dev:7:" + std::to_string(20 + i)}, {"target", d.string()}});
+  }
+  fsaudit::testing::write_text(t / "proc/self/mountinfo", mountinfo);
+  HostPaths host = HostPaths::under(t.path());
+  ProcessRunner runner;
+  ToolPaths tools;
+  FakeClock clk;
+  SamplerSettings s;
+  s.file_size = 1 << 20;
+  s.fill_threshold = 1.0;
+  s.writes_per_second = 100;
+  s.bytes_per_second = 1ull << 30;
+  s.parallel = 2;
+  LatencyProbe probe(s, watch, StackSelection{});
+  const auto before = shared_sampler_children().processes();
+  ProbeContext ctx{host, runner, clk, tools, t.path(), {}, clk.now() + 60s};
+  auto r = probe.run(Target::host(), ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  for (const auto& l : labels) EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", l), 1.0) << l.at("stack");
+  EXPECT_EQ(r.metrics.value("fsaudit_latency_fsyncs_total"), 12.0);  // 6 fills + 6 samples
+  EXPECT_LE(shared_sampler_children().processes(), std::max<std::size_t>(before, 2));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(ProbeFile::remove(t / ("s" + std::to_string(i)) / ".fsaudit"), "");
 }

@@ -63,6 +63,7 @@ LatencyConfig parse_latency(Section s) {
     c.budget.bytes_per_second = b.size("bytes_per_second", c.budget.bytes_per_second, 4096, 1ull << 40);
     b.finish();
   }
+  c.parallel = static_cast<int>(s.integer("parallel", c.parallel, 1, 64));
   c.fill_threshold = s.number("fill_threshold", c.fill_threshold, 0.0, 1.0);
   c.dir_name = s.string("dir_name", c.dir_name);
   if (c.dir_name.empty() || c.dir_name.find('/') != std::string::npos || c.dir_name == "." || c.dir_name == "..")

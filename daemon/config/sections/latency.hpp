@@ -45,6 +45,7 @@ struct LatencyConfig {
   std::chrono::milliseconds window{std::chrono::minutes(5)};  // rolling quantile window
   std::string detail = "compact";                     // compact | full: series exported per stack
   LatencyBudgetConfig budget;
+  int parallel = 2;                                   // samples in flight at once (one sampler process each)
   double fill_threshold = 0.95;                       // skip when the fs is fuller than this (0..1)
   std::string dir_name = ".fsaudit";                  // fsaudit-owned directory holding the probe file
   LatencyStreamConfig stream;
