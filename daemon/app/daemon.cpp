@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unordered_map>
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
@@ -159,7 +160,7 @@ class Daemon {
   std::mutex mu_;  // guards self_ and probe_self_, and orders their publishing
   std::shared_ptr<SignalState> sig_ = std::make_shared<SignalState>();
   std::atomic<bool> ready_{false};  // the first cycle is done: outcomes wake the main loop only when it must act
-  std::map<std::string, JobSelf> self_;
+  std::unordered_map<std::string, JobSelf> self_;  // by job key; hashed: keys share long prefixes
   std::map<std::string, ProbeSelf> probe_self_;
   Extensions ext_;
   std::unique_ptr<LabHandle> lab_;  // lab mode: loop-device canaries this process created

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/metrics/batch.hpp"
@@ -53,7 +54,9 @@ class Store {
     std::uint64_t seen = 0;  // the publish that last included it
     std::vector<Piece> pieces;
   };
-  using PartTexts = std::map<std::string, PartText>;
+  // Hashed, not ordered: keys and part ids share long prefixes (probe, mount point), which made
+  // every comparison of an ordered map's walk a long memcmp at 1,000 targets.
+  using PartTexts = std::unordered_map<std::string, PartText>;
   static std::vector<Piece> render(const std::vector<MetricFamily>& families, bool with_heads = true);
   void drop_key_locked(const std::string& key);
   // Removes `key`'s lines from `family`, and the family once no key has lines in it.
@@ -62,8 +65,8 @@ class Store {
   mutable std::mutex mu_;
   std::map<std::string, Family, std::less<>> families_;  // by family name: the exposition order
   // key -> the families it published, as views of families_' keys (a family stays while a key lists it)
-  std::map<std::string, std::vector<std::string_view>> key_families_;
-  std::map<std::string, PartTexts> part_texts_;                   // key -> its parts' text
+  std::unordered_map<std::string, std::vector<std::string_view>> key_families_;
+  std::unordered_map<std::string, PartTexts> part_texts_;                  // key -> its parts' text
   std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
   mutable std::shared_ptr<const std::string> cache_;            // null after a change
   mutable std::uint64_t builds_ = 0;
