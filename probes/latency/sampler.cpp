@@ -127,8 +127,8 @@ std::optional<IoFailure> ProbeFile::open(const std::filesystem::path& dir, std::
     if (!buf.p) return IoFailure{ENOMEM, "out of memory"};
     fill_random(buf.p, 1 << 20, size ^ mono_ns());
     // O_DIRECT where the filesystem takes it: no copy into the page cache (most of the fill's CPU)
-    // and no dirty cache the host's own data would give way to; buffered where it does not (EINVAL:
-    // zfs-fuse, ZFS before 2.3, tmpfs; an unaligned tail).
+    // and no dirty cache the host's own data would give way to; buffered where it does not (EINVAL
+    // or EOPNOTSUPP: FUSE, ZFS before 2.3; an unaligned tail).
     int direct = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
     struct CloseDirect {
       int& fd;
@@ -139,7 +139,7 @@ std::optional<IoFailure> ProbeFile::open(const std::filesystem::path& dir, std::
     for (std::uint64_t off = have / kBlock * kBlock; off < size;) {
       auto n = static_cast<std::size_t>(std::min<std::uint64_t>(1 << 20, size - off));
       auto w = ::pwrite(direct >= 0 ? direct : fd_, buf.p, n, static_cast<off_t>(off));
-      if (w < 0 && errno == EINVAL && direct >= 0) {
+      if (w < 0 && (errno == EINVAL || errno == EOPNOTSUPP) && direct >= 0) {
         ::close(direct);
         direct = -1;
         continue;
