@@ -54,6 +54,16 @@ struct Call {
   Result<int> operator()(const std::string& path, struct statvfs* out) {
     return h.statvfs(path, out, stop.get_token(), clock, clock.now() + std::chrono::seconds(60));
   }
+  // Has the pool start its first helper (a statfs of "/") and returns that helper's pid, or -1 with a
+  // test failure.
+  int first_helper() {
+    struct statvfs s {};
+    auto r = (*this)("/", &s);
+    EXPECT_TRUE(r) << r.error();
+    auto pids = helper_pids();
+    EXPECT_EQ(pids.size(), 1u);
+    return r && pids.size() == 1 ? pids[0] : -1;
+  }
 };
 
 TEST(StatfsHelpers, AnswersLikeStatvfsWithOneReusedHelper) {
@@ -88,18 +98,17 @@ TEST(StatfsHelpers, ErrnoComesBack) {
 TEST(StatfsHelpers, AHelperKilledFromOutsideIsReplacedAndReaped) {
   StatfsHelpers h;
   Call call(h);
+  const int helper = call.first_helper();
+  ASSERT_GT(helper, 0);
+  ::kill(helper, SIGKILL);
+  for (int i = 0; i < 100 && ::kill(helper, 0) == 0 && helper_pids().size() == 1; ++i) ::usleep(10'000);
   struct statvfs s {};
-  ASSERT_TRUE(call("/", &s));
-  auto pids = helper_pids();
-  ASSERT_EQ(pids.size(), 1u);
-  ::kill(pids[0], SIGKILL);
-  for (int i = 0; i < 100 && ::kill(pids[0], 0) == 0 && helper_pids().size() == 1; ++i) ::usleep(10'000);
   auto r = call("/", &s);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(*r, 0);
   auto now = helper_pids();
   ASSERT_EQ(now.size(), 1u) << "the killed helper was not reaped";
-  EXPECT_NE(now[0], pids[0]);
+  EXPECT_NE(now[0], helper);
 }
 
 std::string exe_of(int pid) {
@@ -138,14 +147,12 @@ TEST(StatfsHelpers, AHelperIsThisProgramExecdNotAFork) {
   std::vector<char> ballast(64 << 20, 1);
   StatfsHelpers h;
   Call call(h);
-  struct statvfs s {};
-  ASSERT_TRUE(call("/", &s));
-  auto pids = helper_pids();
-  ASSERT_EQ(pids.size(), 1u);
-  EXPECT_EQ(exe_of(pids[0]), exe_of(::getpid()));
-  EXPECT_NE(cmdline_of(pids[0]).find("--fsaudit-helper fsaudit-statfs"), std::string::npos) << cmdline_of(pids[0]);
+  const int helper = call.first_helper();
+  ASSERT_GT(helper, 0);
+  EXPECT_EQ(exe_of(helper), exe_of(::getpid()));
+  EXPECT_NE(cmdline_of(helper).find("--fsaudit-helper fsaudit-statfs"), std::string::npos) << cmdline_of(helper);
   std::fill(ballast.begin(), ballast.end(), 2);  // parent writes: a fork's shared pages would split now
-  const long kib = private_kib(pids[0]);
+  const long kib = private_kib(helper);
   ASSERT_GT(kib, 0) << "no smaps_rollup";
   std::printf("helper private memory: %ld KiB (parent: %ld KiB)\n", kib, private_kib(::getpid()));
   EXPECT_LT(kib, 16 * 1024) << "the helper holds the parent's memory";
@@ -162,16 +169,14 @@ TEST(StatfsHelpers, AnExecdHelperSharesTheTestsMountNamespace) {
   ASSERT_TRUE(helpers_exec()) << helper_exec_failure();
   StatfsHelpers h;
   Call call(h);
-  struct statvfs s {};
-  ASSERT_TRUE(call("/", &s));
-  auto pids = helper_pids();
-  ASSERT_EQ(pids.size(), 1u);
+  const int helper = call.first_helper();
+  ASSERT_GT(helper, 0);
   auto ns = [](const std::string& pid) {
     std::error_code ec;
     return std::filesystem::read_symlink("/proc/" + pid + "/ns/mnt", ec).string();
   };
   ASSERT_NE(ns("self"), "");
-  EXPECT_EQ(ns(std::to_string(pids[0])), ns("self"));
+  EXPECT_EQ(ns(std::to_string(helper)), ns("self"));
 }
 
 // Where exec does not work (no /proc in a sandbox, a removed binary) helpers fork without exec, and

@@ -618,13 +618,28 @@ TEST(Stacks, OptInPathsPlaceTheProbeFileAndOneStackStaysOneSampler) {
   EXPECT_NE(find_plan(plans, "zfs:tank")->why.find("discover"), std::string::npos);
 }
 
-TEST(LatencyProbe, FailsWithAReasonWhenTheMountTableIsUnreadable) {
-  fsaudit::testing::TempDir t("fsaudit-latency-nomounts");
-  HostPaths host = HostPaths::under(t.path());
+// A LatencyProbe run on directories under a temp dir: the host's paths under it (no sysfs, so stacks
+// are named by device number), a fake clock, and settings that never skip a stack for fullness.
+struct TempHost {
+  explicit TempHost(const std::filesystem::path& root) : root(root), host(HostPaths::under(root)) {
+    settings.file_size = 1 << 20;
+    settings.fill_threshold = 1.0;
+  }
+  ProbeContext context(std::chrono::seconds budget, MountSnapshot mounts = nullptr) {
+    return ProbeContext{host, runner, clk, tools, root, {}, clk.now() + budget, std::move(mounts)};
+  }
+  std::filesystem::path root;
+  HostPaths host;
   ProcessRunner runner;
   ToolPaths tools;
   FakeClock clk;
-  ProbeContext ctx{host, runner, clk, tools, t.path(), {}, clk.now() + 10s};
+  SamplerSettings settings;
+};
+
+TEST(LatencyProbe, FailsWithAReasonWhenTheMountTableIsUnreadable) {
+  fsaudit::testing::TempDir t("fsaudit-latency-nomounts");
+  TempHost env(t.path());
+  auto ctx = env.context(10s);
   LatencyProbe probe(SamplerSettings{}, TargetSelection{}, StackSelection{});
   auto r = probe.run(Target::host(), ctx);
   EXPECT_EQ(r.outcome, Outcome::failed);
@@ -644,21 +659,15 @@ TEST(LatencyProbe, PlansFromTheCyclesMountSnapshot) {
     EXPECT_TRUE(m.ok());
     return std::make_shared<const std::vector<MountEntry>>(*m);
   };
-  HostPaths host = HostPaths::under(t.path());  // no proc/self/mountinfo under it
-  ProcessRunner runner;
-  ToolPaths tools;
-  FakeClock clk;
-  SamplerSettings s;
-  s.file_size = 1 << 20;
-  s.fill_threshold = 1.0;
+  TempHost env(t.path());  // no proc/self/mountinfo under it
   TargetSelection watch;
   watch.include = {a.string(), b.string()};
-  LatencyProbe probe(s, watch, StackSelection{});
+  LatencyProbe probe(env.settings, watch, StackSelection{});
   auto run = [&](MountSnapshot m) {
-    ProbeContext ctx{host, runner, clk, tools, t.path(), {}, clk.now() + 10s, std::move(m)};
+    auto ctx = env.context(10s, std::move(m));
     auto r = probe.run(Target::host(), ctx);
     EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
-    clk.advance(1s);
+    env.clk.advance(1s);
     return r.metrics.value("fsaudit_latency_samplers");
   };
   auto both = snapshot(true);
@@ -811,21 +820,16 @@ TEST(LatencyProbe, StacksTakeTurnsUnderTheHostBudgetOnAFakeClock) {
                                "10 1 7:10 / " + a.string() + " rw - ext4 /dev/loop10 rw\n"
                                "11 1 7:10 /sub " + a2.string() + " rw - ext4 /dev/loop10 rw\n"
                                "12 1 7:11 / " + b.string() + " rw - ext4 /dev/loop11 rw\n");
-  HostPaths host = HostPaths::under(t.path());  // no sysfs: stacks are named by device number
-  ProcessRunner runner;
-  ToolPaths tools;
-  FakeClock clk;
-  SamplerSettings s;
-  s.file_size = 1 << 20;
-  s.fill_threshold = 1.0;
-  s.writes_per_second = 1.0;  // the host budget binds: two stacks want 2/s
-  s.bytes_per_second = 1ull << 30;
+  TempHost env(t.path());
+  auto& clk = env.clk;
+  env.settings.writes_per_second = 1.0;  // the host budget binds: two stacks want 2/s
+  env.settings.bytes_per_second = 1ull << 30;
   TargetSelection watch;
   watch.discover = false;  // never the real root: only the temp dirs
   watch.explicit_targets = {{a.string(), ""}, {a2.string(), ""}, {b.string(), ""}};
-  LatencyProbe probe(s, watch, StackSelection{});
+  LatencyProbe probe(env.settings, watch, StackSelection{});
   auto run = [&] {
-    ProbeContext ctx{host, runner, clk, tools, t.path(), {}, clk.now() + 10s};
+    auto ctx = env.context(10s);
     auto r = probe.run(Target::host(), ctx);
     EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
     return r.metrics;
@@ -895,19 +899,13 @@ TEST(LatencyProbe, AtMostParallelSamplesInFlightAndEveryDueStackSamples) {
     labels.push_back({{"stack", "dev:7:" + std::to_string(20 + i)}, {"target", d.string()}});
   }
   fsaudit::testing::write_text(t / "proc/self/mountinfo", mountinfo);
-  HostPaths host = HostPaths::under(t.path());
-  ProcessRunner runner;
-  ToolPaths tools;
-  FakeClock clk;
-  SamplerSettings s;
-  s.file_size = 1 << 20;
-  s.fill_threshold = 1.0;
-  s.writes_per_second = 100;
-  s.bytes_per_second = 1ull << 30;
-  s.parallel = 2;
-  LatencyProbe probe(s, watch, StackSelection{});
+  TempHost env(t.path());
+  env.settings.writes_per_second = 100;
+  env.settings.bytes_per_second = 1ull << 30;
+  env.settings.parallel = 2;
+  LatencyProbe probe(env.settings, watch, StackSelection{});
   const auto before = shared_sampler_children().processes();
-  ProbeContext ctx{host, runner, clk, tools, t.path(), {}, clk.now() + 60s};
+  auto ctx = env.context(60s);
   auto r = probe.run(Target::host(), ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   for (const auto& l : labels) EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", l), 1.0) << l.at("stack");
