@@ -14,6 +14,9 @@
 #include <mutex>
 #include <string>
 
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+
 namespace fsaudit {
 
 bool write_all(int fd, const void* p, std::size_t n) {
@@ -186,17 +189,10 @@ void helper_entry(int argc, char** argv) {
 }
 
 bool started_as_helper() {
-  int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[256];
-  auto n = ::read(fd, buf, sizeof buf);
-  ::close(fd);
-  if (n <= 0) return false;
-  std::string_view args(buf, static_cast<std::size_t>(n));
-  auto first_end = args.find('\0');
-  if (first_end == std::string_view::npos) return false;
-  args.remove_prefix(first_end + 1);
-  return args.substr(0, args.find('\0')) == kHelperFlag;
+  auto cmdline = read_file("/proc/self/cmdline");  // argv, each argument NUL-terminated
+  if (!cmdline) return false;
+  auto args = split(*cmdline, '\0');
+  return args.size() >= 2 && args[1] == kHelperFlag;
 }
 
 void set_helper_executable(std::optional<std::string> path) {
