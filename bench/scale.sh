@@ -15,7 +15,9 @@
 # env:   SETTLE=60 (seconds before the window)  SCRAPES=50 (for the median)  LATENCY=1|0
 #
 # --perf records `perf record -g` of fsauditd over the window of the largest size into
-# /var/tmp/fsaudit-scale-perf.data (kept) and prints its top symbols.
+# /var/tmp/fsaudit-scale-perf.data (kept) and prints its top symbols. PERF_ARGS replaces the
+# sampling options (default "-F 199 -g"; "-F 499 --call-graph dwarf" unwinds through libc too, where
+# malloc's callers are lost with frame pointers).
 #
 # fsync work: the sampler submits io_uring WRITE linked to FSYNC; the kernel runs every FSYNC (and
 # the write when it would block) in fsauditd's io_uring worker threads ("iou-wrk-PID"), so their
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
     --minutes) WINDOW=$(awk -v m="$2" 'BEGIN {printf "%d", m * 60}'); shift 2 ;;
     --sizes) SIZES=$2; shift 2 ;;
     --perf) PERF=1; shift ;;
-    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
     -*) echo "scale.sh: unknown option $1" >&2; exit 2 ;;
     *)
       case $pos in 0) FSAUDITD=$1 ;; 1) WINDOW=$1 ;; 2) SIZES=$1 ;; *) echo "scale.sh: too many arguments" >&2; exit 2 ;; esac
@@ -197,7 +199,7 @@ CFG
   poll_children "$fpid" >"$IMG/children-$size" & cpid=$!; PIDS+=("$cpid")
   f0=$(cpu_ticks $fpid); n0=$(cpu_ticks $npid); r0=$(reaped_ticks $fpid)
   if [ "$PERF" = 1 ] && [ "$size" = "$largest" ] && command -v perf >/dev/null; then
-    perf record -q -F 199 -g -o /var/tmp/fsaudit-scale-perf.data -p "$fpid" -- sleep "$WINDOW" >/dev/null 2>&1 || true
+    perf record -q ${PERF_ARGS:--F 199 -g} -o /var/tmp/fsaudit-scale-perf.data -p "$fpid" -- sleep "$WINDOW" >/dev/null 2>&1 || true
   else
     sleep "$WINDOW"
   fi

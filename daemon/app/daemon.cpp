@@ -355,7 +355,7 @@ void Daemon::on_outcome(const JobOutcome& o) {
   // A timed-out run drops its stale samples, and its late return publishes nothing of its own; a
   // failed run publishes what it still could.
   if (o.timed_out || o.late_finish) store_->remove(key);
-  else store_->publish(key, o.result.metrics);
+  else if (!o.result.unchanged) store_->publish(key, o.result.metrics);
   JobSelf::Said said{failed, o.stuck, std::nullopt, failed ? o.result.reason.substr(0, 400) : std::string()};
   // Per-target probes only run where they apply; "nothing to do" is worth a series only for host-wide
   // probes (no ZFS on this host) or when a per-target run says so.

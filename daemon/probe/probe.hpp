@@ -56,6 +56,11 @@ struct ProbeContext {
   // Someone asked for this run now (fsauditctl run, canary run): a probe that skips runs it
   // considers too early or outside its window runs anyway.
   bool requested = false;
+  // False while this job's last run's metrics are still published as that run returned them: a
+  // probe whose metrics for the target are the same may then answer ProbeResult::same_as_last() and
+  // skip building and publishing them again. True on a job's first run and after a run timed out
+  // (its stale metrics were dropped).
+  bool republish = true;
 
   std::string tool(const std::string& name) const {
     auto it = tools.find(name);
@@ -75,8 +80,12 @@ struct ProbeResult {
   Outcome outcome = Outcome::ok;
   std::string reason;
   metrics::Batch metrics;
+  // The run succeeded and its metrics are those the job's last run published: nothing to publish.
+  bool unchanged = false;
 
   static ProbeResult ok(metrics::Batch b) { return {Outcome::ok, "", std::move(b)}; }
+  // Only when ctx.republish is false (the scheduler turns it into a failure otherwise).
+  static ProbeResult same_as_last() { return {Outcome::ok, "", {}, true}; }
   static ProbeResult failed(std::string why, metrics::Batch b = {}) {
     return {Outcome::failed, std::move(why), std::move(b)};
   }

@@ -132,6 +132,7 @@ SteadyTime Scheduler::tick() {
         // The run is over as far as accounting goes: one run, one failure, one timeout. When it
         // returns later it only clears `stuck`.
         j->stuck = true;
+        j->republish = true;  // the timed-out outcome drops the job's metrics
         ++stuck_count_;
         ++j->timeouts;
         ++j->runs;
@@ -212,7 +213,7 @@ void Scheduler::drain(const std::shared_ptr<BatchQueue>& q) {
 void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
   std::shared_ptr<std::stop_source> stop;
   SteadyTime deadline;
-  bool requested = false;
+  bool requested = false, republish = true;
   {
     std::lock_guard l(mu_);
     if (j->removed) {  // dropped by a reload while it waited in the queue
@@ -226,12 +227,17 @@ void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
     stop = j->stop;
     deadline = j->deadline;
     requested = !j->waiting_this.empty();
+    republish = j->republish;
+    j->republish = false;
   }
   ProbeResult r;
   try {
     ProbeContext ctx = make_context_(stop->get_token(), deadline);
     ctx.requested = requested;
+    ctx.republish = republish;
     r = spec.probe->run(spec.target, ctx);
+    if (r.unchanged && republish)
+      r = ProbeResult::failed("internal error: the probe kept its last metrics where it had to publish them afresh");
   } catch (const std::exception& e) {
     r = ProbeResult::failed(std::string("internal error: ") + e.what());
   } catch (...) {
@@ -250,6 +256,7 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
     bool was_stuck = j->stuck;
     removed = j->removed;
     if (was_stuck && !removed) --stuck_count_;
+    if (was_stuck || r.outcome == Outcome::failed) j->republish = true;  // a late return drops the metrics too
     double took = std::chrono::duration<double>(end - j->started_at).count();
     j->running = false;
     --runs_in_flight_;

@@ -110,6 +110,9 @@ class Scheduler {
     bool stuck = false;
     bool ever_finished = false;
     bool removed = false;
+    // The store does not hold this job's last metrics (first run, or a run timed out): its next run
+    // must publish afresh (ProbeContext::republish).
+    bool republish = true;
     SteadyTime started_at, deadline;
     std::shared_ptr<std::stop_source> stop;
     std::shared_ptr<BatchQueue> batch;  // the queue this run waits in, for batched probes

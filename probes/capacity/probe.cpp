@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "daemon/probe/same_as_last.hpp"
 #include "probes/capacity/statfs_helper.hpp"
 
 namespace fsaudit::capacity {
@@ -41,11 +42,16 @@ class CapacityProbe final : public Probe {
     auto r = helpers_.statvfs(p.string(), &s, ctx.stop, ctx.clock, ctx.deadline);
     if (!r) return ProbeResult::failed("statvfs " + p.string() + ": " + r.error());
     if (*r != 0) return ProbeResult::failed("statvfs " + p.string() + ": " + std::strerror(*r));
-    return ProbeResult::ok(capacity_metrics(t, capacity_from_statvfs(s)));
+    const CapacityStats c = capacity_from_statvfs(s);
+    Fingerprint fp;
+    fp.add(t.name).add(t.fstype).add(c.size_bytes).add(c.free_bytes).add(c.avail_bytes).add(c.files).add(c.files_free);
+    if (last_.same(t.name, fp.value(), ctx)) return ProbeResult::same_as_last();  // an idle filesystem
+    return ProbeResult::ok(capacity_metrics(t, c));
   }
 
  private:
   StatfsHelpers helpers_;
+  LastPublished last_;
 };
 
 }  // namespace

@@ -33,7 +33,9 @@ struct AnswerHead {
 // runs safely where it is forked without exec (a program without helper_entry(), pipe_child.hpp).
 void helper_main() {
   static char path[PATH_MAX + 1];
-  alignas(16) static unsigned char out[StatfsHelpers::kMaxAnswer];
+  // The answer's head and data go out in one write: the daemon's thread wakes once per answer.
+  alignas(16) static unsigned char msg[sizeof(AnswerHead) + StatfsHelpers::kMaxAnswer];
+  unsigned char* const out = msg + sizeof(AnswerHead);
   while (true) {
     std::uint32_t len = 0;
     std::uint8_t op = 0;
@@ -42,11 +44,11 @@ void helper_main() {
     path[len] = '\0';
     std::size_t n = 0;
     const HelperCall call = op == 0 ? statvfs_call : g_calls[op];
-    AnswerHead a{call ? call(path, out, sizeof out, &n) : ENOSYS, 0};
-    if (a.err != 0 || n > sizeof out) n = 0;
+    AnswerHead a{call ? call(path, out, StatfsHelpers::kMaxAnswer, &n) : ENOSYS, 0};
+    if (a.err != 0 || n > StatfsHelpers::kMaxAnswer) n = 0;
     a.size = static_cast<std::uint32_t>(n);
-    // The daemon is gone (SIGPIPE is ignored: EPIPE)
-    if (!write_all(4, &a, sizeof a) || (n > 0 && !write_all(4, out, n))) return;
+    std::memcpy(msg, &a, sizeof a);
+    if (!write_all(4, msg, sizeof a + n)) return;  // the daemon is gone (SIGPIPE is ignored: EPIPE)
   }
 }
 
@@ -140,9 +142,14 @@ Result<CallAnswer> StatfsHelpers::call(std::uint8_t op, const std::string& path,
       retire(h, true, "");
       continue;
     }
-    auto len = static_cast<std::uint32_t>(path.size());
-    if (!write_all(h.request, &len, sizeof len) || !write_all(h.request, &op, 1) ||
-        !write_all(h.request, path.data(), len)) {
+    // One write per request (atomic up to PIPE_BUF): a helper woken by a partial request would only
+    // sleep again until the rest came, two more context switches per call.
+    const auto len = static_cast<std::uint32_t>(path.size());
+    std::string request(sizeof len + 1 + len, '\0');
+    std::memcpy(request.data(), &len, sizeof len);
+    request[sizeof len] = static_cast<char>(op);
+    std::memcpy(request.data() + sizeof len + 1, path.data(), len);
+    if (!write_all(h.request, request.data(), request.size())) {
       retire(h, true, "");
       continue;
     }

@@ -5,6 +5,7 @@
 
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
+#include "daemon/probe/same_as_last.hpp"
 #include "probes/ext4/block_name.hpp"
 
 namespace fsaudit::ext4 {
@@ -85,13 +86,21 @@ class Ext4Probe final : public Probe {
         return ProbeResult::failed("no " + ctx.host.sys("fs/ext4").string() + "/<dev> directory for " + t.mountpoint +
                                    " (tried: " + tried + ")");
       }
-      auto s = ext4::parse_ext4_sysfs(ext4::read_ext4_sysfs_files(ctx.host.sys("fs/ext4") / dev));
+      const auto files = ext4::read_ext4_sysfs_files(ctx.host.sys("fs/ext4") / dev);
+      auto s = ext4::parse_ext4_sysfs(files);
       if (!s) return ProbeResult::failed(s.error());
+      Fingerprint fp;
+      fp.add(t.name).add(dev);
+      for (const auto& [name, text] : files) fp.add(name).add(text);
+      if (last_.same(t.name, fp.value(), ctx)) return ProbeResult::same_as_last();  // no new error or warning
       return ProbeResult::ok(ext4::ext4_metrics(t, dev, *s));
     } catch (const std::exception& e) {
       return ProbeResult::failed(std::string("ext4 probe: ") + e.what());
     }
   }
+
+ private:
+  LastPublished last_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "daemon/core/strings.hpp"
+#include "daemon/probe/same_as_last.hpp"
 
 namespace fsaudit::mount {
 
@@ -52,6 +53,10 @@ class MountProbe final : public Probe {
     if (!mounts) return ProbeResult::failed(mounts.error());
     const MountEntry* found = find(*mounts, t.mountpoint);
     if (!found) return ProbeResult::failed("not mounted: " + t.mountpoint + " is not in the mount table");
+    Fingerprint fp;
+    fp.add(t.name).add(t.fstype).add(found->fstype).add(found->source).add(found->mountpoint);
+    fp.add(found->mount_options).add(found->super_options);
+    if (last_.same(t.name, fp.value(), ctx)) return ProbeResult::same_as_last();
     return ProbeResult::ok(mount_metrics(t, found));
   }
 
@@ -69,6 +74,7 @@ class MountProbe final : public Probe {
     return it == index_.end() ? nullptr : &(*snap)[it->second];
   }
 
+  LastPublished last_;
   std::mutex mu_;
   MountSnapshot indexed_;
   std::unordered_map<std::string, std::size_t> index_;

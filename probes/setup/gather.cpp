@@ -71,15 +71,52 @@ std::string transport_of(const HostPaths& host, const std::string& disk) {
   return "";
 }
 
+std::string dataset_of(const std::string& source) { return source.substr(0, source.find('@')); }
+
+// Dataset properties every ZFS generation knows (zfs-fuse too); an unknown one would fail the call.
+const char kDatasetProps[] = "checksum,copies,compression,recordsize";
+
+// The properties of every mounted ZFS dataset, a few commands for all of them. A dataset missing
+// from the answer (unmounted meanwhile: zfs names it on stderr and exits 1, the others are printed)
+// is asked for alone later, so its own error is what gets reported.
+const PropertyTable& all_dataset_props(GatherEnv& env) {
+  if (env.zfs_props) return *env.zfs_props;
+  env.zfs_props.emplace();
+  std::set<std::string> datasets;
+  for (const auto& m : env.mounts)
+    if (normalize_fs(m.fstype) == "zfs" && !m.source.empty()) datasets.insert(dataset_of(m.source));
+  std::vector<std::string> argv;
+  auto ask = [&] {
+    auto r = run_tool(env, argv);
+    if (r.spawn_error.empty() && !r.timed_out && !r.truncated)
+      if (auto t = parse_property_table(r.out)) env.zfs_props->merge(*t);
+  };
+  for (const auto& d : datasets) {
+    if (argv.empty()) argv = {env.tool("zfs"), "get", "-Hp", kDatasetProps};
+    argv.push_back(d);
+    if (argv.size() == 4 + 256) {
+      ask();
+      argv.clear();
+    }
+  }
+  if (!argv.empty()) ask();
+  return *env.zfs_props;
+}
+
 void zfs_facts(StackFacts& f, GatherEnv& env) {
-  std::string dataset = f.source;
-  auto at = dataset.find('@');
-  if (at != std::string::npos) dataset = dataset.substr(0, at);
+  const std::string dataset = dataset_of(f.source);
   std::string pool = zfs_pool_of(dataset);
-  // Dataset properties every ZFS generation knows (zfs-fuse too); an unknown one would fail the call.
-  auto r = run_tool(env, {env.tool("zfs"), "get", "-Hp", "checksum,copies,compression,recordsize", dataset});
+  CommandResult r;
+  Result<PropertyTable> t = err("");
+  if (const auto& all = all_dataset_props(env); all.count(dataset)) {
+    r.exited = true;
+    r.exit_code = 0;
+    t = PropertyTable{{dataset, all.at(dataset)}};
+  } else {
+    r = run_tool(env, {env.tool("zfs"), "get", "-Hp", kDatasetProps, dataset});
+    if (r.ok()) t = parse_property_table(r.out);
+  }
   if (r.ok()) {
-    auto t = parse_property_table(r.out);
     if (t && t->count(dataset)) {
       const auto& p = t->at(dataset);
       ZfsDatasetFacts d;

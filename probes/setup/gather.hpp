@@ -39,6 +39,9 @@ struct GatherEnv {
   // Per run: zpool status of every pool and zpool get per pool, asked once.
   std::optional<Result<zfs::ZfsStatusReport>> zpool_status;
   std::map<std::string, std::optional<PropertyTable>> zpool_props;
+  // Per run: the dataset properties of every mounted ZFS dataset, asked in one `zfs get` per 256
+  // datasets rather than one per dataset (a process each: 200 datasets cost 0.4 % of a core).
+  std::optional<PropertyTable> zfs_props;
 
   std::string tool(const std::string& n) const {
     auto it = tools.find(n);

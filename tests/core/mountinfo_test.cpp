@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/core/files.hpp"
+#include "daemon/probe/same_as_last.hpp"
 #include "daemon/probe/targets.hpp"
 #include "probes/mount/probe.hpp"
 
@@ -150,4 +151,80 @@ TEST(MountProbe, DataChecksumsByStack) {
   EXPECT_FALSE(mount::has_data_checksums("bcachefs", "rw", "rw,data_checksum=none"));
   EXPECT_FALSE(mount::has_data_checksums("xfs", "rw", "rw"));
   EXPECT_FALSE(mount::has_data_checksums("ext4", "rw", "rw"));
+}
+
+namespace {
+std::unique_ptr<Probe> mount_probe() { return mount::make_mount_probe(config::default_config()); }
+}  // namespace
+
+// The probe runs every 15 s on every target, and mount tables rarely change: a run that finds the
+// target's entry as it published it last keeps those metrics; any change to the entry publishes.
+TEST(MountProbe, KeepsItsLastMetricsOnlyWhileTheEntryIsTheSame) {
+  auto table = std::make_shared<std::vector<MountEntry>>(server_mounts());
+  HostPaths host;
+  ToolPaths tools;
+  ProcessRunner runner;
+  FakeClock clock;
+  ProbeContext ctx{host, runner, clock, tools, "/tmp", {}, clock.now() + std::chrono::seconds(10)};
+  ctx.mounts = table;
+  Target t;
+  t.name = t.mountpoint = "/srv/data";
+  t.fstype = "btrfs";
+  auto probe = mount_probe();
+  auto r = probe->run(t, ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_FALSE(r.unchanged);
+  EXPECT_EQ(r.metrics.value("fsaudit_filesystem_readonly", {{"target", "/srv/data"}}), 0);
+  ctx.republish = false;
+  EXPECT_TRUE(probe->run(t, ctx).unchanged);
+  // A new snapshot (the table is read again every cycle) with the same entry: still the same.
+  ctx.mounts = std::make_shared<std::vector<MountEntry>>(*table);
+  EXPECT_TRUE(probe->run(t, ctx).unchanged);
+  // The kernel remounted it read-only after an error: published at once.
+  auto remounted = std::make_shared<std::vector<MountEntry>>(*table);
+  for (auto& e : *remounted)
+    if (e.mountpoint == "/srv/data") e.super_options = "ro," + e.super_options;
+  ctx.mounts = remounted;
+  r = probe->run(t, ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_FALSE(r.unchanged);
+  EXPECT_EQ(r.metrics.value("fsaudit_filesystem_readonly", {{"target", "/srv/data"}}), 1);
+  // Another target of the same probe has its own memory.
+  Target other = t;
+  other.name = other.mountpoint = "/srv/old disk";
+  other.fstype = "ext4";
+  EXPECT_FALSE(probe->run(other, ctx).unchanged);
+  EXPECT_TRUE(probe->run(t, ctx).unchanged);
+  ctx.republish = true;
+  r = probe->run(t, ctx);
+  EXPECT_FALSE(r.unchanged);
+  EXPECT_EQ(r.metrics.value("fsaudit_filesystem_readonly", {{"target", "/srv/data"}}), 1);
+}
+
+TEST(LastPublished, FingerprintsDelimitTheirValues) {
+  EXPECT_NE(Fingerprint().add("ab").add("c").value(), Fingerprint().add("a").add("bc").value());
+  EXPECT_EQ(Fingerprint().add("a").add(1.5).value(), Fingerprint().add("a").add(1.5).value());
+  EXPECT_NE(Fingerprint().add(1.5).value(), Fingerprint().add(2.5).value());
+  EXPECT_NE(Fingerprint().add(std::uint64_t{0}).value(), Fingerprint().value());
+}
+
+TEST(LastPublished, ForgetsTargetsNotSeenForHalfAnHour) {
+  HostPaths host;
+  ToolPaths tools;
+  ProcessRunner runner;
+  FakeClock clock;
+  ProbeContext ctx{host, runner, clock, tools, "/tmp", {}, clock.now()};
+  ctx.republish = false;
+  LastPublished last;
+  EXPECT_FALSE(last.same("/a", 1, ctx));  // never seen: publish
+  EXPECT_FALSE(last.same("/b", 1, ctx));
+  EXPECT_TRUE(last.same("/a", 1, ctx));
+  EXPECT_FALSE(last.same("/a", 2, ctx));
+  EXPECT_TRUE(last.same("/a", 2, ctx));
+  clock.advance(std::chrono::minutes(20));
+  EXPECT_TRUE(last.same("/a", 2, ctx));
+  clock.advance(std::chrono::minutes(20));
+  EXPECT_TRUE(last.same("/a", 2, ctx));
+  EXPECT_EQ(last.size(), 1u);  // /b unmounted 40 minutes ago
+  EXPECT_FALSE(last.same("/b", 1, ctx));
 }

@@ -677,3 +677,109 @@ TEST(Scheduler, ReloadsWithRunsInFlightKeepEveryScheduleExact) {
   for (int i = 0; i < 1000; ++i)
     EXPECT_EQ(count["/m" + std::to_string(i)], 42 / (1 + i % 7) + 1) << "/m" << i;
 }
+
+namespace {
+// Returns what the test scripts, run by run, and records each run's ctx.republish.
+struct Scripted : Probe {
+  std::string name() const override { return "scripted"; }
+  ProbeResult run(const Target&, ProbeContext& ctx) override {
+    republish.push_back(ctx.republish);
+    if (script.empty()) return ProbeResult::same_as_last();
+    auto r = std::move(script.front());
+    script.pop_front();
+    return r;
+  }
+  std::deque<ProbeResult> script;
+  std::vector<bool> republish;
+};
+
+metrics::Batch one_gauge() {
+  metrics::Batch b;
+  b.gauge("fsaudit_test_value", "A value.", {}, 1);
+  return b;
+}
+}  // namespace
+
+// A probe may keep its last metrics (same_as_last) only while the consumer still holds them: not on
+// a job's first run, and not after a failed run (which published only what it could).
+TEST(Scheduler, RepublishIsAskedOnAJobsFirstRunAndAfterAFailure) {
+  Harness h;
+  InlineExecutor ex;
+  auto s = h.make(ex);
+  auto p = std::make_shared<Scripted>();
+  p->script.push_back(ProbeResult::ok(one_gauge()));
+  p->script.push_back(ProbeResult::same_as_last());
+  p->script.push_back(ProbeResult::failed("broken"));
+  p->script.push_back(ProbeResult::ok(one_gauge()));
+  p->script.push_back(ProbeResult::same_as_last());
+  s.set_jobs({job(p, "/a", 10s)});
+  for (int i = 0; i < 5; ++i) {
+    s.tick();
+    h.clock.advance(10s);
+  }
+  EXPECT_EQ(p->republish, (std::vector<bool>{true, false, false, true, false}));
+  ASSERT_EQ(h.outcomes.size(), 5u);
+  EXPECT_FALSE(h.outcomes[0].result.unchanged);
+  EXPECT_TRUE(h.outcomes[1].result.unchanged);
+  EXPECT_EQ(h.outcomes[1].result.outcome, Outcome::ok);
+  EXPECT_EQ(h.outcomes[2].result.outcome, Outcome::failed);
+  EXPECT_TRUE(h.outcomes[4].result.unchanged);
+}
+
+TEST(Scheduler, KeepingMetricsWhereTheyMustBeRepublishedIsAFailure) {
+  Harness h;
+  InlineExecutor ex;
+  auto s = h.make(ex);
+  auto p = std::make_shared<Scripted>();  // empty script: answers same_as_last from the first run on
+  s.set_jobs({job(p, "/a", 10s)});
+  s.tick();
+  ASSERT_EQ(h.outcomes.size(), 1u);
+  EXPECT_EQ(h.outcomes[0].result.outcome, Outcome::failed);
+  EXPECT_FALSE(h.outcomes[0].result.unchanged);
+  EXPECT_NE(h.outcomes[0].result.reason.find("afresh"), std::string::npos) << h.outcomes[0].result.reason;
+  h.clock.advance(10s);
+  s.tick();
+  EXPECT_EQ(p->republish, (std::vector<bool>{true, true}));  // and the next run is asked again
+}
+
+namespace {
+struct HangingRecorder : Hanging {
+  ProbeResult run(const Target& t, ProbeContext& ctx) override {
+    {
+      std::lock_guard l(mu);
+      republish.push_back(ctx.republish);
+    }
+    return Hanging::run(t, ctx);
+  }
+  std::vector<bool> republish;
+};
+}  // namespace
+
+// A timed-out run's metrics are dropped (its outcome says timed_out, then late_finish): the next run
+// must publish afresh even though the late return itself was ok.
+TEST(Scheduler, ARunAfterATimeoutMustRepublish) {
+  Harness h;
+  ThreadPool pool(1);
+  auto s = h.make(pool);
+  auto p = std::make_shared<HangingRecorder>();
+  s.set_jobs({job(p, "/a", 10s, 0ms, 5s)});
+  auto finish_run = [&] {
+    p->release();
+    while (s.in_flight() > 0) std::this_thread::sleep_for(1ms);
+  };
+  s.tick();  // run 1: ok
+  p->wait_entered(1);
+  finish_run();
+  h.clock.advance(10s);
+  s.tick();  // run 2: hangs past its timeout, returns late
+  p->wait_entered(2);
+  h.clock.advance(6s);
+  s.tick();
+  finish_run();
+  h.clock.advance(10s);
+  s.tick();  // run 3
+  p->wait_entered(3);
+  finish_run();
+  std::lock_guard l(p->mu);
+  EXPECT_EQ(p->republish, (std::vector<bool>{true, false, true}));
+}

@@ -145,6 +145,28 @@ TEST(Daemon, ServesMetricsNotifiesSystemdReloadsAndStops) {
   EXPECT_LE(pings, 60u);
 }
 
+// The mount probe finds the root's entry unchanged run after run and answers "same as last": the
+// daemon keeps the metrics it published, it does not replace them with nothing.
+TEST(Daemon, RunsThatFindNothingNewKeepTheirMetricsPublished) {
+  TempDir dir;
+  int port = free_port();
+  DaemonProcess d(dir.path(), base_config(port, dir / "state"), port);
+  auto text = d.wait_for([](const std::string& t) {
+    return scrape_value(t, "fsaudit_probe_runs_total", {{"probe", "mount"}}) >= 5;
+  }, 30);
+  ASSERT_GE(scrape_value(text, "fsaudit_probe_runs_total", {{"probe", "mount"}}), 5) << d.log();
+  for (int i = 0; i < 3; ++i) {  // across several more runs (1 s interval)
+    std::this_thread::sleep_for(700ms);
+    text = d.scrape();
+    EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_info", {{"target", "/"}}), 1) << scrape_lines(text, "fsaudit_filesystem");
+    EXPECT_FALSE(std::isnan(scrape_value(text, "fsaudit_filesystem_readonly", {{"target", "/"}})));
+    EXPECT_FALSE(std::isnan(scrape_value(text, "fsaudit_filesystem_data_checksums", {{"target", "/"}})));
+    EXPECT_GT(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", "/"}}), 0);
+    EXPECT_EQ(scrape_value(text, "fsaudit_probe_success", {{"probe", "mount"}, {"target", "/"}}), 1);
+  }
+  EXPECT_EQ(d.stop(5), 0);
+}
+
 TEST(Daemon, HungProbeIsReportedAndOthersKeepRunning) {
   // The zfs probe's tool is a zpool that never answers: the probe must time out with its reason
   // while capacity keeps updating.

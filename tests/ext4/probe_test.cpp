@@ -104,5 +104,35 @@ TEST(Ext4Adapter, UnknownDeviceIsAClearFailure) {
   EXPECT_NE(r.reason.find("sdq9"), std::string::npos) << r.reason;
 }
 
+// Unchanged sysfs files on a run the scheduler lets keep its metrics: nothing is built or published
+// again; a new error is published at once, and so is everything when the scheduler asks for it.
+TEST(Ext4Adapter, KeepsItsLastMetricsOnlyWhileNothingChanged) {
+  testing::TempDir dir("ext4-same");
+  std::filesystem::copy(probe_fixture_dir() / "ext4/tree-errors", dir.path(),
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  testing::FakeRunner runner;
+  testing::ContextHolder c(HostPaths::under(dir.path()), runner);
+  auto probe = ext4::make_ext4_probe(config::default_config());
+  Target t{"/", "/", "ext4", "/dev/root", "rw", "rw", 7, 1};
+  auto r = probe->run(t, c.ctx);  // republish: true, as on a job's first run
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_FALSE(r.unchanged);
+  c.ctx.republish = false;
+  r = probe->run(t, c.ctx);
+  EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_TRUE(r.unchanged);
+  EXPECT_TRUE(r.metrics.empty());
+  testing::write_text(dir / "sys/fs/ext4/loop1/errors_count", "2\n");
+  r = probe->run(t, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_FALSE(r.unchanged);
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_errors", {{"target", "/"}}), 2);
+  EXPECT_TRUE(probe->run(t, c.ctx).unchanged);
+  c.ctx.republish = true;  // e.g. after a timed-out run
+  r = probe->run(t, c.ctx);
+  EXPECT_FALSE(r.unchanged);
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_errors", {{"target", "/"}}), 2);
+}
+
 }  // namespace
 }  // namespace fsaudit

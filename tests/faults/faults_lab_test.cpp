@@ -312,6 +312,10 @@ TEST_F(HangFsTest, StatfsNeverReturnsTargetStuckOthersUpdateSigtermExits) {
   EXPECT_GT(scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", cap), last1);
   EXPECT_GT(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", plain_t}}), 0)
       << scrape_lines(text, "fsaudit_filesystem_size_bytes");
+  // The sampler publishes every 5 s: its next batch shows the healthy stack's newer samples.
+  text = d.wait_for([&](const std::string& s) {
+    return value_or(s, "fsaudit_fsync_latency_seconds_count", plain_lat, 0) >= lat1 + 1;
+  }, 15);
   EXPECT_GE(scrape_value(text, "fsaudit_fsync_latency_seconds_count", plain_lat), lat1 + 1)
       << scrape_lines(text, "fsaudit_fsync_latency_seconds_count") << d.log();
   // Not started again while stuck, and nothing piles up: over 20 more intervals the daemon's resting
@@ -342,6 +346,9 @@ TEST_F(HangFsTest, StatfsNeverReturnsTargetStuckOthersUpdateSigtermExits) {
   EXPECT_EQ(scrape_value(text, "fsaudit_probe_stuck", hang_cap), 1);
   EXPECT_EQ(scrape_value(text, "fsaudit_latency_sampler_state", hang_stuck), 1);
   EXPECT_GE(scrape_value(text, "fsaudit_probe_runs_total", cap), runs1 + 15) << scrape_lines(text, "fsaudit_probe_runs_total");
+  text = d.wait_for([&](const std::string& s) {  // published every 5 s
+    return value_or(s, "fsaudit_fsync_latency_seconds_count", plain_lat, 0) >= lat1 + 8;
+  }, 15);
   EXPECT_GE(scrape_value(text, "fsaudit_fsync_latency_seconds_count", plain_lat), lat1 + 8)
       << scrape_lines(text, "fsaudit_fsync_latency_seconds_count");
   EXPECT_EQ(threads_in_d_state(d.pid()), "") << "a daemon thread is blocked in the kernel";
@@ -393,6 +400,9 @@ TEST_F(HangFsTest, FsyncNeverReturnsUnderTheLatencySamplerStuckOthersSampleSigte
   DaemonProcess::sleep_ms(8000);
   text = d.scrape();
   ASSERT_FALSE(text.empty()) << "/metrics stopped answering while a sampler is stuck";
+  text = d.wait_for([&](const std::string& s) {  // the sampler publishes every 5 s
+    return value_or(s, "fsaudit_fsync_latency_seconds_count", plain_lat, 0) >= lat1 + 4;
+  }, 15);
   EXPECT_EQ(scrape_value(text, "fsaudit_latency_sampler_state", hang_stuck), 1)
       << scrape_lines(text, "fsaudit_latency_sampler_state");
   EXPECT_GE(scrape_value(text, "fsaudit_fsync_latency_seconds_count", plain_lat), lat1 + 4)

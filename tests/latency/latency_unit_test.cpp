@@ -677,6 +677,51 @@ TEST(LatencyProbe, PlansFromTheCyclesMountSnapshot) {
   EXPECT_EQ(run(snapshot(false)), 1.0);
 }
 
+// A run a second, but its 800-stack batch is published every few seconds: the runs in between keep
+// the last one (while the scheduler says it is still published), unless the plan changed or an
+// operator asked for the run.
+TEST(LatencyProbe, PublishesEveryFewSecondsNotEveryRun) {
+  fsaudit::testing::TempDir t("fsaudit-latency-publish");
+  auto a = t / "a", b = t / "b";
+  for (const auto& d : {a, b}) std::filesystem::create_directories(d);
+  auto snapshot = [&](bool with_b) {
+    std::string text = "10 1 7:10 / " + a.string() + " rw - ext4 /dev/loop10 rw\n";
+    if (with_b) text += "12 1 7:11 / " + b.string() + " rw - ext4 /dev/loop11 rw\n";
+    auto m = parse_mountinfo(text);
+    EXPECT_TRUE(m.ok());
+    return std::make_shared<const std::vector<MountEntry>>(*m);
+  };
+  TempHost env(t.path());
+  TargetSelection watch;
+  watch.include = {a.string(), b.string()};
+  LatencyProbe probe(env.settings, watch, StackSelection{});
+  auto table = snapshot(true);
+  auto run = [&](MountSnapshot m, bool republish, bool requested = false) {
+    auto ctx = env.context(10s, std::move(m));
+    ctx.republish = republish;
+    ctx.requested = requested;
+    auto r = probe.run(Target::host(), ctx);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    env.clk.advance(1s);
+    return r;
+  };
+  auto r = run(table, true);
+  EXPECT_FALSE(r.unchanged);
+  EXPECT_EQ(r.metrics.value("fsaudit_latency_samplers"), 2.0);
+  int kept = 0;
+  for (int i = 0; i < 4; ++i) kept += run(table, false).unchanged ? 1 : 0;
+  EXPECT_EQ(kept, 4) << "runs 1-4 s after a publish";
+  r = run(table, false);  // 5 s after it
+  EXPECT_FALSE(r.unchanged);
+  EXPECT_EQ(r.metrics.value("fsaudit_latency_samplers"), 2.0);
+  EXPECT_TRUE(run(table, false).unchanged);
+  EXPECT_FALSE(run(table, false, true).unchanged) << "a requested run publishes";
+  EXPECT_FALSE(run(table, true).unchanged) << "asked to publish afresh";
+  r = run(snapshot(false), false);
+  EXPECT_FALSE(r.unchanged) << "a new plan publishes at once";
+  EXPECT_EQ(r.metrics.value("fsaudit_latency_samplers"), 1.0);
+}
+
 // ---- per-stack metrics ------------------------------------------------------------------------------
 
 TEST(LatencyHistogram, CompactBucketsCountWhatTheFineBucketsCountAtTheSameBounds) {

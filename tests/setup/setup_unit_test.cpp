@@ -439,6 +439,46 @@ TEST(SetupGather, ZfsFuseThroughFakeToolsAndScrubState) {
   EXPECT_EQ(runner.count("zpool get all setupcap"), 1);
 }
 
+// 200 datasets were 200 `zfs get` processes per setup run: the properties of every mounted dataset
+// now come from one command (per 256 datasets), and a dataset missing from its answer (unmounted
+// in between) is asked for alone, so its own error is what is reported.
+TEST(SetupGather, OneZfsGetForEveryMountedDataset) {
+  TempDir tmp("fsaudit-setup-zfs-batch");
+  auto host = HostPaths::under(tmp.path());
+  auto mounts = parse_mountinfo(data("zfs-fuse.mountinfo") +
+                                "44 42 0:41 / /setupcap/gone rw,relatime - fuse.zfs setupcap/gone rw,user_id=0\n");
+  ASSERT_TRUE(mounts.ok());
+  FakeRunner runner;
+  const std::string batch = "zfs get -Hp checksum,copies,compression,recordsize setupcap setupcap/gone setupcap/vm";
+  runner.answer(batch, data("zfs-fuse-zfs-get-Hp-checksum-off.txt"), 1,
+                "cannot open 'setupcap/gone': dataset does not exist");
+  runner.answer("zfs get -Hp checksum,copies,compression,recordsize setupcap/gone", "", 1,
+                "cannot open 'setupcap/gone': dataset does not exist");
+  runner.answer("zpool status", data("zfs-fuse-zpool-status-file-mirror.txt"));
+  runner.answer("zpool get all setupcap", data("zfs-fuse-zpool-get-all.txt"));
+  ToolPaths tools;
+  auto sc = cfg();
+  GatherEnv env(host, runner, tools, sc, tmp.path() / "state", *mounts, kNow);
+  auto vm = gather_facts(Target{"/setupcap/vm", "/setupcap/vm", "fuse.zfs", "setupcap/vm", "rw", "rw", 0, 40}, env);
+  auto root = gather_facts(Target{"/setupcap", "/setupcap", "fuse.zfs", "setupcap", "rw", "rw", 0, 39}, env);
+  auto gone = gather_facts(Target{"/setupcap/gone", "/setupcap/gone", "fuse.zfs", "setupcap/gone", "rw", "rw", 0, 41}, env);
+  EXPECT_EQ(runner.count(batch), 1);
+  EXPECT_EQ(runner.count("zfs get -Hp checksum,copies,compression,recordsize setupcap/vm"), 0);
+  EXPECT_EQ(runner.count("zfs get -Hp checksum,copies,compression,recordsize setupcap"), 0);
+  ASSERT_TRUE(vm.zdataset);
+  ASSERT_TRUE(root.zdataset);
+  EXPECT_EQ(vm.zdataset->checksum, "off");
+  EXPECT_EQ(root.zdataset->checksum, "on");
+  EXPECT_TRUE(evaluate(vm, sc).holds("zfs_checksum_off"));
+  EXPECT_FALSE(evaluate(root, sc).holds("zfs_checksum_off"));
+  // The one the batch did not answer for: asked alone, and its error is its problem.
+  EXPECT_EQ(runner.count("zfs get -Hp checksum,copies,compression,recordsize setupcap/gone"), 1);
+  EXPECT_FALSE(gone.zdataset);
+  std::string problems;
+  for (const auto& p : gone.problems) problems += p + "\n";
+  EXPECT_NE(problems.find("dataset does not exist"), std::string::npos) << problems;
+}
+
 TEST(SetupParse, ObjsetKstatGivesTheWriteSize) {
   auto o = parse_objset_kstat(data("openzfs-objset-kstat-vm-4k-writes.txt"));
   ASSERT_TRUE(o.ok()) << o.error();
