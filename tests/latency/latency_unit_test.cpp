@@ -636,6 +636,25 @@ struct TempHost {
   SamplerSettings settings;
 };
 
+// Two ext4 mounts (a, b) under a temp dir, watched, and the cycle's mount snapshot that shows both
+// or only a.
+struct TwoMounts {
+  explicit TwoMounts(const char* name) : t(name), a(t / "a"), b(t / "b") {
+    for (const auto& d : {a, b}) std::filesystem::create_directories(d);
+    watch.include = {a.string(), b.string()};
+  }
+  MountSnapshot snapshot(bool with_b) const {
+    std::string text = "10 1 7:10 / " + a.string() + " rw - ext4 /dev/loop10 rw\n";
+    if (with_b) text += "12 1 7:11 / " + b.string() + " rw - ext4 /dev/loop11 rw\n";
+    auto m = parse_mountinfo(text);
+    EXPECT_TRUE(m.ok());
+    return std::make_shared<const std::vector<MountEntry>>(m.ok() ? *m : std::vector<MountEntry>{});
+  }
+  fsaudit::testing::TempDir t;
+  std::filesystem::path a, b;
+  TargetSelection watch;
+};
+
 TEST(LatencyProbe, FailsWithAReasonWhenTheMountTableIsUnreadable) {
   fsaudit::testing::TempDir t("fsaudit-latency-nomounts");
   TempHost env(t.path());
@@ -649,20 +668,10 @@ TEST(LatencyProbe, FailsWithAReasonWhenTheMountTableIsUnreadable) {
 // In the daemon every run gets the cycle's mount snapshot: the probe plans from it and never reads
 // mountinfo itself (here there is none to read), and a new snapshot with other mounts replans.
 TEST(LatencyProbe, PlansFromTheCyclesMountSnapshot) {
-  fsaudit::testing::TempDir t("fsaudit-latency-snapshot");
-  auto a = t / "a", b = t / "b";
-  for (const auto& d : {a, b}) std::filesystem::create_directories(d);
-  auto snapshot = [&](bool with_b) {
-    std::string text = "10 1 7:10 / " + a.string() + " rw - ext4 /dev/loop10 rw\n";
-    if (with_b) text += "12 1 7:11 / " + b.string() + " rw - ext4 /dev/loop11 rw\n";
-    auto m = parse_mountinfo(text);
-    EXPECT_TRUE(m.ok());
-    return std::make_shared<const std::vector<MountEntry>>(*m);
-  };
-  TempHost env(t.path());  // no proc/self/mountinfo under it
-  TargetSelection watch;
-  watch.include = {a.string(), b.string()};
-  LatencyProbe probe(env.settings, watch, StackSelection{});
+  TwoMounts two("fsaudit-latency-snapshot");
+  TempHost env(two.t.path());  // no proc/self/mountinfo under it
+  LatencyProbe probe(env.settings, two.watch, StackSelection{});
+  auto snapshot = [&](bool with_b) { return two.snapshot(with_b); };
   auto run = [&](MountSnapshot m) {
     auto ctx = env.context(10s, std::move(m));
     auto r = probe.run(Target::host(), ctx);
@@ -681,20 +690,10 @@ TEST(LatencyProbe, PlansFromTheCyclesMountSnapshot) {
 // the last one (while the scheduler says it is still published), unless the plan changed or an
 // operator asked for the run.
 TEST(LatencyProbe, PublishesEveryFewSecondsNotEveryRun) {
-  fsaudit::testing::TempDir t("fsaudit-latency-publish");
-  auto a = t / "a", b = t / "b";
-  for (const auto& d : {a, b}) std::filesystem::create_directories(d);
-  auto snapshot = [&](bool with_b) {
-    std::string text = "10 1 7:10 / " + a.string() + " rw - ext4 /dev/loop10 rw\n";
-    if (with_b) text += "12 1 7:11 / " + b.string() + " rw - ext4 /dev/loop11 rw\n";
-    auto m = parse_mountinfo(text);
-    EXPECT_TRUE(m.ok());
-    return std::make_shared<const std::vector<MountEntry>>(*m);
-  };
-  TempHost env(t.path());
-  TargetSelection watch;
-  watch.include = {a.string(), b.string()};
-  LatencyProbe probe(env.settings, watch, StackSelection{});
+  TwoMounts two("fsaudit-latency-publish");
+  TempHost env(two.t.path());
+  LatencyProbe probe(env.settings, two.watch, StackSelection{});
+  auto snapshot = [&](bool with_b) { return two.snapshot(with_b); };
   auto table = snapshot(true);
   auto run = [&](MountSnapshot m, bool republish, bool requested = false) {
     auto ctx = env.context(10s, std::move(m));
