@@ -58,8 +58,8 @@ struct ProbeContext {
   bool requested = false;
   // False while this job's last run's metrics are still published as that run returned them: a
   // probe whose metrics for the target are the same may then answer ProbeResult::same_as_last() and
-  // skip building and publishing them again. True on a job's first run and after a run timed out
-  // (its stale metrics were dropped).
+  // skip building and publishing them again. True on a job's first run and after a run that failed
+  // (it published only what it could) or timed out (its stale metrics were dropped).
   bool republish = true;
 
   std::string tool(const std::string& name) const {

@@ -110,7 +110,7 @@ class Scheduler {
     bool stuck = false;
     bool ever_finished = false;
     bool removed = false;
-    // The store does not hold this job's last metrics (first run, or a run timed out): its next run
+    // The store may not hold this job's last metrics (first run, a failed or timed-out run): its next run
     // must publish afresh (ProbeContext::republish).
     bool republish = true;
     SteadyTime started_at, deadline;
