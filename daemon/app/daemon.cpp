@@ -328,9 +328,9 @@ void Daemon::refresh_targets(bool force) {
 }
 
 void Daemon::on_outcome(const JobOutcome& o) {
-  const std::string key = o.spec.key();
-  const std::string probe = o.spec.probe->name();
-  const std::string& target = o.spec.target.name;
+  const std::string key = o.spec->key();
+  const std::string probe = o.spec->probe->name();
+  const std::string& target = o.spec->target.name;
   bool failed = o.result.outcome == Outcome::failed;
   bool log_it = false;
   // Under mu_ from the check to the publish, so a stale outcome can never overwrite a newer one.
@@ -359,7 +359,7 @@ void Daemon::on_outcome(const JobOutcome& o) {
   JobSelf::Said said{failed, o.stuck, std::nullopt, failed ? o.result.reason.substr(0, 400) : std::string()};
   // Per-target probes only run where they apply; "nothing to do" is worth a series only for host-wide
   // probes (no ZFS on this host) or when a per-target run says so.
-  if (o.spec.target.is_host() || o.result.outcome == Outcome::not_applicable)
+  if (o.spec->target.is_host() || o.result.outcome == Outcome::not_applicable)
     said.applicable = o.result.outcome != Outcome::not_applicable;
   if (s.published == said) return;
   s.published = said;  // the batch below is built from it alone

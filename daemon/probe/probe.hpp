@@ -118,6 +118,11 @@ class Probe {
   // runs all due targets of such a probe one after the other in one task, on one cycle grid, instead
   // of a thread wake-up per target. Each target keeps its own deadline, stuck state and result.
   virtual bool batched() const { return false; }
+  // Batched probes: called once before a task runs the due `targets` one after the other, on that
+  // task's thread, with the first run's timeout as deadline. A probe may fetch there what those runs
+  // will need in one round trip (the capacity probe's statfs calls go to its helper together); each
+  // run still makes its own decision, with its own deadline, stuck state and result. Must not throw.
+  virtual void prepare_batch(const std::vector<const Target*>& /*targets*/, ProbeContext&) {}
   // Called on a worker thread. Must not throw (the scheduler catches anyway and reports the text).
   // Different targets of the same probe may run concurrently; one target never overlaps itself.
   virtual ProbeResult run(const Target& target, ProbeContext& ctx) = 0;

@@ -24,33 +24,33 @@ milliseconds Scheduler::jitter_for(const JobSpec& spec) {
 }
 
 bool Scheduler::batched(const Job& j) const {
-  return j.spec.probe->batched() && (!j.spec.window || j.spec.window->always);
+  return j.spec->probe->batched() && (!j.spec->window || j.spec->window->always);
 }
 
 SteadyTime Scheduler::window_due(const Job& j, SteadyTime candidate) const {
-  if (!j.spec.window || j.spec.window->always) return candidate;
+  if (!j.spec->window || j.spec->window->always) return candidate;
   // Translate the steady candidate to wall time, find the window, translate back.
   auto now_s = clock_.now();
   auto now_w = clock_.wall();
   auto cand_w = now_w + std::chrono::duration_cast<std::chrono::system_clock::duration>(candidate - now_s);
-  auto start_w = j.spec.window->next_start(cand_w);
+  auto start_w = j.spec->window->next_start(cand_w);
   return now_s + std::chrono::duration_cast<std::chrono::steady_clock::duration>(start_w - now_w);
 }
 
 // Batched probes run every target on one grid per probe (anchor + k * interval), so their due runs
 // coincide and go out as one task. The anchor carries the probe's jitter, drawn once.
 SteadyTime Scheduler::grid_due(const Job& j, SteadyTime not_before) {
-  auto [it, fresh] = grid_anchor_.try_emplace(j.spec.probe->name(), SteadyTime{});
-  if (fresh) it->second = clock_.now() + jitter_for(j.spec);
+  auto [it, fresh] = grid_anchor_.try_emplace(j.spec->probe->name(), SteadyTime{});
+  if (fresh) it->second = clock_.now() + jitter_for(*j.spec);
   auto anchor = it->second;
   if (not_before <= anchor) return anchor;
-  auto step = std::max<std::chrono::steady_clock::duration>(j.spec.interval, milliseconds(1));
+  auto step = std::max<std::chrono::steady_clock::duration>(j.spec->interval, milliseconds(1));
   auto k = (not_before - anchor + step - std::chrono::steady_clock::duration(1)) / step;
   return anchor + k * step;
 }
 
 void Scheduler::set_jobs(std::vector<JobSpec> specs) {
-  std::vector<std::pair<Sink, JobSpec>> orphans;  // run_now callers of removed jobs, answered after the lock
+  std::vector<std::pair<Sink, SpecPtr>> orphans;  // run_now callers of removed jobs, answered after the lock
   std::unique_lock l(mu_);
   std::map<std::string, std::shared_ptr<Job>> next;
   auto now = clock_.now();
@@ -59,17 +59,17 @@ void Scheduler::set_jobs(std::vector<JobSpec> specs) {
     auto it = jobs_.find(key);
     if (it != jobs_.end()) {
       auto j = it->second;
-      bool timing_changed = j->spec.interval != s.interval;
-      j->spec = std::move(s);
+      bool timing_changed = j->spec->interval != s.interval;
+      j->spec = std::make_shared<const JobSpec>(std::move(s));
       if (timing_changed && !j->running)
-        j->next_due = batched(*j) ? grid_due(*j, now) : window_due(*j, now + jitter_for(j->spec));
+        j->next_due = batched(*j) ? grid_due(*j, now) : window_due(*j, now + jitter_for(*j->spec));
       next[key] = j;
       jobs_.erase(it);
     } else {
       auto j = std::make_shared<Job>();
-      j->spec = std::move(s);
+      j->spec = std::make_shared<const JobSpec>(std::move(s));
       // Staggered first start: spread within the jitter so a fleet (and a host) doesn't probe in lockstep.
-      j->next_due = batched(*j) ? grid_due(*j, now) : window_due(*j, now + jitter_for(j->spec));
+      j->next_due = batched(*j) ? grid_due(*j, now) : window_due(*j, now + jitter_for(*j->spec));
       next[key] = j;
     }
   }
@@ -114,7 +114,7 @@ bool Scheduler::run_now(const std::string& key, Sink done) {
 
 SteadyTime Scheduler::tick() {
   auto now = clock_.now();
-  std::vector<std::pair<std::shared_ptr<Job>, JobSpec>> single;
+  std::vector<std::pair<std::shared_ptr<Job>, SpecPtr>> single;
   std::map<const Probe*, std::shared_ptr<BatchQueue>> batches;
   std::vector<std::shared_ptr<BatchQueue>> resume;  // batches whose draining task is stuck
   std::vector<JobOutcome> timeouts;
@@ -138,7 +138,7 @@ SteadyTime Scheduler::tick() {
         ++j->runs;
         ++j->failures;
         if (j->stop) j->stop->request_stop();
-        auto& t = totals_[j->spec.probe->name()];
+        auto& t = totals_[j->spec->probe->name()];
         ++t.runs;
         ++t.failures;
         ++t.timeouts;
@@ -146,7 +146,7 @@ SteadyTime Scheduler::tick() {
         t.seconds += took;
         t.last_end = clock_.wall();
         JobOutcome o{j->spec,
-                     ProbeResult::failed("timed out after " + format_duration(j->spec.timeout) +
+                     ProbeResult::failed("timed out after " + format_duration(j->spec->timeout) +
                                          " (still running; not started again until it returns)"),
                      took, true, false, t.last_end, ++seq_, true, t};
         timeouts.push_back(std::move(o));
@@ -170,7 +170,7 @@ SteadyTime Scheduler::tick() {
       j->waiting_this = std::exchange(j->waiting_next, {});
       in_flight_jobs_.insert(j);
       if (batched(*j)) {
-        auto& q = batches[j->spec.probe.get()];
+        auto& q = batches[j->spec->probe.get()];
         if (!q) q = std::make_shared<BatchQueue>();
         j->batch = q;
         q->items.emplace_back(j, j->spec);
@@ -178,7 +178,7 @@ SteadyTime Scheduler::tick() {
         j->batch.reset();
         single.emplace_back(j, j->spec);
       }
-      next = std::min(next, now + j->spec.timeout);
+      next = std::min(next, now + j->spec->timeout);
     }
     if (!due_.empty()) next = std::min(next, due_.top().due);
     if (!timeouts.empty()) update_stuck_locked();
@@ -189,16 +189,17 @@ SteadyTime Scheduler::tick() {
     sink_(timeouts[i]);
     for (auto& d : timeout_waiters[i]) d(timeouts[i]);
   }
-  for (auto& q : resume) executor_.submit([this, q] { drain(q); });
+  for (auto& q : resume) executor_.submit([this, q] { drain(q, false); });
   for (auto& [j, spec] : single)
     executor_.submit([this, j, spec = std::move(spec)] { run_one(j, spec); });
-  for (auto& [probe, q] : batches) executor_.submit([this, q] { drain(q); });
+  for (auto& [probe, q] : batches) executor_.submit([this, q] { drain(q, true); });
   return next;
 }
 
-void Scheduler::drain(const std::shared_ptr<BatchQueue>& q) {
+void Scheduler::drain(const std::shared_ptr<BatchQueue>& q, bool prepare) {
+  if (prepare) prepare_batch(q);
   while (true) {
-    std::pair<std::shared_ptr<Job>, JobSpec> item;
+    std::pair<std::shared_ptr<Job>, SpecPtr> item;
     {
       std::lock_guard l(q->mu);
       if (q->items.empty()) return;
@@ -209,8 +210,37 @@ void Scheduler::drain(const std::shared_ptr<BatchQueue>& q) {
   }
 }
 
-// The run owns a copy of its spec (and so a reference on its probe): a reload may replace both.
-void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
+// Lets the probe fetch what the queued runs need in one go (Probe::prepare_batch). Its context stops
+// with the first queued run (cancel_all, a reload that removes it) and has that run's timeout.
+void Scheduler::prepare_batch(const std::shared_ptr<BatchQueue>& q) {
+  std::vector<SpecPtr> specs;
+  std::shared_ptr<Job> first;
+  {
+    std::lock_guard l(q->mu);
+    if (q->items.empty()) return;
+    first = q->items.front().first;
+    specs.reserve(q->items.size());
+    for (const auto& item : q->items) specs.push_back(item.second);
+  }
+  std::shared_ptr<std::stop_source> stop;
+  {
+    std::lock_guard l(mu_);
+    stop = first->stop;
+  }
+  if (!stop) return;
+  std::vector<const Target*> targets;
+  targets.reserve(specs.size());
+  for (const auto& s : specs) targets.push_back(&s->target);
+  try {
+    ProbeContext ctx = make_context_(stop->get_token(), clock_.now() + specs.front()->timeout);
+    specs.front()->probe->prepare_batch(targets, ctx);
+  } catch (...) {
+    // Only a head start: every run still does its own work.
+  }
+}
+
+// The run holds its spec (and so a reference on its probe): a reload may replace the job's.
+void Scheduler::run_one(const std::shared_ptr<Job>& j, const SpecPtr& spec) {
   std::shared_ptr<std::stop_source> stop;
   SteadyTime deadline;
   bool requested = false, republish = true;
@@ -223,7 +253,7 @@ void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
     }
     j->started = true;
     j->started_at = clock_.now();
-    j->deadline = j->started_at + spec.timeout;
+    j->deadline = j->started_at + spec->timeout;
     stop = j->stop;
     deadline = j->deadline;
     requested = !j->waiting_this.empty();
@@ -235,7 +265,7 @@ void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
     ProbeContext ctx = make_context_(stop->get_token(), deadline);
     ctx.requested = requested;
     ctx.republish = republish;
-    r = spec.probe->run(spec.target, ctx);
+    r = spec->probe->run(spec->target, ctx);
     if (r.unchanged && republish)
       r = ProbeResult::failed("internal error: the probe kept its last metrics where it had to publish them afresh");
   } catch (const std::exception& e) {
@@ -246,7 +276,7 @@ void Scheduler::run_one(const std::shared_ptr<Job>& j, const JobSpec& spec) {
   finished(j, spec, std::move(r), clock_.now(), clock_.wall());
 }
 
-void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, ProbeResult r, SteadyTime end,
+void Scheduler::finished(const std::shared_ptr<Job>& j, const SpecPtr& spec, ProbeResult r, SteadyTime end,
                          WallTime wall_end) {
   JobOutcome o;
   bool removed;
@@ -264,7 +294,7 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
     j->stuck = false;
     j->stop.reset();
     j->batch.reset();
-    auto& t = totals_[spec.probe->name()];
+    auto& t = totals_[spec->probe->name()];
     if (!was_stuck) {
       ++j->runs;
       ++t.runs;
@@ -279,9 +309,9 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
     if (batched(*j)) {
       j->next_due = grid_due(*j, std::max(j->next_due + milliseconds(1), end));
     } else {
-      auto base = std::max(j->next_due + j->spec.interval, end);
-      if (was_stuck) base = end + j->spec.interval;
-      j->next_due = window_due(*j, base + jitter_for(j->spec));
+      auto base = std::max(j->next_due + j->spec->interval, end);
+      if (was_stuck) base = end + j->spec->interval;
+      j->next_due = window_due(*j, base + jitter_for(*j->spec));
     }
     if (!j->waiting_next.empty()) j->next_due = end;  // run_now asked while this run was in flight
     if (!removed) {
@@ -294,7 +324,7 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const JobSpec& spec, Pro
     update_stuck_locked();
     if (was_stuck) {
       // Late return of a timed-out run: its result is stale; the timeout stays the job's last result.
-      r = ProbeResult::failed("timed out after " + format_duration(spec.timeout) + " (returned after " +
+      r = ProbeResult::failed("timed out after " + format_duration(spec->timeout) + " (returned after " +
                               format_duration(std::chrono::duration_cast<milliseconds>(end - j->started_at)) + ")");
     }
     o = JobOutcome{spec, std::move(r), took, false, was_stuck, wall_end, ++seq_, false, t};
@@ -348,7 +378,7 @@ std::vector<std::string> Scheduler::first_runs_pending() const {
   std::lock_guard l(mu_);
   std::vector<std::string> out;
   for (auto& [k, j] : jobs_) {
-    if (j->spec.window && !j->spec.window->always) continue;
+    if (j->spec->window && !j->spec->window->always) continue;
     if (!j->ever_finished && !j->stuck) out.push_back(k);
   }
   return out;

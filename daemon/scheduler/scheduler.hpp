@@ -44,7 +44,8 @@ struct ProbeTotals {
 };
 
 struct JobOutcome {
-  JobSpec spec;  // a copy: the live job may be replaced by a reload meanwhile
+  // The spec the run ran with (shared, immutable: a reload replaces the job's pointer, never the spec).
+  std::shared_ptr<const JobSpec> spec;
   ProbeResult result;
   double duration_seconds = 0;  // the run's own work: from its start on a worker, not from when it was due
   bool timed_out = false;   // reported at the deadline; the run itself may still be going
@@ -102,8 +103,11 @@ class Scheduler {
 
  private:
   struct BatchQueue;
+  // Specs are shared, never changed in place: a run, its queue entry and its outcome hold the pointer
+  // (copying the spec's strings per run was a visible share of a 1,000-target host's scheduling).
+  using SpecPtr = std::shared_ptr<const JobSpec>;
   struct Job {
-    JobSpec spec;
+    SpecPtr spec;
     SteadyTime next_due;
     bool running = false;  // dispatched, not returned
     bool started = false;  // its run has begun on a worker (the deadline counts from then)
@@ -132,16 +136,17 @@ class Scheduler {
   // when a run in it gets stuck).
   struct BatchQueue {
     std::mutex mu;
-    std::deque<std::pair<std::shared_ptr<Job>, JobSpec>> items;
+    std::deque<std::pair<std::shared_ptr<Job>, SpecPtr>> items;
   };
 
   std::chrono::milliseconds jitter_for(const JobSpec& spec);
   SteadyTime window_due(const Job& j, SteadyTime candidate) const;
   SteadyTime grid_due(const Job& j, SteadyTime not_before);
   bool batched(const Job& j) const;
-  void run_one(const std::shared_ptr<Job>& j, const JobSpec& spec);
-  void drain(const std::shared_ptr<BatchQueue>& q);
-  void finished(const std::shared_ptr<Job>& j, const JobSpec& spec, ProbeResult r, SteadyTime end, WallTime wall_end);
+  void run_one(const std::shared_ptr<Job>& j, const SpecPtr& spec);
+  void drain(const std::shared_ptr<BatchQueue>& q, bool prepare);
+  void prepare_batch(const std::shared_ptr<BatchQueue>& q);
+  void finished(const std::shared_ptr<Job>& j, const SpecPtr& spec, ProbeResult r, SteadyTime end, WallTime wall_end);
   void update_stuck_locked();
   void queue_locked(const std::shared_ptr<Job>& j);
   void drop_stale_locked();

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 namespace fsaudit::capacity {
 
@@ -105,25 +106,128 @@ Result<int> StatfsHelpers::statvfs(const std::string& path, struct statvfs* out,
   return r->err;
 }
 
+// Waits for the answer to the one request `h` has pending, for `path`. Past the deadline only the answer
+// (or the helper's end) finishes the wait; see the header. On anything but an answer the helper is
+// retired: `lost` tells a helper that ended without answering (worth one retry) from a cancel or error.
+Result<CallAnswer> StatfsHelpers::await_answer(const Helper& h, const std::string& path, const std::stop_token& stop,
+                                               const Clock& clock, SteadyTime deadline, bool& lost) {
+  lost = false;
+  pollfd p{h.reply, POLLIN, 0};
+  while (true) {
+    const bool before_deadline = clock.now() < deadline;
+    if (before_deadline && stop.stop_requested()) {
+      retire(h, true, path);  // stuck or not, this answer is no longer wanted
+      return err("cancelled while statvfs was running");
+    }
+    int r = ::poll(&p, 1, before_deadline ? 100 : -1);
+    if (r < 0 && errno != EINTR) {
+      int e = errno;
+      retire(h, true, path);
+      return err(std::string("poll: ") + std::strerror(e));
+    }
+    if (r > 0) break;
+  }
+  AnswerHead a{};
+  CallAnswer answer;
+  if (read_all(h.reply, &a, sizeof a) && a.size <= kMaxAnswer) {
+    answer.err = a.err;
+    answer.data.resize(a.size);
+  } else {
+    a.size = ~0u;
+  }
+  if (a.size == ~0u || (a.size > 0 && !read_all(h.reply, answer.data.data(), a.size))) {
+    retire(h, true, "");
+    lost = true;
+    return err("the statfs helper ended without answering");
+  }
+  return answer;
+}
+
 Result<CallAnswer> StatfsHelpers::call(std::uint8_t op, const std::string& path, const std::stop_token& stop,
                                        const Clock& clock, SteadyTime deadline) {
   if (path.empty() || path.size() > PATH_MAX) return err("path too long for statvfs");
+  if (op == 0) {
+    // An answer prefetch() got for this run, or the helper prefetch() left waiting on this path.
+    std::optional<Early> early;
+    std::optional<Handoff> handoff;
+    {
+      std::lock_guard l(mu_);
+      if (auto it = early_.find(path); it != early_.end()) {
+        early = std::move(it->second);
+        early_.erase(it);
+      } else if (auto ht = handoff_.find(path); ht != handoff_.end()) {
+        handoff = ht->second;
+        handoff_.erase(ht);
+      }
+    }
+    if (early && std::chrono::steady_clock::now() - early->at <= kFresh)
+      return CallAnswer{early->err, std::move(early->data)};
+    if (handoff) {
+      bool lost = false;
+      auto answer = await_answer(handoff->helper, path, stop, clock, deadline, lost);
+      // Its pipe still holds the prefetch's later requests: it is not reused.
+      if (answer) retire(handoff->helper, true, "");
+      return answer;
+    }
+  }
   // A helper that ended since its last answer shows only when written to: one retry with a fresh one.
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (clock.now() < deadline && stop.stop_requested()) return err("cancelled before statvfs started");
+    auto taken = take_helper(path);
+    if (!taken) return err(taken.error());
+    Helper h = *taken;
+    // One write per request (atomic up to PIPE_BUF): a helper woken by a partial request would only
+    // sleep again until the rest came, two more context switches per call.
+    std::string request;
+    append_request(request, op, path);
+    request_writes_.fetch_add(1, std::memory_order_relaxed);
+    if (!write_all(h.request, request.data(), request.size())) {
+      retire(h, true, "");
+      continue;
+    }
+    bool lost = false;
+    auto answer = await_answer(h, path, stop, clock, deadline, lost);
+    if (!answer) {
+      if (lost && attempt == 0) continue;
+      return answer;
+    }
+    give_back(h);
+    return answer;
+  }
+  return err("the statfs helper ended without answering");
+}
+
+void StatfsHelpers::append_request(std::string& out, std::uint8_t op, const std::string& path) {
+  const auto len = static_cast<std::uint32_t>(path.size());
+  const std::size_t at = out.size();
+  out.resize(at + sizeof len + 1 + len);
+  std::memcpy(out.data() + at, &len, sizeof len);
+  out[at + sizeof len] = static_cast<char>(op);
+  std::memcpy(out.data() + at + sizeof len + 1, path.data(), len);
+}
+
+// Why a call on `path` must not start (an earlier one is blocked in the kernel there), or empty.
+std::string StatfsHelpers::blocked_locked(const std::string& path) const {
+  for (const auto& [pid, p] : ending_)
+    if (p == path)
+      return "an earlier call on this path is still blocked in the kernel (helper pid " + std::to_string(pid) + ")";
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [pid, b] : busy_)
+    if (b.path == path && now - b.since > kStillBlocked)
+      return "another call on this path has been blocked for " +
+             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - b.since).count()) +
+             " s (helper pid " + std::to_string(pid) + ")";
+  return "";
+}
+
+// An idle helper, or a new one, marked busy on `path`; one that died idle is replaced.
+Result<StatfsHelpers::Helper> StatfsHelpers::take_helper(const std::string& path) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
     Helper h;
     {
       std::lock_guard l(mu_);
       reap_locked();
-      for (const auto& [pid, p] : ending_)
-        if (p == path) return err("an earlier call on this path is still blocked in the kernel (helper pid " +
-                                  std::to_string(pid) + ")");
-      const auto now = std::chrono::steady_clock::now();
-      for (const auto& [pid, b] : busy_)
-        if (b.path == path && now - b.since > kStillBlocked)
-          return err("another call on this path has been blocked for " +
-                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - b.since).count()) +
-                     " s (helper pid " + std::to_string(pid) + ")");
+      if (auto why = blocked_locked(path); !why.empty()) return err(why);
       if (auto idle = idle_.take()) h = *idle;
     }
     if (h.pid < 0) {
@@ -142,56 +246,103 @@ Result<CallAnswer> StatfsHelpers::call(std::uint8_t op, const std::string& path,
       retire(h, true, "");
       continue;
     }
-    // One write per request (atomic up to PIPE_BUF): a helper woken by a partial request would only
-    // sleep again until the rest came, two more context switches per call.
-    const auto len = static_cast<std::uint32_t>(path.size());
-    std::string request(sizeof len + 1 + len, '\0');
-    std::memcpy(request.data(), &len, sizeof len);
-    request[sizeof len] = static_cast<char>(op);
-    std::memcpy(request.data() + sizeof len + 1, path.data(), len);
-    if (!write_all(h.request, request.data(), request.size())) {
-      retire(h, true, "");
-      continue;
+    return h;
+  }
+  return err("the statfs helper ended before its request");
+}
+
+void StatfsHelpers::give_back(const Helper& h) {
+  std::lock_guard l(mu_);
+  busy_.erase(h.pid);
+  std::vector<pid_t> ended;
+  idle_.put(h, std::chrono::steady_clock::now(), ended);
+  for (pid_t pid : ended) ending_[pid] = "";
+}
+
+void StatfsHelpers::prefetch(const std::vector<std::string>& paths, const std::stop_token& stop, const Clock& clock,
+                             SteadyTime until) {
+  std::vector<const std::string*> todo;
+  {
+    std::lock_guard l(mu_);
+    reap_locked();
+    early_.clear();  // answers no run took (a target removed meanwhile)
+    // A helper left waiting for a run that never came: retired, on its path if it is still blocked there.
+    for (auto& [path, ho] : handoff_) {
+      busy_.erase(ho.helper.pid);
+      close_pipe_child(ho.helper, true);
+      ending_[ho.helper.pid] = path;
     }
-    pollfd p{h.reply, POLLIN, 0};
-    while (true) {
-      const bool before_deadline = clock.now() < deadline;
-      if (before_deadline && stop.stop_requested()) {
-        retire(h, true, path);  // stuck or not, this answer is no longer wanted
-        return err("cancelled while statvfs was running");
-      }
-      // Past the deadline only the answer (or the helper's end) finishes the call; see the header.
-      int r = ::poll(&p, 1, before_deadline ? 100 : -1);
-      if (r < 0 && errno != EINTR) {
-        int e = errno;
-        retire(h, true, path);
-        return err(std::string("poll: ") + std::strerror(e));
-      }
-      if (r > 0) break;
-    }
-    AnswerHead a{};
-    CallAnswer answer;
-    if (read_all(h.reply, &a, sizeof a) && a.size <= kMaxAnswer) {
-      answer.err = a.err;
-      answer.data.resize(a.size);
-    } else {
-      a.size = ~0u;
-    }
-    if (a.size == ~0u || (a.size > 0 && !read_all(h.reply, answer.data.data(), a.size))) {
-      retire(h, true, "");
-      if (attempt == 0) continue;
-      return err("the statfs helper ended without answering");
-    }
+    handoff_.clear();
+    todo.reserve(paths.size());
+    for (const auto& p : paths)
+      if (!p.empty() && p.size() <= PATH_MAX && blocked_locked(p).empty()) todo.push_back(&p);
+  }
+  if (todo.empty()) return;
+  auto taken = take_helper(*todo.front());
+  if (!taken) return;  // each run asks on its own, and reports why it could not
+  const Helper h = *taken;
+  std::string request;
+  // Room after a read for the rest of the answer it ended in (a statvfs answer at most).
+  constexpr std::size_t kSpare = sizeof(AnswerHead) + sizeof(struct statvfs);
+  std::vector<char> buf(32 * 1024 + kSpare);
+  std::size_t next = 0;
+  while (next < todo.size()) {
+    // Requests go out in pieces of at most PIPE_BUF bytes: each write is atomic and fits in the empty
+    // request pipe, so it never waits for the helper, which may itself wait for us to read its answers.
+    request.clear();
+    std::size_t end = next;
+    while (end < todo.size() && request.size() + sizeof(std::uint32_t) + 1 + todo[end]->size() <= PIPE_BUF)
+      append_request(request, 0, *todo[end++]);
+    if (end == next) append_request(request, 0, *todo[end++]);  // one long path alone (never past PATH_MAX)
     {
       std::lock_guard l(mu_);
-      busy_.erase(h.pid);
-      std::vector<pid_t> ended;
-      idle_.put(h, std::chrono::steady_clock::now(), ended);
-      for (pid_t pid : ended) ending_[pid] = "";
+      busy_[h.pid] = Busy{*todo[next], std::chrono::steady_clock::now()};
     }
-    return answer;
+    request_writes_.fetch_add(1, std::memory_order_relaxed);
+    if (!write_all(h.request, request.data(), request.size())) return retire(h, true, "");
+    // Answers come back in order, as they are made.
+    while (next < end) {
+      pollfd p{h.reply, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock.now()).count();
+      int r = left > 0 && !stop.stop_requested() ? ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 100))) : 0;
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) {
+        if (left > 0 && !stop.stop_requested()) continue;
+        // Out of time (a slow or hung filesystem): the helper is left to the run of the path it is
+        // on, which waits for that answer under its own deadline; the rest ask on their own.
+        std::lock_guard l(mu_);
+        busy_[h.pid] = Busy{*todo[next], std::chrono::steady_clock::now()};
+        handoff_[*todo[next]] = Handoff{h};
+        return;
+      }
+      ssize_t n = r > 0 ? ::read(h.reply, buf.data(), buf.size() - kSpare) : -1;
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return retire(h, true, "");
+      // Each answer was one atomic write: when a read ends inside one, its rest is already in the
+      // pipe. Completing it here means no partial answer is ever left behind in `buf`.
+      std::size_t have = static_cast<std::size_t>(n), used = 0;
+      while (used < have) {
+        AnswerHead a{};
+        if (have - used < sizeof a) {
+          if (!read_all(h.reply, buf.data() + have, sizeof a - (have - used))) return retire(h, true, "");
+          have = used + sizeof a;
+        }
+        std::memcpy(&a, buf.data() + used, sizeof a);
+        if (next == end || a.size > kMaxAnswer || (a.err == 0 && a.size != sizeof(struct statvfs)) ||
+            (a.err != 0 && a.size != 0))
+          return retire(h, true, "");  // not the helper's protocol: nothing it said is used
+        if (have - used < sizeof a + a.size) {
+          if (!read_all(h.reply, buf.data() + have, sizeof a + a.size - (have - used))) return retire(h, true, "");
+          have = used + sizeof a + a.size;
+        }
+        Early e{a.err, std::string(buf.data() + used + sizeof a, a.size), std::chrono::steady_clock::now()};
+        used += sizeof a + a.size;
+        std::lock_guard l(mu_);
+        early_[*todo[next++]] = std::move(e);
+      }
+    }
   }
-  return err("the statfs helper ended without answering");
+  give_back(h);
 }
 
 }  // namespace fsaudit::capacity

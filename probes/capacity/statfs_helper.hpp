@@ -5,7 +5,7 @@
 // stuck thread. Done in a helper process, the daemon's own thread only waits in poll(2), which exit and
 // SIGKILL interrupt; the stuck call belongs to a process the daemon can leave behind.
 //
-// Helpers are started once and reused (a request is two pipe round trips, not a new process). A call
+// Helpers are started once and reused (a request is one pipe round trip, not a new process). A call
 // takes an idle helper, or starts one when all are busy, so there is never more than one helper per
 // call in flight (one unused for a minute ends, see IdleChildren); a call that hangs keeps its helper, and its caller (the scheduler does not start that
 // target again while the run is stuck) keeps waiting, so a hung filesystem holds one helper and one
@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/core/clock.hpp"
@@ -56,6 +58,17 @@ class StatfsHelpers {
   // call on the same hung filesystem.
   Result<int> statvfs(const std::string& path, struct statvfs* out, const std::stop_token& stop, const Clock& clock,
                       SteadyTime deadline);
+  // statvfs of many paths at once, for the statvfs() calls that follow (a batched probe's runs, see
+  // Probe::prepare_batch): one helper, requests in pieces of PIPE_BUF bytes, answers read as they come,
+  // so a cycle of a thousand calls costs a few wake-ups, not two per call. A statvfs() call on a path
+  // answered here (at most kFresh ago) takes that answer. Waits until `until` at most: the helper is then
+  // on a slow or hung path, and is left to the statvfs() call of that path, which waits for its answer
+  // under that call's own deadline (and so is stuck, as without prefetch); paths after it are asked by
+  // their own calls. Skips paths a call could not start on (blocked in the kernel); never fails.
+  void prefetch(const std::vector<std::string>& paths, const std::stop_token& stop, const Clock& clock,
+                SteadyTime until);
+  static constexpr std::chrono::seconds kFresh{10};
+
   // Call number `op` (a HelperCallRegistration) on `path` in a helper, with statvfs's rules.
   Result<CallAnswer> call(std::uint8_t op, const std::string& path, const std::stop_token& stop, const Clock& clock,
                           SteadyTime deadline);
@@ -63,6 +76,8 @@ class StatfsHelpers {
 
   // Helper processes that exist now (idle, busy, or killed and not yet reaped).
   std::size_t processes() const;
+  // Writes of requests to helpers so far: what a helper woke for (tests, benchmarks).
+  std::uint64_t request_writes() const { return request_writes_.load(std::memory_order_relaxed); }
 
   // A call on a path whose earlier call was cancelled while its helper is still alive (stuck in the
   // kernel), or has been running for longer than this, fails at once instead of starting one more
@@ -75,7 +90,21 @@ class StatfsHelpers {
     std::string path;
     std::chrono::steady_clock::time_point since;
   };
+  struct Early {  // a prefetched answer
+    int err = 0;
+    std::string data;
+    std::chrono::steady_clock::time_point at;
+  };
+  struct Handoff {  // a prefetch's helper, on a path whose answer had not come in time
+    Helper helper;
+  };
   Result<Helper> spawn();
+  Result<Helper> take_helper(const std::string& path);
+  void give_back(const Helper& h);
+  std::string blocked_locked(const std::string& path) const;
+  Result<CallAnswer> await_answer(const Helper& h, const std::string& path, const std::stop_token& stop,
+                                  const Clock& clock, SteadyTime deadline, bool& lost);
+  static void append_request(std::string& out, std::uint8_t op, const std::string& path);
   void retire(Helper h, bool kill, const std::string& path);  // closes its pipes; reaped now or later
   void reap_locked();
 
@@ -83,6 +112,9 @@ class StatfsHelpers {
   IdleChildren idle_{4, std::chrono::seconds(60)};
   std::map<pid_t, std::string> ending_;  // told to end (or killed), not yet reaped -> path it was on
   std::map<pid_t, Busy> busy_;
+  std::atomic<std::uint64_t> request_writes_{0};
+  std::unordered_map<std::string, Early> early_;      // by path, until its call takes it
+  std::unordered_map<std::string, Handoff> handoff_;  // by path
 };
 
 // One set of helpers for the whole process, for callers without a probe object of their own

@@ -366,6 +366,43 @@ TEST(Scheduler, BatchedProbeRunsAllTargetsInOneTaskPerCycle) {
   EXPECT_EQ(h.outcomes.size(), 400u);  // and a result per target
 }
 
+// A batched probe hears of a cycle's due targets once, before their runs (its chance to fetch them in
+// one go: the capacity probe's statfs calls); a task that takes over after a stuck run does not ask again.
+TEST(Scheduler, ABatchIsPreparedOnceWithItsDueTargetsBeforeTheirRuns) {
+  Harness h;
+  ManualExecutor ex;
+  auto s = h.make(ex, 3);
+  struct Prepared : CountingProbe {
+    Prepared() : CountingProbe("prepared") {}
+    bool batched() const override { return true; }
+    void prepare_batch(const std::vector<const Target*>& targets, ProbeContext& ctx) override {
+      std::lock_guard l(mu);
+      std::set<std::string> names;
+      for (const Target* t : targets) names.insert(t->name);
+      prepares.push_back({names, starts.size()});
+      deadlines.push_back(ctx.deadline - ctx.clock.now());
+    }
+    std::vector<std::pair<std::set<std::string>, size_t>> prepares;  // targets, runs before it
+    std::vector<SteadyTime::duration> deadlines;
+  };
+  auto p = std::make_shared<Prepared>();
+  auto other = std::make_shared<CountingProbe>("other");
+  s.set_jobs({job(p, "/a", 10s, 0ms, 3s), job(p, "/b", 10s, 0ms, 3s), job(p, "/c", 10s, 0ms, 3s),
+              job(other, "/a", 10s)});
+  for (int step = 0; step < 25; ++step) {  // 25 s: cycles at 0, 10 and 20 s
+    s.tick();
+    ex.run_all();
+    h.clock.advance(1s);
+  }
+  ASSERT_EQ(p->prepares.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(p->prepares[i].first, (std::set<std::string>{"/a", "/b", "/c"}));
+    EXPECT_EQ(p->prepares[i].second, 3 * i) << "prepared before the cycle's runs";
+    EXPECT_EQ(p->deadlines[i], std::chrono::duration_cast<SteadyTime::duration>(3s)) << "the runs' timeout";
+  }
+  EXPECT_EQ(p->starts.size(), 9u);
+}
+
 TEST(Scheduler, ABatchedRunThatHangsHoldsUpOnlyItsOwnTarget) {
   Harness h;
   ThreadPool pool(1);
@@ -379,8 +416,13 @@ TEST(Scheduler, ABatchedRunThatHangsHoldsUpOnlyItsOwnTarget) {
       done.push_back(t.name);
       return ProbeResult::ok({});
     }
+    void prepare_batch(const std::vector<const Target*>&, ProbeContext&) override {
+      std::lock_guard l(done_mu);
+      ++prepares;
+    }
     std::mutex done_mu;
     std::vector<std::string> done;
+    int prepares = 0;
   };
   auto p = std::make_shared<LightHang>();
   s.set_jobs({job(p, "/dead", 10s, 0ms, 1s), job(p, "/ok1", 10s, 0ms, 1s), job(p, "/ok2", 10s, 0ms, 1s)});
@@ -398,6 +440,7 @@ TEST(Scheduler, ABatchedRunThatHangsHoldsUpOnlyItsOwnTarget) {
   {
     std::lock_guard l(p->done_mu);
     EXPECT_EQ(p->done.size(), 2u);
+    EXPECT_EQ(p->prepares, 1) << "the task that took over the rest of the batch prepared it again";
   }
   p->release();
   while (s.in_flight() > 0) std::this_thread::sleep_for(1ms);

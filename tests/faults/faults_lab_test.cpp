@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "daemon/runner/runner.hpp"
+#include "probes/capacity/statfs_helper.hpp"
 #include "probes/kernel_log/probe.hpp"
 #include <nlohmann/json.hpp>
 #include "tests/support/daemon_process.hpp"
@@ -441,6 +443,55 @@ TEST_F(HangFsTest, ReleasedStatfsClearsStuckAndRunsAgain) {
   EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", hang.string()}}), 4096.0 * 1024)
       << scrape_lines(text, "fsaudit_filesystem_size_bytes");
   EXPECT_EQ(d.stop(5), 0) << d.log();
+}
+
+// The capacity probe's batched statfs (StatfsHelpers::prefetch) on a cycle with a hung mount: the batch
+// waits only its bound, keeps the answers that came before the hung path, and leaves its helper to that
+// path's own call, which waits on it (no second helper on the hung mount; stuck, as without the batch)
+// until cancelled; the paths after it ask on their own. The helper stays blocked in the kernel, so a
+// later call on that path fails at once and says so.
+TEST_F(HangFsTest, BatchedStatfsLeavesTheHungPathToItsOwnCall) {
+  TempDir dir("fsaudit-fault-prefetch");
+  const fs::path hang = dir / "hang";
+  capacity::StatfsHelpers helpers;  // declared first: destroyed after the FUSE program has let go
+  HangFs hfs(hang);
+  ASSERT_TRUE(hfs.ok()) << "FUSE mount at " << hang << " did not appear";
+  SystemClock clock;
+  std::stop_source never;
+  const std::vector<std::string> paths{"/", hang.string(), "/proc"};
+  auto t0 = Clock::now();
+  helpers.prefetch(paths, never.get_token(), clock, clock.now() + std::chrono::milliseconds(300));
+  const auto took = Clock::now() - t0;
+  EXPECT_GE(took, std::chrono::milliseconds(250));
+  EXPECT_LT(took, std::chrono::seconds(3));
+  EXPECT_EQ(helpers.request_writes(), 1u);
+  struct statvfs st {};
+  auto r = helpers.statvfs("/", &st, never.get_token(), clock, clock.now() + std::chrono::seconds(5));
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(*r, 0);
+  EXPECT_EQ(helpers.request_writes(), 1u) << "the path before the hung one was answered by the batch";
+  r = helpers.statvfs("/proc", &st, never.get_token(), clock, clock.now() + std::chrono::seconds(5));
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(*r, 0);
+  EXPECT_EQ(helpers.request_writes(), 2u) << "the path after the hung one asks on its own";
+  EXPECT_EQ(helpers.processes(), 2u) << "the batch's helper, held by the hung path, and the one that answered /proc";
+  std::stop_source cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cancel.request_stop();
+  });
+  t0 = Clock::now();
+  r = helpers.statvfs(hang.string(), &st, cancel.get_token(), clock, clock.now() + std::chrono::seconds(5));
+  canceller.join();
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("cancelled while statvfs was running"), std::string::npos) << r.error();
+  EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(450));
+  EXPECT_EQ(helpers.request_writes(), 2u) << "the hung path's call asked a new helper instead of the batch's";
+  EXPECT_EQ(helpers.processes(), 2u);
+  r = helpers.statvfs(hang.string(), &st, never.get_token(), clock, clock.now() + std::chrono::seconds(5));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("still blocked in the kernel"), std::string::npos) << r.error();
+  EXPECT_EQ(helpers.processes(), 2u);
 }
 
 // A loop device this test attached; detached on scope exit unless the test detached it itself (after

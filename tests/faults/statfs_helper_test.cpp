@@ -7,6 +7,7 @@
 #include "tests/support/lab.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,6 +94,48 @@ TEST(StatfsHelpers, ErrnoComesBack) {
   EXPECT_EQ(*r, ENOENT);
   r = call(std::string(5000, 'x'), &s);
   EXPECT_FALSE(r);
+}
+
+// A cycle's statvfs calls asked in one go: requests in PIPE_BUF pieces (a few writes for 300 long paths,
+// not 300), and each call then takes its own answer (the same as statvfs(2), errno included) without
+// asking again, once: the next call on that path asks the helper.
+TEST(StatfsHelpers, PrefetchAsksForAHundredsOfPathsInAFewWritesAndEachCallTakesItsAnswerOnce) {
+  fsaudit::testing::TempDir dir("fsaudit-statfs-prefetch");
+  std::vector<std::string> paths{"/", "/proc", "/sys", "/nonexistent/fsaudit-statfs-prefetch"};
+  std::size_t bytes = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto p = dir / ("d" + std::to_string(i) + "-" + std::string(120, 'x'));
+    fs::create_directory(p);
+    paths.push_back(p.string());
+  }
+  for (const auto& p : paths) bytes += p.size() + 5;
+  StatfsHelpers h;
+  SystemClock clock;
+  std::stop_source stop;
+  h.prefetch(paths, stop.get_token(), clock, clock.now() + std::chrono::seconds(30));
+  const auto writes = h.request_writes();
+  EXPECT_GE(writes, bytes / PIPE_BUF) << "each piece fits in PIPE_BUF";
+  EXPECT_LE(writes, bytes / (PIPE_BUF / 2) + 1);
+  Call call(h);
+  for (const auto& p : paths) {
+    struct statvfs got {}, direct {};
+    auto r = call(p, &got);
+    ASSERT_TRUE(r) << p << ": " << r.error();
+    const int want = ::statvfs(p.c_str(), &direct) == 0 ? 0 : errno;
+    ASSERT_EQ(*r, want) << p;
+    if (want != 0) continue;
+    EXPECT_EQ(got.f_blocks, direct.f_blocks) << p;
+    EXPECT_EQ(got.f_bsize, direct.f_bsize) << p;
+    EXPECT_EQ(got.f_fsid, direct.f_fsid) << p;
+    EXPECT_EQ(got.f_files, direct.f_files) << p;
+  }
+  EXPECT_EQ(h.request_writes(), writes) << "a prefetched call asked the helper again";
+  EXPECT_EQ(h.processes(), 1u);
+  struct statvfs again {};
+  auto r = call("/", &again);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(*r, 0);
+  EXPECT_EQ(h.request_writes(), writes + 1) << "an answer is taken once";
 }
 
 TEST(StatfsHelpers, AHelperKilledFromOutsideIsReplacedAndReaped) {
