@@ -195,7 +195,7 @@ bool Daemon::start_exposer() {
     o.web = std::move(*w);
   }
   exposer_.reset();  // the port is taken until the old listener is gone
-  auto s = http::Server::start(std::move(o), [store = store_] { return store->snapshot(); });
+  auto s = http::Server::start(std::move(o), [store = store_] { return store->exposition(); });
   if (!s) {
     logging::log(spdlog::level::err, s.error() + " (is another fsauditd or exporter using the port? change 'listen:')");
     return false;

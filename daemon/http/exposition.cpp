@@ -119,4 +119,15 @@ std::optional<std::string> Exposition::state(std::string_view name, const LabelS
   return std::nullopt;
 }
 
+std::string family_text(const TextPieces& pieces, std::string_view family) {
+  const std::string head = "# HELP " + std::string(family) + " ";
+  std::string text;
+  bool in = false;
+  for (const auto& p : pieces.parts) {
+    if (p->starts_with("# HELP ")) in = p->starts_with(head);
+    if (in) text += *p;
+  }
+  return text;
+}
+
 }  // namespace fsaudit::http

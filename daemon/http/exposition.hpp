@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/core/result.hpp"
+#include "daemon/core/text_pieces.hpp"
 
 namespace fsaudit::http {
 
@@ -37,5 +38,10 @@ class Exposition {
 // Errors name the line. Comments (# HELP, # TYPE) are skipped; timestamps are ignored.
 // With `only`, samples of other metrics are skipped unread (and unchecked).
 Result<Exposition> parse_exposition(std::string_view text, std::string_view only = {});
+
+// The text of one family of an exposition held as the store's pieces (metrics::Store::exposition()):
+// its HELP/TYPE head and the pieces after it, up to the next family's head. Only what that family
+// needs is copied, not the whole exposition.
+std::string family_text(const TextPieces& pieces, std::string_view family);
 
 }  // namespace fsaudit::http

@@ -190,8 +190,9 @@ Result<std::unique_ptr<Server>> Server::start(ServerOptions opts, TextSource met
     while (!st.stop_requested()) {
       // Only the family the trend reads: a full parse held every sample with a map of its labels
       // (several MB at 1,000 filesystems, once a minute).
-      if (auto text = src())
-        if (auto e = parse_exposition(*text, CapacityTrend::kFamily)) trend->observe(*e, now_unix());
+      if (auto pieces = src())
+        if (auto e = parse_exposition(family_text(*pieces, CapacityTrend::kFamily), CapacityTrend::kFamily))
+          trend->observe(*e, now_unix());
       std::unique_lock l(mu);
       cv.wait_for(l, st, std::chrono::seconds(60), [] { return false; });
     }
@@ -290,13 +291,32 @@ void Server::serve(int fd) {
   }
   Response resp = respond(r);
   std::string head = "HTTP/1.1 " + std::to_string(resp.code) + " " + resp.reason + "\r\nContent-Type: " + resp.type +
-                     "\r\nContent-Length: " + std::to_string(resp.shared_body ? resp.shared_body->size() : resp.body.size()) +
+                     "\r\nContent-Length: " + std::to_string(resp.shared_body ? resp.shared_body->size : resp.body.size()) +
                      "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n" + resp.headers;
   for (const auto& [k, v] : opts_.web.headers) head += k + ": " + v + "\r\n";
   head += "Connection: close\r\n\r\n";
   if (r.method != "HEAD" && !resp.shared_body) head += resp.body;
-  if (!c.write_all(head)) return;
-  if (r.method != "HEAD" && resp.shared_body) c.write_all(*resp.shared_body);
+  if (r.method == "HEAD" || !resp.shared_body) {
+    c.write_all(head);
+    return;
+  }
+  // The pieces (tens of thousands at 1,000 targets, most of them a line or two) go out gathered in a
+  // reused buffer of a few pages: a few dozen sends (or TLS records), no copy of the whole text.
+  constexpr std::size_t kOut = 64 * 1024;
+  std::string out = std::move(head);
+  out.reserve(kOut);
+  for (const auto& p : resp.shared_body->parts) {
+    if (out.size() + p->size() > kOut && !out.empty()) {
+      if (!c.write_all(out)) return;
+      out.clear();
+    }
+    if (p->size() >= kOut) {
+      if (!c.write_all(*p)) return;
+    } else {
+      out += *p;
+    }
+  }
+  if (!out.empty()) c.write_all(out);
 }
 
 bool Server::authorised(const std::string& authorization) const {
@@ -315,8 +335,9 @@ bool Server::authorised(const std::string& authorization) const {
 }
 
 Result<Status> Server::status() const {
-  auto text = source_();
-  auto e = parse_exposition(text ? std::string_view(*text) : std::string_view());
+  auto pieces = source_();
+  const std::string text = pieces ? pieces->join() : std::string();
+  auto e = parse_exposition(text);
   if (!e) return err(e.error());
   return build_status(*e, now_unix(), trend_.get());
 }
@@ -329,7 +350,7 @@ Server::Response Server::respond(const Request& r) {
     return {405, "Method Not Allowed", text, "only GET and HEAD\n", "Allow: GET, HEAD\r\n", nullptr};
   if (r.path == "/metrics") {
     auto text = source_();
-    if (!text) text = std::make_shared<const std::string>();
+    if (!text) text = std::make_shared<const TextPieces>();
     return {200, "OK", "text/plain; version=0.0.4; charset=utf-8", "", "", std::move(text)};
   }
   if (r.path == "/" || r.path == "/api/v1/status") {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/core/result.hpp"
+#include "daemon/core/text_pieces.hpp"
 #include "daemon/http/status.hpp"
 #include "daemon/http/web_config.hpp"
 
@@ -33,7 +34,8 @@ struct ServerOptions {
 class Server {
  public:
   // The current exposition, shared and immutable: a scrape sends it without copying it.
-  using TextSource = std::function<std::shared_ptr<const std::string>()>;
+  // The exposition as shared pieces (metrics::Store::exposition()): written out as they are.
+  using TextSource = std::function<std::shared_ptr<const TextPieces>()>;
   // Listens now; the error says why not (port taken, bad certificate, ...).
   static Result<std::unique_ptr<Server>> start(ServerOptions opts, TextSource metrics_text);
   ~Server();
@@ -59,7 +61,7 @@ class Server {
   struct Response {
     int code = 200;
     std::string reason = "OK", type, body, headers;
-    std::shared_ptr<const std::string> shared_body;  // sent instead of `body` when set
+    std::shared_ptr<const TextPieces> shared_body;  // sent instead of `body` when set
   };
   Response respond(const Request& r);
   bool authorised(const std::string& authorization) const;

@@ -206,7 +206,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
     auto [it, inserted] = families_.try_emplace(first.name);
     auto& fam = it->second;
     if (inserted) {
-      fam.head = first.source ? head_of(*first.source) : first.head;
+      fam.head = std::make_shared<const std::string>(first.source ? head_of(*first.source) : first.head);
       fam.type = first.type;
     } else if (fam.type != first.type) {
       return;  // a type clash is a bug; the first type published wins, the rest is dropped
@@ -263,21 +263,20 @@ void Store::retain(const std::vector<std::string>& keep) {
   if (!gone.empty()) cache_.reset();
 }
 
-std::shared_ptr<const std::string> Store::snapshot() const {
+std::shared_ptr<const TextPieces> Store::exposition() const {
   std::lock_guard l(mu_);
   if (cache_) return cache_;
-  std::size_t size = 0;
+  auto text = std::make_shared<TextPieces>();
+  std::size_t n = 0;
   for (const auto& [name, f] : families_) {
-    size += f.head.size();
-    for (const auto& [key, chunks] : f.by_key)
-      for (const auto& c : chunks) size += c->size();
+    n += 1;
+    for (const auto& [key, chunks] : f.by_key) n += chunks.size();
   }
-  auto text = std::make_shared<std::string>();
-  text->reserve(size);
+  text->parts.reserve(n);
   for (const auto& [name, f] : families_) {
-    *text += f.head;
+    text->add(f.head);
     for (const auto& [key, chunks] : f.by_key)
-      for (const auto& c : chunks) *text += *c;
+      for (const auto& c : chunks) text->add(c);
   }
   cache_ = std::move(text);
   ++builds_;

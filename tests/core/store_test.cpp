@@ -57,21 +57,45 @@ TEST(Store, SerialisesOncePerChangeAndServesTheSameTextBetweenChanges) {
   metrics::Batch a;
   a.gauge("x", "X.", {{"target", "/a"}}, 1);
   s.publish("k1", a);
-  auto first = s.snapshot();
-  auto again = s.snapshot();
-  EXPECT_EQ(first.get(), again.get()) << "a scrape without a change serialised again";
+  auto first = s.exposition();
+  auto again = s.exposition();
+  EXPECT_EQ(first.get(), again.get()) << "a scrape without a change built the exposition again";
   EXPECT_EQ(s.builds(), 1u);
   metrics::Batch b;
   b.gauge("x", "X.", {{"target", "/b"}}, 2);
   s.publish("k2", b);
-  auto third = s.snapshot();
+  auto third = s.exposition();
   EXPECT_NE(first.get(), third.get());
   EXPECT_EQ(s.builds(), 2u);
-  // The old snapshot is immutable: a scrape in progress keeps a consistent text.
-  EXPECT_EQ(first->find("/b"), std::string::npos);
-  EXPECT_NE(third->find("x{target=\"/b\"} 2\n"), std::string::npos) << *third;
+  // The old exposition is immutable: a scrape in progress keeps a consistent text.
+  EXPECT_EQ(first->join().find("/b"), std::string::npos);
+  EXPECT_NE(third->join().find("x{target=\"/b\"} 2\n"), std::string::npos) << third->join();
+  EXPECT_EQ(third->size, third->join().size());
   s.remove("nothing-there");
-  EXPECT_EQ(s.snapshot().get(), third.get()) << "a no-op remove invalidated the text";
+  EXPECT_EQ(s.exposition().get(), third.get()) << "a no-op remove invalidated the text";
+}
+
+// A scrape serves the text that publishing rendered, without copying it: the exposition holds the very
+// pieces the store keeps, so a key's unchanged lines are the same bytes in two scrapes' expositions.
+TEST(Store, TheExpositionIsTheStoresOwnPiecesNotACopy) {
+  metrics::Store s;
+  metrics::Batch a, b;
+  a.gauge("x", "X.", {{"target", "/a"}}, 1);
+  b.gauge("x", "X.", {{"target", "/b"}}, 2);
+  s.publish("k1", a);
+  s.publish("k2", b);
+  auto first = s.exposition();
+  metrics::Batch b2;
+  b2.gauge("x", "X.", {{"target", "/b"}}, 3);
+  s.publish("k2", b2);
+  auto second = s.exposition();
+  ASSERT_EQ(first->parts.size(), 3u);  // the family head, k1's lines, k2's lines
+  ASSERT_EQ(second->parts.size(), 3u);
+  EXPECT_EQ(first->parts[0].get(), second->parts[0].get()) << "the family head was copied";
+  EXPECT_EQ(first->parts[1].get(), second->parts[1].get()) << "k1's unchanged lines were copied";
+  EXPECT_NE(first->parts[2].get(), second->parts[2].get());
+  EXPECT_EQ(*second->parts[2], "x{target=\"/b\"} 3\n");
+  EXPECT_EQ(*first->parts[2], "x{target=\"/b\"} 2\n") << "an earlier exposition changed under its reader";
 }
 
 TEST(Store, ExpositionIsExactAndEscaped) {

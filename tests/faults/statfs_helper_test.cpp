@@ -99,7 +99,7 @@ TEST(StatfsHelpers, ErrnoComesBack) {
 // A cycle's statvfs calls asked in one go: requests in PIPE_BUF pieces (a few writes for 300 long paths,
 // not 300), and each call then takes its own answer (the same as statvfs(2), errno included) without
 // asking again, once: the next call on that path asks the helper.
-TEST(StatfsHelpers, PrefetchAsksForAHundredsOfPathsInAFewWritesAndEachCallTakesItsAnswerOnce) {
+TEST(StatfsHelpers, PrefetchAsksForHundredsOfPathsInAFewWritesAndEachCallTakesItsAnswerOnce) {
   fsaudit::testing::TempDir dir("fsaudit-statfs-prefetch");
   std::vector<std::string> paths{"/", "/proc", "/sys", "/nonexistent/fsaudit-statfs-prefetch"};
   std::size_t bytes = 0;

@@ -10,6 +10,7 @@
 
 #include "daemon/core/files.hpp"
 #include "daemon/http/exposition.hpp"
+#include "daemon/metrics/store.hpp"
 #include "daemon/http/server.hpp"
 #include "daemon/http/status.hpp"
 #include "daemon/http/web_config.hpp"
@@ -78,6 +79,26 @@ TEST(Exposition, OnlyOneFamilyIsParsedWhenAsked) {
   EXPECT_EQ(only->samples[1].value, 20);
   EXPECT_EQ(only->samples[2].value, 30);
   EXPECT_TRUE(only->find("fsaudit_probe_success").empty());
+}
+
+// The capacity trend reads its family from the store's pieces: every target's series of that family,
+// nothing of the families around it (whose heads and lines are separate pieces).
+TEST(Exposition, OneFamilysTextFromTheStoresPieces) {
+  metrics::Store store;
+  for (const char* t : {"/a", "/b", "/c"}) {
+    metrics::Batch b;
+    b.gauge("fsaudit_filesystem_avail_bytes", "Avail.", {{"target", t}}, 7);
+    b.gauge("fsaudit_filesystem_files", "Files.", {{"target", t}}, 1);
+    b.gauge("fsaudit_a_first", "Before.", {{"target", t}}, 2);
+    store.publish(std::string("capacity\x1f") + t, b);
+  }
+  const std::string text = family_text(*store.exposition(), "fsaudit_filesystem_avail_bytes");
+  EXPECT_EQ(text.rfind("# HELP fsaudit_filesystem_avail_bytes Avail.\n", 0), 0u) << text;
+  auto e = parse_exposition(text);
+  ASSERT_TRUE(e) << e.error();
+  EXPECT_EQ(e->samples.size(), 3u) << text;
+  for (const auto& s : e->samples) EXPECT_EQ(s.name, "fsaudit_filesystem_avail_bytes");
+  EXPECT_EQ(family_text(*store.exposition(), "fsaudit_filesystem_avail"), "") << "a prefix is not the family";
 }
 
 TEST(Status, BuildsHealthCanariesScrubAndLatencyFromMetrics) {
@@ -219,12 +240,13 @@ TEST(WebConfig, BcryptCheck) {
 class HttpServer : public ::testing::Test {
  protected:
   std::string metrics = data("status_metrics.prom");
+  std::shared_ptr<const TextPieces> pieces;  // served instead of `metrics` when set
   TempDir dir;
   std::unique_ptr<Server> start(WebConfig web = {}) {
     ServerOptions o;
     o.port = fsaudit::testing::free_port();
     o.web = std::move(web);
-    auto s = Server::start(std::move(o), [this] { return std::make_shared<const std::string>(metrics); });
+    auto s = Server::start(std::move(o), [this] { return pieces ? pieces : TextPieces::of(metrics); });
     EXPECT_TRUE(s) << (s ? "" : s.error());
     return s ? std::move(*s) : nullptr;
   }
@@ -253,16 +275,36 @@ TEST_F(HttpServer, ServesMetricsPageAndJson) {
   EXPECT_NE(body().find("line 1"), std::string::npos);
 }
 
+// The exposition is served from the store's pieces as they are: thousands of small ones and one past
+// the 64 KiB send buffer arrive whole and in order, with the right Content-Length (HEAD included).
+TEST_F(HttpServer, ServesAnExpositionOfManyPiecesWholeAndInOrder) {
+  auto t = std::make_shared<TextPieces>();
+  for (int i = 0; i < 6000; ++i) {
+    t->add(std::make_shared<const std::string>("m{target=\"/t" + std::to_string(i) + "\"} " + std::to_string(i) + "\n"));
+    if (i == 3000) t->add(std::make_shared<const std::string>(std::string(100 * 1024, '#') + "\n"));
+    if (i % 7 == 0) t->add(std::make_shared<const std::string>());
+  }
+  pieces = t;
+  auto s = start();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(curl({s->url() + "/metrics"}).out, "200");
+  const std::string want = t->join();
+  ASSERT_EQ(body().size(), want.size());
+  EXPECT_EQ(body(), want);
+  auto head = fsaudit::testing::run({"curl", "-sS", "--max-time", "10", "-I", s->url() + "/metrics"}, 20);
+  EXPECT_NE(head.out.find("Content-Length: " + std::to_string(want.size())), std::string::npos) << head.out;
+}
+
 TEST_F(HttpServer, RefusesASecondListenerOnThePort) {
   auto s = start();
   ASSERT_TRUE(s);
   ServerOptions o;
   o.port = s->options().port;
-  auto again = Server::start(o, [] { return std::make_shared<const std::string>(); });
+  auto again = Server::start(o, [] { return std::make_shared<const TextPieces>(); });
   ASSERT_FALSE(again);
   EXPECT_NE(again.error().find("cannot listen on 127.0.0.1:" + std::to_string(o.port)), std::string::npos) << again.error();
   o.address = "not-an-ip";
-  auto bad = Server::start(o, [] { return std::make_shared<const std::string>(); });
+  auto bad = Server::start(o, [] { return std::make_shared<const TextPieces>(); });
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("not an IP address"), std::string::npos) << bad.error();
 }
@@ -305,7 +347,7 @@ TEST_F(HttpServer, MismatchedKeyIsAClearError) {
   ServerOptions o;
   o.port = fsaudit::testing::free_port();
   o.web = *w;
-  auto s = Server::start(o, [] { return std::make_shared<const std::string>(); });
+  auto s = Server::start(o, [] { return std::make_shared<const TextPieces>(); });
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().find("mismatch"), std::string::npos) << s.error();
 }

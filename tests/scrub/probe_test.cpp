@@ -118,6 +118,14 @@ TEST(ScrubProbe, StartsTimesAndReadsBackAZfsScrubAndSurvivesARestart) {
   EXPECT_NEAR(age, h.clock.wall_seconds() - (kT0 + 3600 + 125), 1);
   EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_next_scheduled_timestamp_seconds", l), kT0 + 3600 + 125 + 30 * 86400.0);
   EXPECT_EQ(h.runner.count("zpool scrub tank"), 1);
+  // Later polls of the same finished scrub reuse the size its record holds: no zpool list per poll.
+  const int lists = h.runner.count("zpool list -H -o allocated tank");
+  EXPECT_GE(lists, 1);
+  h.clock.advance(std::chrono::seconds(30));
+  r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool list -H -o allocated tank"), lists);
+  EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_last_scrubbed_bytes", l), 1.5 * 1024 * 1024 * 1024);
 }
 
 // fsaudit's own writes: a pass that changes nothing rewrites no state file (each write is an fsync
