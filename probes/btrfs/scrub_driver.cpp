@@ -1,7 +1,13 @@
 #include "probes/btrfs/scrub_driver.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
 
 #include "daemon/core/block_device.hpp"
 #include "daemon/core/files.hpp"
@@ -79,9 +85,81 @@ void apply_job_exit(Observation& o, const scrub::JobStatus& job) {
   if (job.end > 0 && !o.last_end) o.last_end = job.end;
 }
 
+// Whether a member device of the btrfs filesystem `uuid` is missing (sysfs devinfo/<devid>/missing).
+bool any_device_missing(const HostPaths& host, const std::string& uuid) {
+  std::error_code ec;
+  auto devinfo = host.sys("fs/btrfs/" + uuid + "/devinfo");
+  for (auto it = fs::directory_iterator(devinfo, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (scrub::read_trimmed(it->path() / "missing").value_or("0") == "1") return true;
+  return false;
+}
+
+// Between scrubs `btrfs scrub status` says the same thing until btrfs-progs rewrites its status file
+// (/var/lib/btrfs/scrub.status.<uuid>: every `scrub start` or `resume` writes it when it begins and
+// as it goes). An idle filesystem whose status file exists is asked again only when that file
+// changed, or after kRecheck, not on every poll: 20 btrfs filesystems were 40 btrfs processes a
+// minute. Kept per process (drivers are made per pass), by host root and mount point.
+struct FileStamp {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+std::optional<FileStamp> stamp_of(const fs::path& p) {
+  struct stat sb {};
+  if (::stat(p.c_str(), &sb) != 0) return std::nullopt;
+  return FileStamp{sb.st_dev, sb.st_ino, sb.st_size,
+                   static_cast<std::int64_t>(sb.st_mtim.tv_sec) * 1'000'000'000 + sb.st_mtim.tv_nsec};
+}
+struct IdleSeen {
+  Observation o;
+  std::string uuid;
+  FileStamp stamp;
+  SteadyTime at;  // the context's clock
+};
+constexpr std::chrono::minutes kRecheck{10};
+std::mutex g_idle_mu;
+std::map<std::string, IdleSeen> g_idle;
+
+fs::path status_file(const HostPaths& host, const std::string& uuid) {
+  return host.rootfs / "var/lib/btrfs" / ("scrub.status." + uuid);
+}
+
 class BtrfsDriver final : public scrub::Driver {
  public:
   Result<Observation> observe(const ScrubTarget& t, TargetState& st, DriverEnv& env) override {
+    const std::string idle_key = env.ctx.host.rootfs.string() + "\x1f" + t.mountpoint;
+    const bool ours = !st.job_dir.empty() || st.running;  // a run we started or saw running: always ask
+    {
+      std::unique_lock l(g_idle_mu);
+      auto it = g_idle.find(idle_key);
+      if (it != g_idle.end() && !ours && env.ctx.clock.now() - it->second.at < kRecheck) {
+        IdleSeen seen = it->second;
+        l.unlock();
+        if (stamp_of(status_file(env.ctx.host, seen.uuid)) == seen.stamp) {
+          seen.o.degraded = any_device_missing(env.ctx.host, seen.uuid);
+          return seen.o;
+        }
+      } else if (it != g_idle.end() && ours) {
+        g_idle.erase(it);
+      }
+    }
+    auto o = observe_now(t, st, env);
+    std::lock_guard l(g_idle_mu);
+    if (o && o->phase == Phase::idle && !ours && !last_uuid_.empty()) {
+      if (auto stamp = stamp_of(status_file(env.ctx.host, last_uuid_)))
+        g_idle[idle_key] = IdleSeen{*o, last_uuid_, *stamp, env.ctx.clock.now()};
+      else
+        g_idle.erase(idle_key);
+    } else {
+      g_idle.erase(idle_key);
+    }
+    return o;
+  }
+
+  Result<Observation> observe_now(const ScrubTarget& t, TargetState& st, DriverEnv& env) {
+    last_uuid_.clear();
     // Our job is read before the status: `scrub start -B` writes every device's record before it
     // exits, so a status read after seeing the job alive or finished is never older than the job.
     // (Read the other way round, the job could exit in between and a pending-record status would
@@ -116,10 +194,8 @@ class BtrfsDriver final : public scrub::Driver {
     if (!st.job_dir.empty() && o.phase == Phase::idle) apply_job_exit(o, job);
     // Degraded: a member device is missing.
     if (!parsed->uuid.empty()) {
-      std::error_code ec;
-      auto devinfo = host.sys("fs/btrfs/" + parsed->uuid + "/devinfo");
-      for (auto it = fs::directory_iterator(devinfo, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
-        if (scrub::read_trimmed(it->path() / "missing").value_or("0") == "1") o.degraded = true;
+      if (any_device_missing(host, parsed->uuid)) o.degraded = true;
+      last_uuid_ = parsed->uuid;
     }
     return o;
   }
@@ -142,6 +218,7 @@ class BtrfsDriver final : public scrub::Driver {
   }
 
  private:
+  std::string last_uuid_;  // the filesystem UUID observe_now() read from `scrub status` ("" if none)
   std::optional<Observation> from_status_file(const ScrubTarget& t, DriverEnv& env) {
     // The filesystem UUID: /sys/fs/btrfs/<uuid>/devices/<kernel name of the mount source>.
     if (t.source.empty()) return std::nullopt;

@@ -357,6 +357,71 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 0);
 }
 
+// Between scrubs an idle btrfs is asked (`btrfs scrub status`) again only when btrfs-progs' status file
+// changed, which every `scrub start` does, or 10 minutes after it was last asked; while a scrub runs,
+// every poll asks. Without a status file, every poll asks.
+TEST(ScrubProbe, AnIdleBtrfsIsAskedAgainOnlyWhenItsStatusFileChanges) {
+  Host h;
+  write_text(h.dir / "proc/self/mountinfo",
+             "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+             "40 22 0:45 / /mnt/r1 rw,relatime shared:20 - btrfs /dev/loop7 rw,space_cache=v2,subvolid=5,subvol=/\n");
+  auto cfg = cfg_from("scrub:\n  filesystems: [btrfs]\n  observe_only: true\n");
+  const std::string cmd = "btrfs scrub status -d -R /mnt/r1";
+  char started[64];
+  std::time_t t0 = static_cast<std::time_t>(h.clock.wall_seconds()) - 3600;
+  std::strftime(started, sizeof started, "%a %b %e %H:%M:%S %Y", std::gmtime(&t0));
+  auto state_lines = [&](const std::string& st) {
+    return "Scrub started:    " + std::string(started) + "\nStatus:           " + st + "\nDuration:         0:00:05\n";
+  };
+  const auto file = h.dir / "var/lib/btrfs/scrub.status.f3637bff-14f2-4d81-a479-1f706b6797fc";
+  std::filesystem::create_directories(file.parent_path());
+  write_text(file, "scrub status:1\n");
+  h.runner.answer(cmd, btrfs_status(state_lines("finished"), 253952, 294912, 0, 0));
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  metrics::Labels l{{"target", "/mnt/r1"}, {"fs", "btrfs"}};
+  auto poll = [&] {
+    h.clock.advance(std::chrono::seconds(30));
+    auto r = h.run(p);
+    EXPECT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+    return r;
+  };
+  auto r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count(cmd), 1);
+  r = poll();
+  r = poll();
+  EXPECT_EQ(h.runner.count(cmd), 1) << "an idle filesystem with an unchanged status file was asked again";
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 0);
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l));
+  // Someone ran `btrfs scrub start`: btrfs-progs rewrote the file; the next poll asks and sees it run.
+  h.runner.answer(cmd, btrfs_status(state_lines("running"), 126976, 147456, 0, 0));
+  write_text(file, "scrub status:1\nrunning, and longer\n");
+  r = poll();
+  EXPECT_EQ(h.runner.count(cmd), 2);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 1);
+  r = poll();
+  EXPECT_EQ(h.runner.count(cmd), 3) << "a running scrub is asked on every poll";
+  // It finished: asked while the file stays as it is only once 10 minutes have passed.
+  h.runner.answer(cmd, btrfs_status(state_lines("finished"), 253952, 294912, 0, 0));
+  write_text(file, "scrub status:1\nfinished, and longer still\n");
+  r = poll();
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 0);
+  EXPECT_EQ(h.runner.count(cmd), 4);
+  r = poll();  // the first poll that finds no run in progress asks once more, and remembers the file
+  const int asked = h.runner.count(cmd);
+  EXPECT_EQ(asked, 5);
+  r = poll();
+  EXPECT_EQ(h.runner.count(cmd), asked);
+  h.clock.advance(std::chrono::minutes(10));
+  r = poll();
+  EXPECT_EQ(h.runner.count(cmd), asked + 1) << "not asked again after 10 minutes";
+  // No status file (btrfs-progs could not write it): every poll asks.
+  std::filesystem::remove(file);
+  r = poll();
+  r = poll();
+  EXPECT_EQ(h.runner.count(cmd), asked + 3);
+}
+
 // The btrfs scrub's own counts, in the one scrub family: by cause, per device (kernel names), on the
 // captured `scrub status -d -R` texts the btrfs probe used to export them from.
 struct BtrfsObserved {
