@@ -64,6 +64,11 @@ HelperCallRegistration::HelperCallRegistration(std::uint8_t op, HelperCall fn) {
 StatfsHelpers::~StatfsHelpers() {
   std::lock_guard l(mu_);
   for (pid_t pid : idle_.end_all()) ending_[pid] = "";  // EOF: the helper ends
+  for (auto& [path, ho] : handoff_) {  // a prefetch's helper no run took
+    close_pipe_child(ho.helper, true);
+    ending_[ho.helper.pid] = path;
+  }
+  handoff_.clear();
   // Idle helpers end at once; a killed one stuck in the kernel is left to init rather than waited for.
   for (int i = 0; i < 20 && !ending_.empty(); ++i) {
     reap_locked();
