@@ -94,11 +94,11 @@ bool any_device_missing(const HostPaths& host, const std::string& uuid) {
   return false;
 }
 
-// Between scrubs `btrfs scrub status` says the same thing until btrfs-progs rewrites its status file
-// (/var/lib/btrfs/scrub.status.<uuid>: every `scrub start` or `resume` writes it when it begins and
-// as it goes). An idle filesystem whose status file exists is asked again only when that file
-// changed, or after kRecheck, not on every poll: 20 btrfs filesystems were 40 btrfs processes a
-// minute. Kept per process (drivers are made per pass), by host root and mount point.
+// Between scrubs `btrfs scrub status` says the same thing until btrfs-progs writes its status file
+// (/var/lib/btrfs/scrub.status.<uuid>: every `scrub start` or `resume` creates or rewrites it when it
+// begins and as it goes). An idle filesystem is asked again only when that file changed (appeared,
+// was rewritten or went away), or after kRecheck, not on every poll: 20 btrfs filesystems were 40
+// btrfs processes a minute. Kept per process (drivers are made per pass), by host root and mount point.
 struct FileStamp {
   dev_t dev = 0;
   ino_t ino = 0;
@@ -115,8 +115,8 @@ std::optional<FileStamp> stamp_of(const fs::path& p) {
 struct IdleSeen {
   Observation o;
   std::string uuid;
-  FileStamp stamp;
-  SteadyTime at;  // the context's clock
+  std::optional<FileStamp> stamp;  // none: no status file (never scrubbed with btrfs-progs here)
+  SteadyTime at;                   // the context's clock
 };
 constexpr std::chrono::minutes kRecheck{10};
 std::mutex g_idle_mu;
@@ -148,10 +148,7 @@ class BtrfsDriver final : public scrub::Driver {
     auto o = observe_now(t, st, env);
     std::lock_guard l(g_idle_mu);
     if (o && o->phase == Phase::idle && !ours && !last_uuid_.empty()) {
-      if (auto stamp = stamp_of(status_file(env.ctx.host, last_uuid_)))
-        g_idle[idle_key] = IdleSeen{*o, last_uuid_, *stamp, env.ctx.clock.now()};
-      else
-        g_idle.erase(idle_key);
+      g_idle[idle_key] = IdleSeen{*o, last_uuid_, stamp_of(status_file(env.ctx.host, last_uuid_)), env.ctx.clock.now()};
     } else {
       g_idle.erase(idle_key);
     }

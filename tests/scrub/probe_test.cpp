@@ -358,8 +358,8 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
 }
 
 // Between scrubs an idle btrfs is asked (`btrfs scrub status`) again only when btrfs-progs' status file
-// changed, which every `scrub start` does, or 10 minutes after it was last asked; while a scrub runs,
-// every poll asks. Without a status file, every poll asks.
+// changed (appeared, was rewritten, went away), which every `scrub start` does, or 10 minutes after it
+// was last asked; while a scrub runs, every poll asks.
 TEST(ScrubProbe, AnIdleBtrfsIsAskedAgainOnlyWhenItsStatusFileChanges) {
   Host h;
   write_text(h.dir / "proc/self/mountinfo",
@@ -415,11 +415,45 @@ TEST(ScrubProbe, AnIdleBtrfsIsAskedAgainOnlyWhenItsStatusFileChanges) {
   h.clock.advance(std::chrono::minutes(10));
   r = poll();
   EXPECT_EQ(h.runner.count(cmd), asked + 1) << "not asked again after 10 minutes";
-  // No status file (btrfs-progs could not write it): every poll asks.
+  // The file went away: asked once, and then again only when it comes back.
   std::filesystem::remove(file);
   r = poll();
   r = poll();
+  EXPECT_EQ(h.runner.count(cmd), asked + 2);
+  write_text(file, "scrub status:1\n");
+  r = poll();
   EXPECT_EQ(h.runner.count(cmd), asked + 3);
+}
+
+// A btrfs never scrubbed with btrfs-progs has no status file: it is asked once, then again when the
+// file appears (the first `btrfs scrub start` creates it) or 10 minutes later.
+TEST(ScrubProbe, ANeverScrubbedBtrfsIsAskedAgainWhenItsStatusFileAppears) {
+  Host h;
+  write_text(h.dir / "proc/self/mountinfo",
+             "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+             "40 22 0:45 / /mnt/r2 rw,relatime shared:20 - btrfs /dev/loop8 rw,space_cache=v2,subvolid=5,subvol=/\n");
+  auto cfg = cfg_from("scrub:\n  filesystems: [btrfs]\n  observe_only: true\n");
+  const std::string cmd = "btrfs scrub status -d -R /mnt/r2";
+  h.runner.answer(cmd, btrfs_status("\tno stats available\n", 0, 0, 0, 0));
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  for (int i = 0; i < 5; ++i) {
+    auto r = h.run(p);
+    ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+    h.clock.advance(std::chrono::seconds(30));
+  }
+  EXPECT_EQ(h.runner.count(cmd), 1);
+  const auto file = h.dir / "var/lib/btrfs/scrub.status.f3637bff-14f2-4d81-a479-1f706b6797fc";
+  std::filesystem::create_directories(file.parent_path());
+  write_text(file, "scrub status:1\n");
+  ASSERT_EQ(h.run(p).outcome, fsaudit::Outcome::ok);
+  EXPECT_EQ(h.runner.count(cmd), 2);
+  std::filesystem::remove(file);
+  h.clock.advance(std::chrono::seconds(30));
+  ASSERT_EQ(h.run(p).outcome, fsaudit::Outcome::ok);
+  EXPECT_EQ(h.runner.count(cmd), 3);
+  h.clock.advance(std::chrono::minutes(11));
+  ASSERT_EQ(h.run(p).outcome, fsaudit::Outcome::ok);
+  EXPECT_EQ(h.runner.count(cmd), 4);
 }
 
 // The btrfs scrub's own counts, in the one scrub family: by cause, per device (kernel names), on the
