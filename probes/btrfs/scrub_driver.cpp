@@ -141,22 +141,21 @@ class BtrfsDriver final : public scrub::Driver {
           seen.o.degraded = any_device_missing(env.ctx.host, seen.uuid);
           return seen.o;
         }
-      } else if (it != g_idle.end() && ours) {
-        g_idle.erase(it);
       }
     }
-    auto o = observe_now(t, st, env);
+    std::string uuid;
+    auto o = observe_now(t, st, env, uuid);
     std::lock_guard l(g_idle_mu);
-    if (o && o->phase == Phase::idle && !ours && !last_uuid_.empty()) {
-      g_idle[idle_key] = IdleSeen{*o, last_uuid_, stamp_of(status_file(env.ctx.host, last_uuid_)), env.ctx.clock.now()};
+    if (o && o->phase == Phase::idle && !ours && !uuid.empty()) {
+      g_idle[idle_key] = IdleSeen{*o, uuid, stamp_of(status_file(env.ctx.host, uuid)), env.ctx.clock.now()};
     } else {
       g_idle.erase(idle_key);
     }
     return o;
   }
 
-  Result<Observation> observe_now(const ScrubTarget& t, TargetState& st, DriverEnv& env) {
-    last_uuid_.clear();
+  // `uuid`: the filesystem UUID `scrub status` printed ("" if none).
+  Result<Observation> observe_now(const ScrubTarget& t, TargetState& st, DriverEnv& env, std::string& uuid) {
     // Our job is read before the status: `scrub start -B` writes every device's record before it
     // exits, so a status read after seeing the job alive or finished is never older than the job.
     // (Read the other way round, the job could exit in between and a pending-record status would
@@ -192,7 +191,7 @@ class BtrfsDriver final : public scrub::Driver {
     // Degraded: a member device is missing.
     if (!parsed->uuid.empty()) {
       if (any_device_missing(host, parsed->uuid)) o.degraded = true;
-      last_uuid_ = parsed->uuid;
+      uuid = parsed->uuid;
     }
     return o;
   }
@@ -215,7 +214,6 @@ class BtrfsDriver final : public scrub::Driver {
   }
 
  private:
-  std::string last_uuid_;  // the filesystem UUID observe_now() read from `scrub status` ("" if none)
   std::optional<Observation> from_status_file(const ScrubTarget& t, DriverEnv& env) {
     // The filesystem UUID: /sys/fs/btrfs/<uuid>/devices/<kernel name of the mount source>.
     if (t.source.empty()) return std::nullopt;
@@ -226,7 +224,7 @@ class BtrfsDriver final : public scrub::Driver {
          it.increment(ec)) {
       if (!fs::exists(it->path() / "devices" / *dev)) continue;
       std::string uuid = it->path().filename().string();
-      auto text = read_file(env.ctx.host.rootfs / "var/lib/btrfs" / ("scrub.status." + uuid));
+      auto text = read_file(status_file(env.ctx.host, uuid));
       if (!text) return std::nullopt;
       auto f = parse_scrub_status_file(*text);
       if (!f) return std::nullopt;

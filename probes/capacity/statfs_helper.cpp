@@ -64,9 +64,9 @@ HelperCallRegistration::HelperCallRegistration(std::uint8_t op, HelperCall fn) {
 StatfsHelpers::~StatfsHelpers() {
   std::lock_guard l(mu_);
   for (pid_t pid : idle_.end_all()) ending_[pid] = "";  // EOF: the helper ends
-  for (auto& [path, ho] : handoff_) {  // a prefetch's helper no run took
-    close_pipe_child(ho.helper, true);
-    ending_[ho.helper.pid] = path;
+  for (auto& [path, h] : handoff_) {  // a prefetch's helper no run took
+    close_pipe_child(h, true);
+    ending_[h.pid] = path;
   }
   handoff_.clear();
   // Idle helpers end at once; a killed one stuck in the kernel is left to init rather than waited for.
@@ -154,7 +154,7 @@ Result<CallAnswer> StatfsHelpers::call(std::uint8_t op, const std::string& path,
   if (op == 0) {
     // An answer prefetch() got for this run, or the helper prefetch() left waiting on this path.
     std::optional<Early> early;
-    std::optional<Handoff> handoff;
+    std::optional<Helper> handoff;
     {
       std::lock_guard l(mu_);
       if (auto it = early_.find(path); it != early_.end()) {
@@ -169,9 +169,9 @@ Result<CallAnswer> StatfsHelpers::call(std::uint8_t op, const std::string& path,
       return CallAnswer{early->err, std::move(early->data)};
     if (handoff) {
       bool lost = false;
-      auto answer = await_answer(handoff->helper, path, stop, clock, deadline, lost);
+      auto answer = await_answer(*handoff, path, stop, clock, deadline, lost);
       // Its pipe still holds the prefetch's later requests: it is not reused.
-      if (answer) retire(handoff->helper, true, "");
+      if (answer) retire(*handoff, true, "");
       return answer;
     }
   }
@@ -272,10 +272,10 @@ void StatfsHelpers::prefetch(const std::vector<std::string>& paths, const std::s
     reap_locked();
     early_.clear();  // answers no run took (a target removed meanwhile)
     // A helper left waiting for a run that never came: retired, on its path if it is still blocked there.
-    for (auto& [path, ho] : handoff_) {
-      busy_.erase(ho.helper.pid);
-      close_pipe_child(ho.helper, true);
-      ending_[ho.helper.pid] = path;
+    for (auto& [path, h] : handoff_) {
+      busy_.erase(h.pid);
+      close_pipe_child(h, true);
+      ending_[h.pid] = path;
     }
     handoff_.clear();
     todo.reserve(paths.size());
@@ -317,7 +317,7 @@ void StatfsHelpers::prefetch(const std::vector<std::string>& paths, const std::s
         // on, which waits for that answer under its own deadline; the rest ask on their own.
         std::lock_guard l(mu_);
         busy_[h.pid] = Busy{*todo[next], std::chrono::steady_clock::now()};
-        handoff_[*todo[next]] = Handoff{h};
+        handoff_[*todo[next]] = h;
         return;
       }
       ssize_t n = r > 0 ? ::read(h.reply, buf.data(), buf.size() - kSpare) : -1;

@@ -95,9 +95,6 @@ class StatfsHelpers {
     std::string data;
     std::chrono::steady_clock::time_point at;
   };
-  struct Handoff {  // a prefetch's helper, on a path whose answer had not come in time
-    Helper helper;
-  };
   Result<Helper> spawn();
   Result<Helper> take_helper(const std::string& path);
   void give_back(const Helper& h);
@@ -114,7 +111,8 @@ class StatfsHelpers {
   std::map<pid_t, Busy> busy_;
   std::atomic<std::uint64_t> request_writes_{0};
   std::unordered_map<std::string, Early> early_;      // by path, until its call takes it
-  std::unordered_map<std::string, Handoff> handoff_;  // by path
+  // A prefetch's helper, by the path whose answer had not come in time: that path's call takes it.
+  std::unordered_map<std::string, Helper> handoff_;
 };
 
 // One set of helpers for the whole process, for callers without a probe object of their own
