@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -14,13 +15,17 @@ std::string errno_text(const std::string& what, const std::filesystem::path& p) 
 }
 }  // namespace
 
+// Reads straight into the string, growing it as needed: no 64 KiB buffer on the caller's stack (a
+// worker's stack pages stay touched for good, and a profiler's stack copy lost every caller).
 Result<std::string> read_file(const std::filesystem::path& path, std::size_t max_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return err(errno_text("cannot open", path));
   std::string out;
-  char buf[65536];
+  out.resize(std::min<std::size_t>(max_bytes + 1, 4096));
+  std::size_t len = 0;
   while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (len == out.size()) out.resize(std::min<std::size_t>(out.size() * 2, max_bytes + 1));
+    ssize_t n = ::read(fd, out.data() + len, out.size() - len);
     if (n < 0) {
       if (errno == EINTR) continue;
       auto e = errno_text("cannot read", path);
@@ -28,13 +33,41 @@ Result<std::string> read_file(const std::filesystem::path& path, std::size_t max
       return err(e);
     }
     if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > max_bytes) {
+    len += static_cast<std::size_t>(n);
+    if (len > max_bytes) {
       ::close(fd);
       return err("file too large: " + path.string());
     }
   }
   ::close(fd);
+  out.resize(len);
+  return out;
+}
+
+Result<std::string> read_sysfs_attribute(const std::filesystem::path& path, std::size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return err(errno_text("cannot open", path));
+  std::string out;
+  out.resize(std::min<std::size_t>(max_bytes + 1, 4096));
+  std::size_t len = 0;
+  while (true) {
+    ssize_t n = ::read(fd, out.data() + len, out.size() - len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      auto e = errno_text("cannot read", path);
+      ::close(fd);
+      return err(e);
+    }
+    len += static_cast<std::size_t>(n);
+    if (len > max_bytes) {
+      ::close(fd);
+      return err("file too large: " + path.string());
+    }
+    if (n == 0 || len < out.size()) break;
+    out.resize(std::min<std::size_t>(out.size() * 2, max_bytes + 1));  // a page or more: read on to the end
+  }
+  ::close(fd);
+  out.resize(len);
   return out;
 }
 

@@ -1,6 +1,10 @@
 #include "daemon/dbus/service.hpp"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -256,6 +260,12 @@ void Service::job_finished(std::uint64_t id, bool ok, const std::string& result)
     it->second.finished_at = now_unix();
     finished_unsignalled_.push_back(id);
   }
+  wake();
+}
+
+void Service::wake() {
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
 }
 
 std::vector<JobInfo> Service::jobs() const {
@@ -288,6 +298,8 @@ Result<std::unique_ptr<Service>> Service::start(const std::string& address, Hook
     sd_bus_error_free(&e);
     return err("cannot own the D-Bus name " + std::string(kBusName) + ": " + why);
   }
+  s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (s->wake_fd_ < 0) return err(std::string("eventfd: ") + std::strerror(errno));
   s->thread_ = std::jthread([p = s.get()](std::stop_token st) { p->loop(st); });
   return s;
 }
@@ -313,13 +325,30 @@ void Service::loop(std::stop_token st) {
       // The bus went away (dbus-daemon restarted): nothing to serve until fsauditd restarts.
       return;
     }
-    sd_bus_wait(bus_, 200000);  // short, so finished jobs are signalled promptly
+    // Sleeps on the bus and on the wake-up that job_finished() and the destructor write: a short
+    // sd_bus_wait() timeout to notice them was five wake-ups a second for nothing.
+    int timeout_ms = -1;
+    std::uint64_t until = 0;
+    if (sd_bus_get_timeout(bus_, &until) >= 0 && until != UINT64_MAX) {
+      timespec ts{};
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      std::uint64_t now = static_cast<std::uint64_t>(ts.tv_sec) * 1000000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
+      timeout_ms = until <= now ? 0 : static_cast<int>(std::min<std::uint64_t>((until - now + 999) / 1000, 60000));
+    }
+    int events = sd_bus_get_events(bus_);
+    pollfd p[2] = {{sd_bus_get_fd(bus_), static_cast<short>(events < 0 ? POLLIN : events), 0}, {wake_fd_, POLLIN, 0}};
+    if (::poll(p, 2, timeout_ms) > 0 && (p[1].revents & POLLIN)) {
+      std::uint64_t n = 0;
+      [[maybe_unused]] auto got = ::read(wake_fd_, &n, sizeof n);
+    }
   }
 }
 
 Service::~Service() {
   thread_.request_stop();
+  if (wake_fd_ >= 0) wake();
   if (thread_.joinable()) thread_.join();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
   if (bus_) {
     sd_bus_flush(bus_);
     sd_bus_close_unref(bus_);

@@ -70,6 +70,7 @@ class Service {
   Service(Hooks hooks) : hooks_(std::move(hooks)) {}
   void loop(std::stop_token st);
   void emit_pending();
+  void wake();  // ends the loop's poll: a finished job to signal, or the destructor
 
  public:  // called from the sd-bus vtable callbacks
   Hooks hooks_;
@@ -81,6 +82,7 @@ class Service {
 
  private:
   sd_bus* bus_ = nullptr;
+  int wake_fd_ = -1;
   std::jthread thread_;
 };
 

@@ -70,6 +70,7 @@ class Server {
   TextSource source_;
   std::shared_ptr<CapacityTrend> trend_ = std::make_shared<CapacityTrend>();
   int listen_fd_ = -1;
+  int wake_fd_ = -1;  // written once by the destructor: ends the accept loop's poll
   SSL_CTX* ssl_ = nullptr;
   std::mutex mu_;
   std::condition_variable_any cv_;

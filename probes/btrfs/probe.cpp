@@ -61,7 +61,7 @@ std::vector<std::string> list_dir(const fs::path& p, bool dirs_only) {
 }
 
 std::optional<std::uint64_t> read_u64_file(const fs::path& p) {
-  auto r = read_file(p, 4096);
+  auto r = read_sysfs_attribute(p, 4096);
   if (!r) return std::nullopt;
   return parse_u64(trim(*r));
 }
@@ -70,19 +70,70 @@ bool looks_like_uuid(std::string_view s) { return s.size() == 36 && s[8] == '-' 
 
 }  // namespace
 
-Result<std::string> find_fsid(const HostPaths& host, const std::string& source) {
+std::optional<SysfsMemo::Fsid> SysfsMemo::fsid_of(const std::string& source) const {
+  std::lock_guard l(mu_);
+  auto it = fsids_.find(source);
+  if (it == fsids_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SysfsMemo::remember_fsid(const std::string& source, Fsid f) {
+  std::lock_guard l(mu_);
+  if (fsids_.size() >= kMaxEntries && !fsids_.count(source)) fsids_.clear();
+  fsids_[source] = std::move(f);
+}
+
+std::optional<std::map<std::uint64_t, std::string>> SysfsMemo::names_of(const std::string& fsid,
+                                                                        const std::vector<std::string>& members) const {
+  std::lock_guard l(mu_);
+  auto it = names_.find(fsid);
+  if (it == names_.end() || it->second.first != members) return std::nullopt;
+  ++saved_;
+  return it->second.second;
+}
+
+void SysfsMemo::remember_names(const std::string& fsid, std::vector<std::string> members,
+                               std::map<std::uint64_t, std::string> names) {
+  std::lock_guard l(mu_);
+  if (names_.size() >= kMaxEntries && !names_.count(fsid)) names_.clear();
+  names_[fsid] = {std::move(members), std::move(names)};
+}
+
+void SysfsMemo::note_saved() const {
+  std::lock_guard l(mu_);
+  ++saved_;
+}
+
+std::size_t SysfsMemo::lookups_saved() const {
+  std::lock_guard l(mu_);
+  return saved_;
+}
+
+Result<std::string> find_fsid(const HostPaths& host, const std::string& source, SysfsMemo* memo) {
   auto root = host.sys("fs/btrfs");
+  if (memo) {
+    if (auto known = memo->fsid_of(source)) {
+      std::error_code ec;
+      if (fs::exists(root / known->fsid / "devices" / known->member, ec)) {
+        memo->note_saved();
+        return known->fsid;
+      }
+    }
+  }
   auto fsids = list_dir(root, true);
   if (fsids.empty()) return err(root.string() + " lists no btrfs filesystem (is the btrfs module loaded?)");
   auto src = resolve_source(host, source);
   for (const auto& id : fsids) {
     if (!looks_like_uuid(id)) continue;
     for (const auto& member : list_dir(root / id / "devices", false)) {
-      if (src.names.count(member)) return id;
-      if (src.majmin) {
+      bool match = src.names.count(member) > 0;
+      if (!match && src.majmin) {
         auto dev = read_file(root / id / "devices" / member / "dev", 64);
-        if (dev && trim(*dev) == std::to_string(src.majmin->first) + ":" + std::to_string(src.majmin->second))
-          return id;
+        match = dev && trim(*dev) == std::to_string(src.majmin->first) + ":" + std::to_string(src.majmin->second);
+      }
+      if (match) {
+        if (memo) memo->remember_fsid(source, {id, member});
+        return id;
       }
     }
   }
@@ -111,7 +162,7 @@ Result<std::uint64_t> read_superblock_devid(const fs::path& device, const std::s
   return devid;
 }
 
-Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsid) {
+Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsid, SysfsMemo* memo) {
   auto root = host.sys("fs/btrfs") / fsid;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return err(root.string() + " does not exist");
@@ -120,11 +171,16 @@ Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsi
   f.member_names = list_dir(root / "devices", false);
 
   std::map<std::uint64_t, std::string> names;
-  std::vector<std::string> problems;
-  for (const auto& m : f.member_names) {
-    auto id = read_superblock_devid(host.dev(m), fsid);
-    if (id) names[*id] = m;
-    else problems.push_back(id.error());
+  if (auto known = memo ? memo->names_of(fsid, f.member_names) : std::nullopt) {
+    names = std::move(*known);
+  } else {
+    bool all = true;
+    for (const auto& m : f.member_names) {
+      auto id = read_superblock_devid(host.dev(m), fsid);
+      if (id) names[*id] = m;
+      else all = false;
+    }
+    if (memo && all) memo->remember_names(fsid, f.member_names, names);
   }
 
   for (const auto& d : list_dir(root / "devinfo", true)) {
@@ -133,7 +189,7 @@ Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsi
     SysfsDevice dev;
     dev.devid = *id;
     dev.missing = read_u64_file(root / "devinfo" / d / "missing").value_or(0) != 0;
-    auto es = read_file(root / "devinfo" / d / "error_stats", 4096);
+    auto es = read_sysfs_attribute(root / "devinfo" / d / "error_stats", 4096);
     if (es) {
       auto parsed = parse_error_stats(*es);
       if (parsed) dev.errors = *parsed;
@@ -329,10 +385,10 @@ class BtrfsProbe final : public Probe {
     std::vector<std::string> problems;
 
     std::string fsid;
-    auto id = find_fsid(ctx.host, t.source);
+    auto id = find_fsid(ctx.host, t.source, &memo_);
     if (id) {
       fsid = *id;
-      auto sys = read_sysfs(ctx.host, fsid);
+      auto sys = read_sysfs(ctx.host, fsid, &memo_);
       if (sys) obs.sysfs = std::move(*sys);
       else problems.push_back(sys.error());
     } else {
@@ -380,6 +436,7 @@ class BtrfsProbe final : public Probe {
   }
 
   std::string helper_;  // fsaudit-helper's socket ("" = none)
+  SysfsMemo memo_;
 };
 
 }  // namespace

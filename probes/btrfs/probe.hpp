@@ -14,6 +14,8 @@
 // (dev_item.devid), since sysfs has no link between devinfo/<devid> and devices/<name>.
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,10 +52,37 @@ struct SysfsFilesystem {
   std::vector<AllocationProfile> profiles;
 };
 
+// What stays true while a filesystem stays mounted, kept between runs so that a run reads only what
+// can change (counters, missing, allocation): which fsid a mount source has (found by listing every
+// btrfs in sysfs, so each run cost grew with the host's btrfs count) and which member is which devid
+// (each member's superblock). Each use is checked against sysfs first: the matched member's
+// directory must still be there, the member list must be the same; an unmount, replace or reformat
+// is seen on the next run. Thread-safe; at most kMaxEntries of each (then it starts over).
+class SysfsMemo {
+ public:
+  static constexpr std::size_t kMaxEntries = 4096;
+  struct Fsid {
+    std::string fsid, member;  // member: the <fsid>/devices/ entry that matched the source
+  };
+  std::optional<Fsid> fsid_of(const std::string& source) const;
+  void remember_fsid(const std::string& source, Fsid f);
+  std::optional<std::map<std::uint64_t, std::string>> names_of(const std::string& fsid,
+                                                               const std::vector<std::string>& members) const;
+  void remember_names(const std::string& fsid, std::vector<std::string> members, std::map<std::uint64_t, std::string> names);
+  void note_saved() const;
+  std::size_t lookups_saved() const;  // for tests: lookups answered from memory
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Fsid> fsids_;
+  std::map<std::string, std::pair<std::vector<std::string>, std::map<std::uint64_t, std::string>>> names_;
+  mutable std::size_t saved_ = 0;
+};
+
 // The fsid directory under <sysfs>/fs/btrfs for a mount whose source is `source`.
-Result<std::string> find_fsid(const HostPaths& host, const std::string& source);
+Result<std::string> find_fsid(const HostPaths& host, const std::string& source, SysfsMemo* memo = nullptr);
 // Reads one filesystem's sysfs tree. devid -> name via member superblocks under host.devfs.
-Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsid);
+Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsid, SysfsMemo* memo = nullptr);
 // dev_item.devid of the btrfs superblock in `device` (64 KiB in), checked against `fsid`.
 Result<std::uint64_t> read_superblock_devid(const std::filesystem::path& device, const std::string& fsid);
 

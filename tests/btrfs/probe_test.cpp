@@ -253,6 +253,47 @@ TEST(BtrfsSysfs, FindFsidByNameAndByMajorMinor) {
   EXPECT_EQ(*via_link, kRaid1Fsid);
 }
 
+// The memo answers a known mount source without listing every btrfs, and the devid pairing without
+// reading superblocks; what sysfs shows is checked first, so an unmount or a new member is seen.
+TEST(BtrfsSysfs, TheMemoIsUsedOnlyWhileSysfsStillShowsWhatItRemembers) {
+  Tree t("tree-raid1");
+  auto h = t.host();
+  write_superblock(t.dir / "dev/loop3", kRaid1Fsid, 1);
+  write_superblock(t.dir / "dev/loop4", kRaid1Fsid, 2);
+  SysfsMemo memo;
+  ASSERT_EQ(*find_fsid(h, "/dev/loop4", &memo), kRaid1Fsid);
+  EXPECT_EQ(memo.lookups_saved(), 0u);
+  ASSERT_EQ(*find_fsid(h, "/dev/loop4", &memo), kRaid1Fsid);
+  EXPECT_EQ(memo.lookups_saved(), 1u);
+
+  auto first = read_sysfs(h, kRaid1Fsid, &memo);
+  ASSERT_TRUE(first.ok()) << first.error();
+  // Without superblocks the pairing can only come from the memo.
+  fs::remove(t.dir / "dev/loop3");
+  fs::remove(t.dir / "dev/loop4");
+  auto second = read_sysfs(h, kRaid1Fsid, &memo);
+  ASSERT_TRUE(second.ok()) << second.error();
+  ASSERT_EQ(first->devices.size(), second->devices.size());
+  for (std::size_t i = 0; i < first->devices.size(); ++i) {
+    EXPECT_FALSE(second->devices[i].name.empty());
+    EXPECT_EQ(first->devices[i].name, second->devices[i].name);
+  }
+  EXPECT_EQ(memo.lookups_saved(), 2u);
+  // A member added (btrfs device add / replace): the pairing is read again, not remembered.
+  auto sys = t.dir / "sys/fs/btrfs" / kRaid1Fsid;
+  fs::create_directories(sys / "devices/loop5");
+  auto third = read_sysfs(h, kRaid1Fsid, &memo);
+  ASSERT_TRUE(third.ok()) << third.error();
+  EXPECT_EQ(memo.lookups_saved(), 2u);
+  for (const auto& d : third->devices) EXPECT_TRUE(d.name.empty()) << d.name;  // superblocks are gone
+
+  // Unmounted: the filesystem's directory goes away, and so does the answer.
+  fs::remove_all(sys);
+  auto gone = find_fsid(h, "/dev/loop4", &memo);
+  EXPECT_FALSE(gone.ok());
+  EXPECT_EQ(memo.lookups_saved(), 2u);
+}
+
 TEST(BtrfsSysfs, SuperblockDevidChecksFsid) {
   testing::TempDir d;
   write_superblock(d / "dev", kRaid1Fsid, 7);

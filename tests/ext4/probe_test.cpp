@@ -134,5 +134,39 @@ TEST(Ext4Adapter, KeepsItsLastMetricsOnlyWhileNothingChanged) {
   EXPECT_EQ(r.metrics.value("fsaudit_ext4_errors", {{"target", "/"}}), 2);
 }
 
+// The first/last error records change only with errors_count (the kernel sets them as it adds to the
+// count): while errors_count and warning_count read as before, the run reads nothing else. A device
+// whose directory went away is looked up again.
+TEST(Ext4Adapter, ReadsTheErrorRecordsOnlyWhenTheCountsChangeAndFindsAMovedDirectory) {
+  testing::TempDir dir("ext4-gate");
+  std::filesystem::copy(probe_fixture_dir() / "ext4/tree-errors", dir.path(),
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  testing::FakeRunner runner;
+  testing::ContextHolder c(HostPaths::under(dir.path()), runner);
+  auto probe = ext4::make_ext4_probe(config::default_config());
+  Target t{"/", "/", "ext4", "/dev/root", "rw", "rw", 7, 1};
+  ASSERT_EQ(probe->run(t, c.ctx).outcome, Outcome::ok);
+  c.ctx.republish = false;
+  const auto sys = dir / "sys/fs/ext4/loop1";
+  // Not something the kernel does without adding to errors_count: not read, so not seen.
+  testing::write_text(sys / "last_error_time", "1795999999\n");
+  EXPECT_TRUE(probe->run(t, c.ctx).unchanged);
+  testing::write_text(sys / "warning_count", "3\n");
+  auto r = probe->run(t, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_FALSE(r.unchanged);
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_warnings", {{"target", "/"}}), 3);
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_last_error_timestamp_seconds"), 1795999999);
+
+  // The device is now loop2 (7:1 links there): the remembered loop1 is gone, loop2 is found.
+  std::filesystem::rename(sys, dir / "sys/fs/ext4/loop2");
+  std::filesystem::remove(dir / "sys/dev/block/7:1");
+  std::filesystem::create_symlink("../../devices/virtual/block/loop2", dir / "sys/dev/block/7:1");
+  r = probe->run(t, c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_FALSE(r.unchanged);
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_errors", {{"target", "/"}, {"device", "loop2"}}), 1);
+}
+
 }  // namespace
 }  // namespace fsaudit
