@@ -149,12 +149,13 @@ poll_fsync_workers() {
     sleep 1
   done
 }
-# Every second: "PID TICKS" of each child process of $1 (fsaudit-sampler: each latency sample's
+# Every second: "PID TICKS COMM" of each child process of $1 (fsaudit-sampler: each latency sample's
 # write+fsync and the probe-file fills run there; fsaudit-statfs), then "--".
 poll_children() {
   while kill -0 "$1" 2>/dev/null; do
     for k in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
-      awk -v id="$k" '{print id, $14 + $15}' "/proc/$k/stat" 2>/dev/null || true
+      read -r c 2>/dev/null <"/proc/$k/comm" || continue
+      awk -v id="$k" -v c="$c" '{print id, $14 + $15, c}' "/proc/$k/stat" 2>/dev/null || true
     done
     echo --
     sleep 1
@@ -166,6 +167,12 @@ poll_children() {
 child_ticks() {
   awk -v alive=" $2 " '$1 == "--" {b++; next} {if (!($1 in first)) first[$1] = (b == 0 ? $2 : 0); last[$1] = $2}
        END {for (k in last) s += (index(alive, " " k " ") ? last[k] - first[k] : -first[k]); print s + 0}' "$1"
+}
+# The same by process name, for the children alive at the end: "NAME TICKS PROCESSES" per line.
+child_ticks_by_name() {
+  awk -v alive=" $2 " '$1 == "--" {b++; next} {if (!($1 in first)) first[$1] = (b == 0 ? $2 : 0); last[$1] = $2; name[$1] = $3}
+       END {for (k in last) if (index(alive, " " k " ")) {t[name[k]] += last[k] - first[k]; n[name[k]]++}
+            for (c in t) print c, t[c], n[c]}' "$1"
 }
 # Ticks those threads used inside the window: last minus first sight (0 for threads born in it).
 fsync_ticks() {
@@ -208,6 +215,8 @@ CFG
   stop_pid "$wpid"; stop_pid "$cpid"
   w=$(fsync_ticks "$IMG/fsync-workers-$size")
   c=$(child_ticks "$IMG/children-$size" "$alive")
+  by_name=$(child_ticks_by_name "$IMG/children-$size" "$alive" |
+    awk -v hz="$HZ" -v win="$WINDOW" '{printf "%s%s %.3f %% (%d process%s)", (NR > 1 ? ", " : ""), $1, 100 * $2 / hz / win, $3, ($3 == 1 ? "" : "es")}')
   frss=$(rss $fpid); nrss=$(rss $npid)
   # The children's own pages (forked from fsauditd, they share the rest with it): Private_* of each.
   kuss=0
@@ -237,6 +246,7 @@ CFG
     printf "%-6s %-8s %9.3f %9s %9s %9s %9s %7s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", "", "", "", "", nr, "", ns * 1000, "", nc
   }' >>"$IMG/table"
   echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB, child processes' private memory ${kuss} KiB)" >&2
+  echo "size $size: live children's CPU in the window by name (% of one core): ${by_name:-none}" >&2
 done
 echo "window ${WINDOW}s after ${SETTLE}s settle; cpu_% = user+system of the process and all its child processes over"
 echo "the window, % of one core, fsync work included; child_% = the part in its children: the helpers (fsaudit-sampler,"

@@ -5,6 +5,7 @@
 // host path through ctx.host. Long commands (btrfs scrub start -B, xfs_scrub, bcachefs scrub) run
 // detached through fsaudit-scrub-detach so a probe run never waits for a scrub.
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct DriverEnv {
   double now = 0;
   // Every process's argv, read from /proc at most once per pass (process_running), not per target.
   std::optional<std::vector<std::vector<std::string>>> processes = std::nullopt;
+  // What the pass's discovery already read, by ScrubTarget::key() (ZFS: one `zpool status` of every
+  // pool names the pools and says what each is doing). A driver takes its target's entry once, for
+  // its first observation in the pass, instead of asking the tool again.
+  std::map<std::string, Observation> discovered{};
 };
 
 class Driver {

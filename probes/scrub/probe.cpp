@@ -41,7 +41,8 @@ std::string ScrubProbe::detach_helper(ProbeContext& ctx) const {
   return find_tool("fsaudit-scrub-detach");
 }
 
-std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std::string>& notes) {
+std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std::string>& notes,
+                                               std::map<std::string, Observation>* discovered) {
   std::vector<ScrubTarget> out;
   if (auto mounts = mount_table(ctx)) {  // the cycle's snapshot when the daemon runs this
     for (const auto& t : select_targets(**mounts, selection_)) {
@@ -52,17 +53,37 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
     notes.push_back("mountinfo: " + mounts.error());
   }
   if (cfg_.covers("zfs")) {
+    // `zpool status` of every pool names the pools and tells each one's scrub, so the ZFS driver
+    // need not run `zpool status POOL` per pool after it (one zpool process per pass, not 1 + pools).
+    // Output that names no pool without saying "no pools available", or does not parse, is asked
+    // again as a plain list of names: each pool's own observation then says what is wrong.
     CommandSpec spec;
-    spec.argv = {ctx.tool("zpool"), "list", "-H", "-o", "name"};
+    spec.argv = {ctx.tool("zpool"), "status"};
     spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
     auto r = ctx.runner.run(spec, ctx.stop);
+    bool listed = false;
     if (r.ok()) {
-      for (auto line : lines(r.out)) {
-        auto n = trim(line);
-        if (!n.empty() && n != "no pools available") out.push_back(ScrubTarget{std::string(n), "zfs", "", std::string(n), "", ""});
+      if (auto rep = zfs::parse_zpool_status(r.out); rep && (!rep->pools.empty() || rep->no_pools)) {
+        listed = true;
+        for (const auto& pool : rep->pools) {
+          ScrubTarget t{pool.name, "zfs", "", pool.name, "", ""};
+          if (pool.complete && discovered) (*discovered)[t.key()] = zfs::observation_from_pool(pool);
+          out.push_back(std::move(t));
+        }
       }
-    } else if (r.spawn_error.empty()) {
-      notes.push_back("zpool list: " + r.describe());
+    }
+    if (!listed && (r.ok() || r.spawn_error.empty())) {
+      spec.argv = {ctx.tool("zpool"), "list", "-H", "-o", "name"};
+      spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
+      auto l = ctx.runner.run(spec, ctx.stop);
+      if (l.ok()) {
+        for (auto line : lines(l.out)) {
+          auto n = trim(line);
+          if (!n.empty() && n != "no pools available") out.push_back(ScrubTarget{std::string(n), "zfs", "", std::string(n), "", ""});
+        }
+      } else if (l.spawn_error.empty()) {
+        notes.push_back("zpool list: " + l.describe());
+      }
     }
   }
   if (cfg_.covers("md")) {
@@ -360,13 +381,15 @@ ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
   if (!cfg_.enabled) return ProbeResult::not_applicable("scrub.enabled is false");
   std::lock_guard serial(run_mu_);  // one pass at a time over the state files (scheduled or requested)
   std::vector<std::string> notes;
-  auto targets = discover(ctx, notes);
+  std::map<std::string, Observation> discovered;
+  auto targets = discover(ctx, notes, &discovered);
   if (targets.empty()) {
     std::string why = "no scrub-capable targets (ZFS pools, btrfs/xfs/bcachefs mounts, md arrays)";
     for (const auto& n : notes) why += "; " + n;
     return ProbeResult::not_applicable(why);
   }
   Pass pass = begin_pass(ctx);
+  pass.env.discovered = std::move(discovered);
   std::vector<Item> items;
   for (const auto& t : targets) items.push_back(observe_target(t, cfg_, pass));
   plan_and_act(items, cfg_, pass);
@@ -409,10 +432,12 @@ ScrubProbe::RequestDone ScrubProbe::carry_out_request(const std::string& action,
   if (!cfg_.enabled) return fail("scrub.enabled is false in the configuration");
   std::lock_guard serial(run_mu_);
   std::vector<std::string> notes;
-  auto targets = discover(ctx, notes);
+  std::map<std::string, Observation> discovered;
+  auto targets = discover(ctx, notes, &discovered);
   auto t = std::find_if(targets.begin(), targets.end(), [&](const ScrubTarget& x) { return x.name == target; });
   if (t == targets.end()) return fail(unknown_target_message(target, targets));
   Pass pass = begin_pass(ctx);
+  pass.env.discovered = std::move(discovered);
   Item it = observe_target(*t, cfg_, pass);
   // A job named by the caller must be the one this state recorded: never signal another process.
   if (job > 0 && job != it.recorded_job)

@@ -55,7 +55,9 @@ class ScrubProbe final : public Probe {
   static Result<std::string> carry_out(const std::string& action, const ScrubTarget& t, Driver& driver, TargetState& st,
                                        const Observation& obs, Pass& pass);
   static std::string unknown_target_message(const std::string& target, const std::vector<ScrubTarget>& targets);
-  std::vector<ScrubTarget> discover(ProbeContext& ctx, std::vector<std::string>& notes);
+  // The targets, and (when `discovered` is given) what their discovery already observed, by key.
+  std::vector<ScrubTarget> discover(ProbeContext& ctx, std::vector<std::string>& notes,
+                                    std::map<std::string, Observation>* discovered = nullptr);
   std::optional<double> io_load(ProbeContext& ctx, std::string& source);
   std::string detach_helper(ProbeContext& ctx) const;
 

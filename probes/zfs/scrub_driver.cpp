@@ -16,11 +16,17 @@ namespace {
 class ZfsDriver final : public scrub::Driver {
  public:
   Result<Observation> observe(const ScrubTarget& t, TargetState& st, DriverEnv& env) override {
-    auto r = scrub::run_command(env, {env.ctx.tool("zpool"), "status", t.pool});
-    if (!r.ok()) return err("zpool status " + t.pool + ": " + r.describe());
-    auto parsed = observation_from_zpool_status(r.out);
-    if (!parsed) return err("zpool status " + t.pool + ": " + parsed.error());
-    Observation o = *parsed;
+    Observation o;
+    if (auto seen = env.discovered.find(t.key()); seen != env.discovered.end()) {
+      o = std::move(seen->second);
+      env.discovered.erase(seen);
+    } else {
+      auto r = scrub::run_command(env, {env.ctx.tool("zpool"), "status", t.pool});
+      if (!r.ok()) return err("zpool status " + t.pool + ": " + r.describe());
+      auto parsed = observation_from_zpool_status(r.out);
+      if (!parsed) return err("zpool status " + t.pool + ": " + parsed.error());
+      o = *parsed;
+    }
     if (o.phase == Phase::idle && o.last_outcome == Outcome::finished) {
       // A finished scrub read every allocated byte: the pool's allocation is the amount scrubbed. Asked
       // once per scrub: later polls of the same finished scrub reuse what its record holds (a zpool
@@ -68,11 +74,14 @@ std::vector<std::string> scrub_start_argv(const std::string& zpool, const std::s
 }
 
 Result<Observation> observation_from_zpool_status(std::string_view text) {
-  Observation o;
   auto rep = parse_zpool_status(text);
   if (!rep) return err(rep.error());
   if (rep->pools.empty()) return err("zpool status printed no pool");
-  const auto& pool = rep->pools.front();
+  return observation_from_pool(rep->pools.front());
+}
+
+Observation observation_from_pool(const ZfsPoolStatus& pool) {
+  Observation o;
   o.degraded = !pool.state.empty() && pool.state != "ONLINE";
   const auto& scan = pool.scan;
   o.detail = scan.text;

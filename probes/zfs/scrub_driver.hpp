@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "probes/scrub/drivers.hpp"
+#include "probes/zfs/status.hpp"
 
 namespace fsaudit::zfs {
 
@@ -16,6 +17,8 @@ std::vector<std::string> scrub_start_argv(const std::string& zpool, const std::s
 // Pure: what `zpool status POOL` says about the (first) pool's scrub; an error when the text is not
 // zpool status output.
 Result<scrub::Observation> observation_from_zpool_status(std::string_view text);
+// Pure: the same for one pool of a parsed `zpool status` (of one pool or of all).
+scrub::Observation observation_from_pool(const ZfsPoolStatus& pool);
 
 std::unique_ptr<scrub::Driver> make_scrub_driver();
 

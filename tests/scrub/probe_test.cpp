@@ -15,6 +15,7 @@
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
 #include "daemon/metrics/store.hpp"
 #include "probes/scrub/helper_verbs.hpp"
 #include "probes/scrub/probe.hpp"
@@ -37,6 +38,23 @@ std::string status(const std::string& pool, const std::string& scan) {
          "        ONLINE       0     0     0\n\t  /tmp/a    ONLINE       0     0     0\n\nerrors: No known data errors\n";
 }
 
+// A zpool that also answers `zpool status` (every pool) as the real one does: each pool that
+// `zpool list -H -o name` names, as its own `zpool status POOL` answer says, one after another.
+void emulate_zpool_status(FakeRunner& r) {
+  r.handler = [&r](const std::vector<std::string>& argv) -> fsaudit::CommandResult {
+    if (argv != std::vector<std::string>{"zpool", "status"}) return FakeRunner::not_found(argv.empty() ? "" : argv[0]);
+    auto list = r.answers.find("zpool list -H -o name");
+    if (list == r.answers.end() || !list->second.ok()) return FakeRunner::not_found("zpool");
+    std::string out;
+    for (auto line : lines(list->second.out)) {
+      auto it = r.answers.find("zpool status " + std::string(trim(line)));
+      if (it == r.answers.end()) return FakeRunner::not_found("zpool");
+      out += (out.empty() ? "" : "\n") + it->second.out;
+    }
+    return FakeRunner::exited(0, out.empty() ? "no pools available\n" : out);
+  };
+}
+
 struct Host {
   TempDir dir{"scrub-probe"};
   HostPaths host = HostPaths::under(dir.path());
@@ -52,6 +70,7 @@ struct Host {
                "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n");
     std::filesystem::create_directories(dir / "sys/block");
     std::filesystem::create_directories(state);
+    emulate_zpool_status(runner);
   }
   ProbeResult run(ScrubProbe& p) {
     ProbeContext ctx{host, runner, clock, tools, state, {}, clock.now() + std::chrono::seconds(20)};
@@ -510,6 +529,49 @@ TEST(ScrubProbe, NothingToScrubIsNotApplicable) {
   EXPECT_EQ(r.outcome, fsaudit::Outcome::not_applicable);
 }
 
+// One `zpool status` names every pool and says what each one's scrub does: a pass runs one zpool
+// process, not a list and then a status per pool. A pool whose part is cut short is asked on its own;
+// output that is not zpool status at all falls back to the list of names.
+TEST(ScrubProbe, OneZpoolStatusObservesEveryPool) {
+  Host h;
+  h.runner.handler = nullptr;
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  max_concurrent: 1\n");
+  auto c_cut = status("c", "  scan: none requested\n");
+  c_cut = c_cut.substr(0, c_cut.find("\t  /tmp/a"));  // inside its config tree
+  h.runner.answer("zpool status",
+                  status("a", "  scan: scrub repaired 0B in 00:02:00 with 0 errors on Fri Nov 17 01:02:05 2023\n") + "\n" +
+                      status("b",
+                             "  scan: scrub in progress since Fri Nov 17 23:00:00 2023\n"
+                             "\t1.00G scanned at 1M/s, 1.00G issued at 1M/s, 9.00G total\n"
+                             "\t0B repaired, 11.11% done, 02:00:00 to go\n") +
+                      "\n" + c_cut);
+  h.runner.answer("zpool status c", status("c", "  scan: none requested\n"));
+  h.runner.answer("zpool list -H -o allocated a", "2.00G\n");
+  h.runner.answer("zpool scrub c", "");
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  p.set_tz_offset(0);
+  auto r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool status"), 1);
+  EXPECT_EQ(h.runner.count("zpool list -H -o name"), 0);
+  EXPECT_EQ(h.runner.count("zpool status a") + h.runner.count("zpool status b"), 0);
+  EXPECT_EQ(h.runner.count("zpool status c"), 1);
+  EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_last_duration_seconds", {{"target", "a"}}), 120);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", {{"target", "b"}}), 1);
+  EXPECT_NEAR(r.metrics.value("fsaudit_scrub_progress_ratio", {{"target", "b"}}), 0.1111, 1e-4);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", {{"target", "c"}}), 0);
+
+  // Not zpool status output: the names come from `zpool list`, each pool is asked on its own.
+  h.runner.answer("zpool status", "something else entirely\n");
+  h.runner.answer("zpool list -H -o name", "c\n");
+  r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool list -H -o name"), 1);
+  EXPECT_EQ(h.runner.count("zpool status c"), 2);
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_running", {{"target", "c"}}));
+  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_running", {{"target", "a"}}));
+}
+
 // The helper's side for a routed probe: its own config, state and runner on the same fixture host,
 // answering through the real verb handler (handle_scrub_helper_request).
 struct FakeHelper {
@@ -521,6 +583,7 @@ struct FakeHelper {
     own = config::parse_config("state_dir: " + (h.dir / "helper-state").string() + "\n" + yaml, "helper.yaml");
     own.host = h.host;
     own.tools = h.tools;
+    emulate_zpool_status(runner);
   }
   HelperTransport transport() {
     return [this](const std::string& req, std::chrono::milliseconds) -> Result<std::string> {
