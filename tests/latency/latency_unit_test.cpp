@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "daemon/config/config.hpp"
 #include "probes/latency/probe.hpp"
@@ -849,6 +850,23 @@ TEST(SampleStack, CountsTheFillAndEachSampleFsync) {
   EXPECT_EQ(again.fsyncs, 1u);
   EXPECT_EQ(again.fill_bytes, 0u);
   EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
+}
+
+// The fill reuses one buffer per thread: still no two blocks alike, in one file or across files (a
+// deduplicating filesystem must really write every one).
+TEST(ProbeFile, FillBlocksAreAllDifferentInAFileAndAcrossFiles) {
+  fsaudit::testing::TempDir t("fsaudit-fill");
+  ProbeFile one, two;
+  ASSERT_FALSE(one.open(t / "one", 1 << 20, 0, nullptr).has_value());
+  ASSERT_FALSE(two.open(t / "two", 1 << 20, 0, nullptr).has_value());
+  std::set<std::string> blocks;
+  for (const auto* f : {&one, &two}) {
+    auto text = read_file(f->path());
+    ASSERT_TRUE(text.ok()) << text.error();
+    ASSERT_EQ(text->size(), 1u << 20);
+    for (std::size_t o = 0; o < text->size(); o += kBlock) blocks.insert(text->substr(o, kBlock));
+  }
+  EXPECT_EQ(blocks.size(), 2u * (1u << 20) / kBlock);
 }
 
 // The probe end to end on a fake host tree whose mount table points at temp dirs (real but tiny I/O,
