@@ -13,15 +13,14 @@ namespace {
 std::string errno_text(const std::string& what, const std::filesystem::path& p) {
   return what + " " + p.string() + ": " + std::strerror(errno);
 }
-}  // namespace
 
 // Reads straight into the string, growing it as needed: no 64 KiB buffer on the caller's stack (a
 // worker's stack pages stay touched for good, and a profiler's stack copy lost every caller).
-Result<std::string> read_file(const std::filesystem::path& path, std::size_t max_bytes) {
+// `short_read_ends`: a read that returns less than it asked for is the end (sysfs attributes).
+Result<std::string> read_whole(const std::filesystem::path& path, std::size_t max_bytes, bool short_read_ends) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return err(errno_text("cannot open", path));
-  std::string out;
-  out.resize(std::min<std::size_t>(max_bytes + 1, 4096));
+  std::string out(std::min<std::size_t>(max_bytes + 1, 4096), '\0');
   std::size_t len = 0;
   while (true) {
     if (len == out.size()) out.resize(std::min<std::size_t>(out.size() * 2, max_bytes + 1));
@@ -32,43 +31,26 @@ Result<std::string> read_file(const std::filesystem::path& path, std::size_t max
       ::close(fd);
       return err(e);
     }
-    if (n == 0) break;
     len += static_cast<std::size_t>(n);
     if (len > max_bytes) {
       ::close(fd);
       return err("file too large: " + path.string());
     }
+    if (n == 0 || (short_read_ends && len < out.size())) break;
   }
   ::close(fd);
   out.resize(len);
   return out;
 }
 
+}  // namespace
+
+Result<std::string> read_file(const std::filesystem::path& path, std::size_t max_bytes) {
+  return read_whole(path, max_bytes, false);
+}
+
 Result<std::string> read_sysfs_attribute(const std::filesystem::path& path, std::size_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return err(errno_text("cannot open", path));
-  std::string out;
-  out.resize(std::min<std::size_t>(max_bytes + 1, 4096));
-  std::size_t len = 0;
-  while (true) {
-    ssize_t n = ::read(fd, out.data() + len, out.size() - len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      auto e = errno_text("cannot read", path);
-      ::close(fd);
-      return err(e);
-    }
-    len += static_cast<std::size_t>(n);
-    if (len > max_bytes) {
-      ::close(fd);
-      return err("file too large: " + path.string());
-    }
-    if (n == 0 || len < out.size()) break;
-    out.resize(std::min<std::size_t>(out.size() * 2, max_bytes + 1));  // a page or more: read on to the end
-  }
-  ::close(fd);
-  out.resize(len);
-  return out;
+  return read_whole(path, max_bytes, true);
 }
 
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view data, int mode) {
