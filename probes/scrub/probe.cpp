@@ -56,7 +56,8 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
     // `zpool status` of every pool names the pools and tells each one's scrub, so the ZFS driver
     // need not run `zpool status POOL` per pool after it (one zpool process per pass, not 1 + pools).
     // Output that names no pool without saying "no pools available", or does not parse, is asked
-    // again as a plain list of names: each pool's own observation then says what is wrong.
+    // again as a plain list of names: each pool's own observation then says what is wrong. A zpool
+    // that timed out is not asked again (a second hang would take the rest of the run's time).
     CommandSpec spec;
     spec.argv = {ctx.tool("zpool"), "status"};
     spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
@@ -72,7 +73,9 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
         }
       }
     }
-    if (!listed && (r.ok() || r.spawn_error.empty())) {
+    if (!listed && (r.timed_out || r.busy)) {
+      notes.push_back("zpool status: " + r.describe());  // a hung zpool: asking again would hang too
+    } else if (!listed && r.spawn_error.empty()) {
       spec.argv = {ctx.tool("zpool"), "list", "-H", "-o", "name"};
       spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
       auto l = ctx.runner.run(spec, ctx.stop);

@@ -570,6 +570,15 @@ TEST(ScrubProbe, OneZpoolStatusObservesEveryPool) {
   EXPECT_EQ(h.runner.count("zpool status c"), 2);
   EXPECT_TRUE(r.metrics.has("fsaudit_scrub_running", {{"target", "c"}}));
   EXPECT_FALSE(r.metrics.has("fsaudit_scrub_running", {{"target", "a"}}));
+
+  // A zpool that hangs is killed on its timeout and not asked again: the run says so.
+  fsaudit::CommandResult hung;
+  hung.timed_out = true;
+  h.runner.answer("zpool status", hung);
+  r = h.run(p);
+  EXPECT_EQ(r.outcome, fsaudit::Outcome::not_applicable);
+  EXPECT_NE(r.reason.find("zpool status"), std::string::npos) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool list -H -o name"), 1);
 }
 
 // The helper's side for a routed probe: its own config, state and runner on the same fixture host,
