@@ -8,7 +8,7 @@ PKGS="build-essential cmake pkg-config g++ git
   util-linux e2fsprogs xfsprogs btrfs-progs zfs-fuse fio libfuse3-dev fuse3
   prometheus systemd dbus curl jq procps psmisc kmod python3 ccache
   libssl-dev libcrypt-dev openssl chromium lintian
-  clang libclang-rt-14-dev prometheus-node-exporter"
+  clang libclang-rt-14-dev lld prometheus-node-exporter"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

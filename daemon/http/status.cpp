@@ -210,7 +210,9 @@ Status build_status(const Exposition& e, double now, const CapacityTrend* trend)
     issues.push_back(std::move(p));
   }
 
-  for (auto& [name, t] : by_name) {
+  for (auto& entry : by_name) {
+    const auto& name = entry.first;
+    auto& t = entry.second;  // a reference, not a binding: the lambda below captures it (clang 14)
     LabelSet m{{"target", name}};
     Health h = Health::ok;
     auto problem = [&](Health level, std::string why) {

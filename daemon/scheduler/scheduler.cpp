@@ -190,9 +190,10 @@ SteadyTime Scheduler::tick() {
     for (auto& d : timeout_waiters[i]) d(timeouts[i]);
   }
   for (auto& q : resume) executor_.submit([this, q] { drain(q, false); });
+  // Captured by initialisers: clang 14 (the ASan build's compiler) cannot capture a structured binding.
   for (auto& [j, spec] : single)
-    executor_.submit([this, j, spec = std::move(spec)] { run_one(j, spec); });
-  for (auto& [probe, q] : batches) executor_.submit([this, q] { drain(q, true); });
+    executor_.submit([this, job = j, spec = std::move(spec)] { run_one(job, spec); });
+  for (auto& [probe, q] : batches) executor_.submit([this, batch = q] { drain(batch, true); });
   return next;
 }
 
