@@ -132,6 +132,7 @@ class Daemon {
   void publish_run_config();
   ProbeContext make_context(std::stop_token stop, SteadyTime deadline);
   void on_outcome(const JobOutcome& o);
+  void publish_job_locked(const JobOutcome& o);
   void publish_probe_totals_locked(const std::string& probe, ProbeSelf& ps);
   void flush_probe_totals();  // the main loop, every wake (at least once a second)
   void reload();
@@ -328,19 +329,25 @@ void Daemon::refresh_targets(bool force) {
 }
 
 void Daemon::on_outcome(const JobOutcome& o) {
+  // Under mu_ from the check to the publish, so a stale outcome can never overwrite a newer one.
+  std::lock_guard lock(mu_);
+  // The job's own series first, then the probe's totals: a scrape that sees a failure counted in
+  // fsaudit_probe_failures_total also sees that job's fsaudit_probe_success 0 and its reason.
+  publish_job_locked(o);
+  auto& ps = probe_self_[o.spec->probe->name()];
+  if (o.seq > ps.seq) {
+    ps.seq = o.seq;
+    ps.pending = o.probe_totals;
+    if (std::chrono::steady_clock::now() - ps.published >= 1s) publish_probe_totals_locked(o.spec->probe->name(), ps);
+  }
+}
+
+void Daemon::publish_job_locked(const JobOutcome& o) {
   const std::string key = o.spec->key();
   const std::string probe = o.spec->probe->name();
   const std::string& target = o.spec->target.name;
   bool failed = o.result.outcome == Outcome::failed;
   bool log_it = false;
-  // Under mu_ from the check to the publish, so a stale outcome can never overwrite a newer one.
-  std::lock_guard lock(mu_);
-  auto& ps = probe_self_[probe];
-  if (o.seq > ps.seq) {
-    ps.seq = o.seq;
-    ps.pending = o.probe_totals;
-    if (std::chrono::steady_clock::now() - ps.published >= 1s) publish_probe_totals_locked(probe, ps);
-  }
   auto& s = self_[key];
   if (o.seq <= s.seq) return;  // a newer state of this job is already published
   s.seq = o.seq;
