@@ -334,11 +334,12 @@ void Daemon::on_outcome(const JobOutcome& o) {
   // The job's own series first, then the probe's totals: a scrape that sees a failure counted in
   // fsaudit_probe_failures_total also sees that job's fsaudit_probe_success 0 and its reason.
   publish_job_locked(o);
-  auto& ps = probe_self_[o.spec->probe->name()];
+  const std::string probe = o.spec->probe->name();
+  auto& ps = probe_self_[probe];
   if (o.seq > ps.seq) {
     ps.seq = o.seq;
     ps.pending = o.probe_totals;
-    if (std::chrono::steady_clock::now() - ps.published >= 1s) publish_probe_totals_locked(o.spec->probe->name(), ps);
+    if (std::chrono::steady_clock::now() - ps.published >= 1s) publish_probe_totals_locked(probe, ps);
   }
 }
 

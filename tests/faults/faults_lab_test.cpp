@@ -748,12 +748,10 @@ TEST(RestartStorm, HundredSigkillRestartsCountEveryKernelLineOnce) {
   // What the storm's daemons had counted and saved before the last one starts (printed: it tells a
   // failure where the storm's daemons never read apart from one where they counted twice).
   std::uint64_t counted_by_storm = 0;
-  if (auto saved = read_file(dir / "state" / "kernel_log.state.json")) {
-    auto j = nlohmann::json::parse(*saved, nullptr, false);
-    if (j.is_object())
-      for (const auto& e : j.value("errors", nlohmann::json::array()))
-        if (e.value("device", "") == dev) counted_by_storm += e.value("count", std::uint64_t{0});
-  }
+  if (auto saved = read_file(dir / "state" / "kernel_log.state.json"))
+    if (auto st = kernel_log::WatcherState::from_json(*saved))
+      for (const auto& [k, count] : st->errors)
+        if (std::get<0>(k) == dev) counted_by_storm += count;
   DaemonProcess d(dir.path(), yaml, port);
   // Up to 120 s: the last daemon reads back every line the storm wrote, which under ASan with the
   // fuzzers on the other core took longer than 60 s once (38 s alone).
