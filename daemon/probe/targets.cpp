@@ -1,5 +1,9 @@
 #include "daemon/probe/targets.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <set>
 
@@ -14,6 +18,20 @@ Result<MountSnapshot> read_mount_table(const HostPaths& host) {
   auto parsed = parse_mountinfo(*text);
   if (!parsed) return err(parsed.error());
   return MountSnapshot(std::make_shared<const std::vector<MountEntry>>(std::move(*parsed)));
+}
+
+MountTableWatch::MountTableWatch(const HostPaths& host)
+    : fd_(::open(host.proc("self/mountinfo").c_str(), O_RDONLY | O_CLOEXEC)) {}
+
+MountTableWatch::~MountTableWatch() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool MountTableWatch::changed() {
+  if (fd_ < 0) return false;
+  pollfd p{fd_, POLLPRI, 0};
+  // The kernel's answer also consumes the event: the next poll is quiet until the next change.
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)) != 0;
 }
 
 Result<MountSnapshot> mount_table(const ProbeContext& ctx) {

@@ -17,6 +17,24 @@ Result<MountSnapshot> mount_table(const ProbeContext& ctx);
 // Reads and parses <procfs>/self/mountinfo.
 Result<MountSnapshot> read_mount_table(const HostPaths& host);
 
+// Whether the mount table changed, as the kernel announces it: a poll of an open mountinfo reports
+// POLLPRI once per change of the mount namespace (mount, umount, remount, move). The kernel does not
+// announce everything: a filesystem it turns read-only after an error keeps its mount, so the table is
+// still read on a timer too. Where the file is not the kernel's (a test's host root), nothing is
+// announced and only the timer reads it.
+class MountTableWatch {
+ public:
+  explicit MountTableWatch(const HostPaths& host);
+  ~MountTableWatch();
+  MountTableWatch(const MountTableWatch&) = delete;
+  MountTableWatch& operator=(const MountTableWatch&) = delete;
+  // True when the kernel announced a change since the last call; false where it cannot announce.
+  bool changed();
+
+ private:
+  int fd_ = -1;
+};
+
 // proc, sysfs, cgroup, tmpfs, overlay, ... anything with no storage device behind it to audit.
 bool is_pseudo_fstype(std::string_view fstype);
 // Filesystems fsaudit knows something special about.

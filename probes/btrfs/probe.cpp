@@ -340,6 +340,8 @@ class BtrfsProbe final : public Probe {
   explicit BtrfsProbe(std::string helper) : helper_(std::move(helper)) {}
   std::string name() const override { return "btrfs"; }
   bool applies_to(const Target& t) const override { return t.fstype == "btrfs"; }
+  // sysfs (`btrfs device stats` only on kernels without error_stats there): one wake-up per cycle for all
+  bool batched() const override { return true; }
 
   ProbeResult run(const Target& t, ProbeContext& ctx) override {
     try {

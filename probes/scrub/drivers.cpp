@@ -174,25 +174,46 @@ Result<int> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st
 
 namespace {
 
-std::vector<std::vector<std::string>> read_processes(const HostPaths& host) {
-  std::vector<std::vector<std::string>> out;
+// /proc/<pid>/exe first: one readlink per process, where reading every cmdline was an open, a read and
+// a close per process every pass (a host with 800 loop devices has 800 kernel threads, one per loop
+// device's workqueue). A kernel thread has no exe (ENOENT) and is skipped; an exe we may not read
+// (EACCES: an unprivileged fsauditd and another user's process) falls back to argv[0].
+std::vector<ProcessEntry> read_processes(const HostPaths& host) {
+  std::vector<ProcessEntry> out;
   std::error_code ec;
   for (auto it = fs::directory_iterator(host.procfs, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-    auto name = it->path().filename().string();
+    const auto& dir = it->path();
+    auto name = dir.filename().native();
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    auto cmd = read_file(it->path() / "cmdline", 64 << 10);
-    if (!cmd || cmd->empty()) continue;
-    std::vector<std::string> argv;
-    for (auto a : split(*cmd, '\0')) argv.emplace_back(a);
-    out.push_back(std::move(argv));
+    char link[4096];
+    ssize_t n = ::readlink((dir / "exe").c_str(), link, sizeof link - 1);
+    ProcessEntry e{dir, std::nullopt, std::nullopt};
+    if (n >= 0) {
+      std::string_view target(link, static_cast<std::size_t>(n));
+      constexpr std::string_view kDeleted = " (deleted)";  // the binary was replaced (a package upgrade)
+      if (target.ends_with(kDeleted)) target.remove_suffix(kDeleted.size());
+      auto slash = target.rfind('/');
+      e.exe = std::string(slash == std::string_view::npos ? target : target.substr(slash + 1));
+    } else if (errno != EACCES && errno != EPERM) {
+      continue;  // a kernel thread, or gone
+    }
+    out.push_back(std::move(e));
   }
   return out;
 }
 
-bool any_matches(const std::vector<std::vector<std::string>>& procs, const std::string& exe, const std::string& arg,
+bool any_matches(std::vector<ProcessEntry>& procs, const std::string& exe, const std::string& arg,
                  const std::string& also_arg) {
-  for (const auto& args : procs) {
-    if (args.empty() || fs::path(args[0]).filename() != exe) continue;
+  for (auto& p : procs) {
+    if (p.exe && *p.exe != exe) continue;
+    if (!p.argv) {
+      p.argv.emplace();
+      if (auto cmd = read_file(p.dir / "cmdline", 64 << 10))
+        for (auto a : split(*cmd, '\0')) p.argv->emplace_back(a);
+    }
+    const auto& args = *p.argv;
+    if (args.empty()) continue;
+    if (!p.exe && fs::path(args[0]).filename() != exe) continue;
     bool has_arg = false, has_also = also_arg.empty();
     for (size_t i = 1; i < args.size(); ++i) {
       has_arg = has_arg || args[i] == arg;
@@ -206,7 +227,8 @@ bool any_matches(const std::vector<std::vector<std::string>>& procs, const std::
 }  // namespace
 
 bool process_running(const HostPaths& host, const std::string& exe, const std::string& arg, const std::string& also_arg) {
-  return any_matches(read_processes(host), exe, arg, also_arg);
+  auto procs = read_processes(host);
+  return any_matches(procs, exe, arg, also_arg);
 }
 
 bool process_running(DriverEnv& env, const std::string& exe, const std::string& arg, const std::string& also_arg) {

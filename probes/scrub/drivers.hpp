@@ -37,14 +37,21 @@ struct JobStatus {
   std::string output;
 };
 
+// One process of the host as process_running() sees it. Kernel threads are not listed.
+struct ProcessEntry {
+  std::filesystem::path dir;          // /proc/<pid>
+  std::optional<std::string> exe;     // basename of /proc/<pid>/exe; none where the link is not ours to read
+  std::optional<std::vector<std::string>> argv;  // /proc/<pid>/cmdline, read only when `exe` may match
+};
+
 struct DriverEnv {
   ProbeContext& ctx;
   std::filesystem::path jobs_dir;  // <state_dir>/scrub/jobs
   std::string detach_helper;       // path of fsaudit-scrub-detach
   std::string privileged_helper;   // fsaudit-helper's socket (canary.helper), for what the host refuses us
   double now = 0;
-  // Every process's argv, read from /proc at most once per pass (process_running), not per target.
-  std::optional<std::vector<std::vector<std::string>>> processes = std::nullopt;
+  // The host's processes, listed from /proc at most once per pass (process_running), not per target.
+  std::optional<std::vector<ProcessEntry>> processes = std::nullopt;
   // What the pass's discovery already read, by ScrubTarget::key() (ZFS: one `zpool status` of every
   // pool names the pools and says what each is doing). A driver takes its target's entry once, for
   // its first observation in the pass, instead of asking the tool again.
@@ -85,7 +92,8 @@ std::optional<std::string> read_trimmed(const std::filesystem::path& p);
 // Helpers shared by the drivers and the probe (exposed for tests).
 JobStatus read_job(const HostPaths& host, const std::filesystem::path& dir, int pid);
 Result<int> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st, const std::vector<std::string>& argv);
-// Processes whose argv satisfies `match` (argv[0] basename == `exe` and some argument == `arg`).
+// Whether a process of `exe` (the basename of its executable; argv[0]'s where /proc/<pid>/exe cannot be
+// read) runs with `arg` (and `also_arg`, if given) among its arguments.
 bool process_running(const HostPaths& host, const std::string& exe, const std::string& arg,
                      const std::string& also_arg = "");
 // The same on the pass's process table (env.processes, read on first use).

@@ -88,6 +88,8 @@ class XfsProbe final : public Probe {
  public:
   std::string name() const override { return "xfs"; }
   bool applies_to(const Target& t) const override { return t.fstype == "xfs"; }
+  // sysfs, and the health record through the statfs helper: one wake-up per cycle for all targets
+  bool batched() const override { return true; }
   ProbeResult run(const Target& t, ProbeContext& ctx) override {
     try {
       xfs::Observation o;

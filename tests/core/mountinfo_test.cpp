@@ -4,6 +4,7 @@
 #include "daemon/probe/same_as_last.hpp"
 #include "daemon/probe/targets.hpp"
 #include "probes/mount/probe.hpp"
+#include "tests/support/support.hpp"
 
 using namespace fsaudit;
 
@@ -227,4 +228,18 @@ TEST(LastPublished, ForgetsTargetsNotSeenForHalfAnHour) {
   EXPECT_TRUE(last.same("/a", 2, ctx));
   EXPECT_EQ(last.size(), 1u);  // /b unmounted 40 minutes ago
   EXPECT_FALSE(last.same("/b", 1, ctx));
+}
+
+// A host root's mountinfo that is a plain file (a test's, a copy) announces nothing: the daemon then
+// reads it on its timer only. (The kernel's announcements: DaemonLab.UnmountedTargetLeavesTheScrapeAndComesBackWhole.)
+TEST(MountTableWatch, APlainFileAnnouncesNothing) {
+  fsaudit::testing::TempDir d("fsaudit-mountwatch");
+  std::filesystem::create_directories(d / "proc/self");
+  fsaudit::testing::write_text(d / "proc/self/mountinfo", "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n");
+  MountTableWatch fake(HostPaths::under(d.path()));
+  EXPECT_FALSE(fake.changed());
+  fsaudit::testing::write_text(d / "proc/self/mountinfo", "1 0 8:1 / / ro - ext4 /dev/sda1 ro\n");
+  EXPECT_FALSE(fake.changed());
+  MountTableWatch missing(HostPaths::under(d / "nowhere"));
+  EXPECT_FALSE(missing.changed());
 }

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <thread>
@@ -776,6 +778,54 @@ TEST(ScrubDetach, JobReadableWhateverTheUmaskAndAliveByItsLock) {
   // The watcher is gone: its lock is free, and a job without a status is not alive.
   std::filesystem::remove(dir / "status");
   EXPECT_FALSE(read_job(nowhere, dir, 0).alive);
+}
+
+// Somebody else's xfs_scrub / bcachefs scrub is found by the executable /proc/<pid>/exe names, and its
+// arguments; kernel threads (no exe) are skipped without a read of their cmdline.
+TEST(ScrubProcesses, FoundByExecutableAndArgumentsKernelThreadsSkipped) {
+  testing::TempDir d("fsaudit-procs");
+  auto proc = [&](int pid, const std::string& exe, const std::string& argv) {
+    auto dir = d / "proc" / std::to_string(pid);
+    std::filesystem::create_directories(dir);
+    if (!exe.empty()) std::filesystem::create_symlink(exe, dir / "exe");  // a dangling link is enough to read
+    testing::write_text(dir / "cmdline", argv);
+  };
+  using namespace std::string_literals;
+  proc(1, "/usr/lib/systemd/systemd", "/sbin/init\0"s);
+  proc(10, "", "/usr/sbin/xfs_scrub\0/mnt/x\0"s);           // no exe: a kernel thread, or gone; never read
+  proc(20, "/usr/sbin/xfs_scrub (deleted)", "xfs_scrub\0-n\0/mnt/a\0"s);  // the package was upgraded under it
+  proc(30, "/usr/bin/bcachefs", "bcachefs\0data\0scrub\0/mnt/b\0"s);
+  proc(40, "/usr/bin/python3", "/usr/sbin/xfs_scrub\0/mnt/c\0"s);  // argv[0] says xfs_scrub; the exe does not
+  HostPaths host = HostPaths::under(d.path());
+  EXPECT_TRUE(process_running(host, "xfs_scrub", "/mnt/a"));
+  EXPECT_FALSE(process_running(host, "xfs_scrub", "/mnt/x")) << "a process without an exe link is not looked at";
+  EXPECT_FALSE(process_running(host, "xfs_scrub", "/mnt/c"));
+  EXPECT_FALSE(process_running(host, "xfs_scrub", "/mnt/b"));
+  EXPECT_TRUE(process_running(host, "bcachefs", "/mnt/b", "scrub"));
+  EXPECT_FALSE(process_running(host, "bcachefs", "/mnt/b", "rereplicate"));
+  EXPECT_FALSE(process_running(host, "bcachefs", "/mnt/a"));
+}
+
+// The same on this machine's /proc: a process this test starts is found by its executable and arguments.
+TEST(ScrubProcesses, FindsARealProcessInProc) {
+  // A duration no other process on the machine is likely to sleep: this test's own pid as the fraction.
+  const std::string marker = "3600." + std::to_string(::getpid());
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sleep", "sleep", marker.c_str(), "1", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  HostPaths host;  // the real /proc
+  bool found = false;
+  for (int i = 0; i < 50 && !(found = process_running(host, "sleep", marker, "1")); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(found);
+  EXPECT_FALSE(process_running(host, "xfs_scrub", marker));
+  EXPECT_FALSE(process_running(host, "sleep", marker, "2"));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  EXPECT_FALSE(process_running(host, "sleep", marker, "1"));
 }
 
 }  // namespace
