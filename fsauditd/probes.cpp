@@ -25,12 +25,31 @@ namespace fsaudit::fsauditd {
 namespace {
 
 using Probes = std::vector<std::unique_ptr<Probe>>;
-using Factory = Probes (*)(const config::Config&);
+
+// What probes of one daemon share.
+struct Shared {
+  std::shared_ptr<zfs::StatusShare> zpool_status = std::make_shared<zfs::StatusShare>();
+};
+using Factory = Probes (*)(const config::Config&, Shared&);
 
 template <std::unique_ptr<Probe> (*Make)(const config::Config&)>
-Probes one(const config::Config& cfg) {
+Probes one(const config::Config& cfg, Shared&) {
   Probes v;
   v.push_back(Make(cfg));
+  return v;
+}
+template <Probes (*Make)(const config::Config&)>
+Probes many(const config::Config& cfg, Shared&) {
+  return Make(cfg);
+}
+Probes zfs_probe(const config::Config& cfg, Shared& s) {
+  Probes v;
+  v.push_back(zfs::make_zfs_probe(cfg, s.zpool_status));
+  return v;
+}
+Probes scrub_probe(const config::Config& cfg, Shared& s) {
+  Probes v;
+  v.push_back(scrub::make_scrub_probe(cfg, s.zpool_status));
   return v;
 }
 
@@ -38,16 +57,16 @@ const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> f = {
       {"capacity", one<capacity::make_capacity_probe>},
       {"mount", one<mount::make_mount_probe>},
-      {"zfs", one<zfs::make_zfs_probe>},
+      {"zfs", zfs_probe},
       {"btrfs", one<btrfs::make_btrfs_probe>},
       {"bcachefs", one<bcachefs::make_bcachefs_probe>},
       {"xfs", one<xfs::make_xfs_probe>},
       {"ext4", one<ext4::make_ext4_probe>},
       {"md", one<md::make_md_probe>},
       {"kernel_log", one<kernel_log::make_kernel_log_probe>},
-      {"canary", canary::make_canary_probes},
-      {"latency", latency::make_latency_probes},
-      {"scrub", one<scrub::make_scrub_probe>},
+      {"canary", many<canary::make_canary_probes>},
+      {"latency", many<latency::make_latency_probes>},
+      {"scrub", scrub_probe},
       {"setup", one<setup::make_setup_probe>},
   };
   return f;
@@ -81,10 +100,11 @@ std::vector<std::unique_ptr<Probe>> make_probes(const config::Config& cfg) {
   if (f.size() != config::probe_types().size())
     throw std::logic_error("probe factories and config::probe_types() list different probes");
   Probes probes;
+  Shared shared;
   for (const auto& type : config::probe_types()) {
     auto it = f.find(type.name);
     if (it == f.end()) throw std::logic_error("probe type " + type.name + " has no factory in fsauditd/probes.cpp");
-    for (auto& p : it->second(cfg)) probes.push_back(std::move(p));
+    for (auto& p : it->second(cfg, shared)) probes.push_back(std::move(p));
   }
   return probes;
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "daemon/core/files.hpp"
@@ -24,10 +25,18 @@ namespace fsaudit::scrub {
 namespace fs = std::filesystem;
 
 
-ScrubProbe::ScrubProbe(config::ScrubConfig cfg, TargetSelection selection, std::string privileged_helper)
-    : cfg_(std::move(cfg)), selection_(std::move(selection)), privileged_helper_(std::move(privileged_helper)) {
+ScrubProbe::ScrubProbe(config::ScrubConfig cfg, TargetSelection selection, std::string privileged_helper,
+                       std::shared_ptr<zfs::StatusShare> zpool_share)
+    : cfg_(std::move(cfg)), selection_(std::move(selection)), privileged_helper_(std::move(privileged_helper)),
+      zpool_share_(std::move(zpool_share)) {
   if (actions_via_helper(privileged_helper_, ::geteuid())) transport_ = socket_transport(privileged_helper_);
 }
+
+namespace {
+// How old the zfs probe's `zpool status` may be to stand for this pass's own: its interval (30 s by
+// default) and a jitter. What it says of a scrub's end is zpool's own record, exact at any age.
+constexpr auto kSharedStatusMaxAge = std::chrono::seconds(40);
+}  // namespace
 
 std::string ScrubProbe::detach_helper(ProbeContext& ctx) const {
   auto it = ctx.tools.find("fsaudit-scrub-detach");
@@ -42,7 +51,7 @@ std::string ScrubProbe::detach_helper(ProbeContext& ctx) const {
 }
 
 std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std::string>& notes,
-                                               std::map<std::string, Observation>* discovered) {
+                                               std::map<std::string, Observation>* discovered, bool shared) {
   std::vector<ScrubTarget> out;
   if (auto mounts = mount_table(ctx)) {  // the cycle's snapshot when the daemon runs this
     for (const auto& t : select_targets(**mounts, selection_)) {
@@ -53,41 +62,12 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
     notes.push_back("mountinfo: " + mounts.error());
   }
   if (cfg_.covers("zfs")) {
-    // `zpool status` of every pool names the pools and tells each one's scrub, so the ZFS driver
-    // need not run `zpool status POOL` per pool after it (one zpool process per pass, not 1 + pools).
-    // Output that names no pool without saying "no pools available", or does not parse, is asked
-    // again as a plain list of names: each pool's own observation then says what is wrong. A zpool
-    // that timed out is not asked again (a second hang would take the rest of the run's time).
-    CommandSpec spec;
-    spec.argv = {ctx.tool("zpool"), "status"};
-    spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
-    auto r = ctx.runner.run(spec, ctx.stop);
-    bool listed = false;
-    if (r.ok()) {
-      if (auto rep = zfs::parse_zpool_status(r.out); rep && (!rep->pools.empty() || rep->no_pools)) {
-        listed = true;
-        for (const auto& pool : rep->pools) {
-          ScrubTarget t{pool.name, "zfs", "", pool.name, "", ""};
-          if (pool.complete && discovered) (*discovered)[t.key()] = zfs::observation_from_pool(pool);
-          out.push_back(std::move(t));
-        }
-      }
-    }
-    if (!listed && (r.timed_out || r.busy)) {
-      notes.push_back("zpool status: " + r.describe());  // a hung zpool: asking again would hang too
-    } else if (!listed && r.spawn_error.empty()) {
-      spec.argv = {ctx.tool("zpool"), "list", "-H", "-o", "name"};
-      spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
-      auto l = ctx.runner.run(spec, ctx.stop);
-      if (l.ok()) {
-        for (auto line : lines(l.out)) {
-          auto n = trim(line);
-          if (!n.empty() && n != "no pools available") out.push_back(ScrubTarget{std::string(n), "zfs", "", std::string(n), "", ""});
-        }
-      } else if (l.spawn_error.empty()) {
-        notes.push_back("zpool list: " + l.describe());
-      }
-    }
+    // The zfs probe's `zpool status` when it is recent enough and no action of ours could be missing
+    // from it, else our own.
+    std::optional<zfs::ZfsStatusReport> recent;
+    if (shared && zpool_share_) recent = zpool_share_->recent(ctx.clock.now(), kSharedStatusMaxAge, ctx.tool("zpool"));
+    if (recent) add_pools(*recent, out, discovered);
+    else discover_pools(ctx, notes, out, discovered);
   }
   if (cfg_.covers("md")) {
     std::error_code ec;
@@ -103,6 +83,50 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
     }
   }
   return out;
+}
+
+void ScrubProbe::add_pools(const zfs::ZfsStatusReport& rep, std::vector<ScrubTarget>& out,
+                           std::map<std::string, Observation>* discovered) {
+  for (const auto& pool : rep.pools) {
+    ScrubTarget t{pool.name, "zfs", "", pool.name, "", ""};
+    if (pool.complete && discovered) (*discovered)[t.key()] = zfs::observation_from_pool(pool);
+    out.push_back(std::move(t));
+  }
+}
+
+// `zpool status` of every pool names the pools and tells each one's scrub, so the ZFS driver need not
+// run `zpool status POOL` per pool after it (one zpool process per pass, not 1 + pools). Output that
+// names no pool without saying "no pools available", or does not parse, is asked again as a plain list
+// of names: each pool's own observation then says what is wrong. A zpool that timed out is not asked
+// again (a second hang would take the rest of the run's time).
+void ScrubProbe::discover_pools(ProbeContext& ctx, std::vector<std::string>& notes, std::vector<ScrubTarget>& out,
+                                std::map<std::string, Observation>* discovered) {
+  CommandSpec spec;
+  spec.argv = {ctx.tool("zpool"), "status"};
+  spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
+  auto r = ctx.runner.run(spec, ctx.stop);
+  if (r.ok()) {
+    if (auto rep = zfs::parse_zpool_status(r.out); rep && (!rep->pools.empty() || rep->no_pools)) {
+      add_pools(*rep, out, discovered);
+      return;
+    }
+  }
+  if (r.timed_out || r.busy) {
+    notes.push_back("zpool status: " + r.describe());  // a hung zpool: asking again would hang too
+    return;
+  }
+  if (!r.spawn_error.empty()) return;
+  spec.argv = {ctx.tool("zpool"), "list", "-H", "-o", "name"};
+  spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
+  auto l = ctx.runner.run(spec, ctx.stop);
+  if (l.ok()) {
+    for (auto line : lines(l.out)) {
+      auto n = trim(line);
+      if (!n.empty() && n != "no pools available") out.push_back(ScrubTarget{std::string(n), "zfs", "", std::string(n), "", ""});
+    }
+  } else if (l.spawn_error.empty()) {
+    notes.push_back("zpool list: " + l.describe());
+  }
 }
 
 std::optional<double> ScrubProbe::io_load(ProbeContext& ctx, std::string& source) {
@@ -138,6 +162,7 @@ struct ScrubProbe::Pass {
   std::vector<std::string> notes;
   const HelperTransport* transport = nullptr;  // start/pause/resume/cancel through fsaudit-helper
   std::map<std::string, std::string>* saved = nullptr;  // state file -> the text last written there
+  std::function<void(const ScrubTarget&)> acting{};  // called before a start, resume, pause or cancel
 };
 
 ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
@@ -148,6 +173,12 @@ ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
   Pass pass{ctx, now, tz_offset_ ? *tz_offset_ : CalendarWindow::local_offset(), dir,
             DriverEnv{ctx, dir / "jobs", detach_helper(ctx), privileged_helper_, now}, scan_distro_schedulers(ctx.host.rootfs),
             std::nullopt, "", 0, {}, transport_ ? &transport_ : nullptr, &saved_};
+  if (zpool_share_) {
+    // An action on a pool makes every status begun before it too old to stand for ours.
+    pass.acting = [share = zpool_share_, &clock = ctx.clock](const ScrubTarget& t) {
+      if (t.fs == "zfs") share->note_action(clock.now());
+    };
+  }
   pass.load = io_load(ctx, pass.load_source);
   return pass;
 }
@@ -206,10 +237,26 @@ Item observe_target(const ScrubTarget& t, const config::ScrubConfig& cfg, ScrubP
   return it;
 }
 
+// An action on a target is noted when it begins and when it returns: a status begun in between may
+// not show it yet.
+struct ActingNote {
+  ScrubProbe::Pass& pass;
+  const ScrubTarget& target;
+  ActingNote(ScrubProbe::Pass& p, const ScrubTarget& t) : pass(p), target(t) { note(); }
+  ~ActingNote() { note(); }
+  ActingNote(const ActingNote&) = delete;
+  ActingNote& operator=(const ActingNote&) = delete;
+  void note() {
+    if (pass.acting) pass.acting(target);
+  }
+};
+
 // Carries out the planner's decision; returns the driver's error, if any.
 Result<void> act(Item& it, ScrubProbe::Pass& pass) {
   auto& st = it.state;
   const Action a = it.decision.action;
+  std::optional<ActingNote> noted;
+  if (a != Action::none) noted.emplace(pass, it.target);
   if (a == Action::start || a == Action::resume) {
     st.last_attempt = pass.now;
     auto r = a == Action::start ? it.driver->start(it.target, st, pass.env) : it.driver->resume(it.target, st, pass.env);
@@ -385,7 +432,7 @@ ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
   std::lock_guard serial(run_mu_);  // one pass at a time over the state files (scheduled or requested)
   std::vector<std::string> notes;
   std::map<std::string, Observation> discovered;
-  auto targets = discover(ctx, notes, &discovered);
+  auto targets = discover(ctx, notes, &discovered, /*shared=*/true);
   if (targets.empty()) {
     std::string why = "no scrub-capable targets (ZFS pools, btrfs/xfs/bcachefs mounts, md arrays)";
     for (const auto& n : notes) why += "; " + n;
@@ -464,6 +511,7 @@ Result<std::string> ScrubProbe::carry_out(const std::string& action, const Scrub
                                           const Observation& obs, Pass& pass) {
   const bool running = obs.phase == Phase::running;
   const bool paused = st.running && !running;  // ours paused, or paused by its tool
+  ActingNote noted(pass, t);
   if (action == "start") {
     if (running) return err("a scrub is already running on " + t.name);
     auto r = paused ? driver.resume(t, st, pass.env) : driver.start(t, st, pass.env);
@@ -500,8 +548,8 @@ std::string ScrubProbe::unknown_target_message(const std::string& target, const 
   return "no scrub target named '" + target + "'; scrub targets: " + (names.empty() ? "(none)" : names);
 }
 
-std::unique_ptr<Probe> make_scrub_probe(const config::Config& cfg) {
-  return std::make_unique<ScrubProbe>(cfg.scrub, cfg.targets, cfg.canary.helper);
+std::unique_ptr<Probe> make_scrub_probe(const config::Config& cfg, std::shared_ptr<zfs::StatusShare> zpool_share) {
+  return std::make_unique<ScrubProbe>(cfg.scrub, cfg.targets, cfg.canary.helper, std::move(zpool_share));
 }
 
 }  // namespace fsaudit::scrub

@@ -16,12 +16,15 @@
 #include "daemon/probe/probe.hpp"
 #include "probes/scrub/drivers.hpp"
 #include "probes/scrub/helper_route.hpp"
+#include "probes/zfs/probe.hpp"
 
 namespace fsaudit::scrub {
 
 class ScrubProbe final : public Probe {
  public:
-  ScrubProbe(config::ScrubConfig cfg, TargetSelection selection, std::string privileged_helper = "");
+  // `zpool_share`: the zfs probe's last `zpool status`, taken instead of running zpool when recent.
+  ScrubProbe(config::ScrubConfig cfg, TargetSelection selection, std::string privileged_helper = "",
+             std::shared_ptr<zfs::StatusShare> zpool_share = nullptr);
   std::string name() const override { return "scrub"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
@@ -56,14 +59,20 @@ class ScrubProbe final : public Probe {
                                        const Observation& obs, Pass& pass);
   static std::string unknown_target_message(const std::string& target, const std::vector<ScrubTarget>& targets);
   // The targets, and (when `discovered` is given) what their discovery already observed, by key.
+  // `shared`: the zfs probe's recent status may stand for this pass's own (not for an operator's request).
   std::vector<ScrubTarget> discover(ProbeContext& ctx, std::vector<std::string>& notes,
-                                    std::map<std::string, Observation>* discovered = nullptr);
+                                    std::map<std::string, Observation>* discovered = nullptr, bool shared = false);
+  static void add_pools(const zfs::ZfsStatusReport& rep, std::vector<ScrubTarget>& out,
+                        std::map<std::string, Observation>* discovered);
+  void discover_pools(ProbeContext& ctx, std::vector<std::string>& notes, std::vector<ScrubTarget>& out,
+                      std::map<std::string, Observation>* discovered);
   std::optional<double> io_load(ProbeContext& ctx, std::string& source);
   std::string detach_helper(ProbeContext& ctx) const;
 
   config::ScrubConfig cfg_;
   TargetSelection selection_;
   std::string privileged_helper_;
+  std::shared_ptr<zfs::StatusShare> zpool_share_;
   HelperTransport transport_;  // empty: the drivers act in this process
   std::optional<long> tz_offset_;
   std::mutex run_mu_;  // a scheduled run and a request never overlap
@@ -73,6 +82,6 @@ class ScrubProbe final : public Probe {
   double last_diskstats_ms_ = 0;
 };
 
-std::unique_ptr<Probe> make_scrub_probe(const config::Config& cfg);
+std::unique_ptr<Probe> make_scrub_probe(const config::Config& cfg, std::shared_ptr<zfs::StatusShare> zpool_share = nullptr);
 
 }  // namespace fsaudit::scrub

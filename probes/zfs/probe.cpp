@@ -196,10 +196,12 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
     static const std::vector<std::pair<StatusFormat, std::vector<std::string>>> kTries = {
         {StatusFormat::json, {"status", "-jp"}}, {StatusFormat::text_p, {"status", "-p"}}, {StatusFormat::text, {"status"}}};
     CommandResult st;
+    SteadyTime status_started{};
     bool got = false;
     for (const auto& [f, args] : kTries) {
       if (fmt != StatusFormat::unknown && f != fmt) continue;
       if (stopped()) return ProbeResult::failed("stopped before zpool status ran");
+      status_started = ctx.clock.now();
       st = exec(args);
       if (stopped()) return ProbeResult::failed("zpool status: " + st.describe());
       if (st.spawn_error.find(": not found") != std::string::npos)
@@ -242,6 +244,7 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
       if (!p.complete)
         return ProbeResult::failed("zpool status: output ends before pool '" + p.name.substr(0, 80) +
                                    "' is complete (no 'errors:' line): cut short?");
+    if (share_) share_->post(status_started, zpool, *parsed);
 
     std::string list_problem;
     std::vector<ZfsPoolList> lists;
@@ -299,6 +302,28 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
   }
 }
 
-std::unique_ptr<Probe> make_zfs_probe(const config::Config&) { return std::make_unique<ZfsProbe>(); }
+std::unique_ptr<Probe> make_zfs_probe(const config::Config&, std::shared_ptr<StatusShare> share) {
+  return std::make_unique<ZfsProbe>(std::move(share));
+}
+
+void StatusShare::post(SteadyTime started, const std::string& zpool, const ZfsStatusReport& report) {
+  std::lock_guard l(mu_);
+  started_ = started;
+  zpool_ = zpool;
+  report_ = report;
+}
+
+std::optional<ZfsStatusReport> StatusShare::recent(SteadyTime now, SteadyTime::duration max_age,
+                                                   const std::string& zpool) const {
+  std::lock_guard l(mu_);
+  if (!started_ || zpool_ != zpool || now - *started_ > max_age || *started_ > now) return std::nullopt;
+  if (last_action_ && *started_ <= *last_action_) return std::nullopt;
+  return report_;
+}
+
+void StatusShare::note_action(SteadyTime at) {
+  std::lock_guard l(mu_);
+  if (!last_action_ || at > *last_action_) last_action_ = at;
+}
 
 }  // namespace fsaudit::zfs

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/clock.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/probe/probe.hpp"
 #include "probes/zfs/status.hpp"
@@ -34,8 +35,30 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
 // can repair a bad copy. copies=N datasets are not seen here.
 bool pool_is_redundant(const ZfsPoolStatus& pool);
 
+// One `zpool status` for two probes. The zfs probe posts every complete status it read; the scrub
+// probe takes the last one instead of running zpool itself when it is recent and was started after
+// the scrub probe's own last action on a pool (a scrub it started, paused or canceled since would not
+// show in it). On zfs-fuse a zpool process is about 17 ms of CPU; the two probes ran one each every
+// 30 s for the same text.
+class StatusShare {
+ public:
+  // `started`: when the zpool command began (a status started before an action may predate it).
+  void post(SteadyTime started, const std::string& zpool, const ZfsStatusReport& report);
+  // The last post of `zpool`, if it began after the last note_action() and at most `max_age` ago.
+  std::optional<ZfsStatusReport> recent(SteadyTime now, SteadyTime::duration max_age, const std::string& zpool) const;
+  void note_action(SteadyTime at);
+
+ private:
+  mutable std::mutex mu_;
+  std::optional<SteadyTime> started_;
+  std::string zpool_;
+  ZfsStatusReport report_;
+  std::optional<SteadyTime> last_action_;
+};
+
 class ZfsProbe final : public Probe {
  public:
+  explicit ZfsProbe(std::shared_ptr<StatusShare> share = nullptr) : share_(std::move(share)) {}
   std::string name() const override { return "zfs"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
@@ -49,8 +72,9 @@ class ZfsProbe final : public Probe {
   std::size_t list_format_ = 0;  // which `zpool list` form works (index into the tries)
   std::string list_format_tool_;
   std::map<std::string, ScrubMemory> scrubs_;
+  std::shared_ptr<StatusShare> share_;
 };
 
-std::unique_ptr<Probe> make_zfs_probe(const config::Config& cfg);
+std::unique_ptr<Probe> make_zfs_probe(const config::Config& cfg, std::shared_ptr<StatusShare> share = nullptr);
 
 }  // namespace fsaudit::zfs

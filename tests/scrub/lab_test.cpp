@@ -14,12 +14,14 @@
 
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/scrub/probe.hpp"
+#include "probes/zfs/probe.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/lab.hpp"
 #include "tests/support/support.hpp"
@@ -306,6 +308,76 @@ TEST(ScrubLab, ZfsFuseMirrorScrubStartedTimedAndReadBack) {
   // zfs-fuse's zpool has no "scrub -p": pausing falls back to canceling (feature-detected).
   auto sp = testing::run({"zpool", "scrub", "-p", name});
   std::printf("[measure] zfs-fuse: zpool scrub -p exit %d: %s\n", sp.exit_code, sp.err.substr(0, 80).c_str());
+}
+
+// The real zpool run by the zfs probe stands for the scrub probe's own `zpool status`, except after the
+// scrub probe's own start of a scrub.
+struct CountingRunner final : CommandRunner {
+  ProcessRunner inner;
+  std::mutex mu;
+  std::vector<std::vector<std::string>> argvs;
+  CommandResult run(const CommandSpec& spec, std::stop_token stop = {}) override {
+    {
+      std::lock_guard l(mu);
+      argvs.push_back(spec.argv);
+    }
+    return inner.run(spec, stop);
+  }
+  int count(const std::vector<std::string>& argv_tail) {
+    std::lock_guard l(mu);
+    int n = 0;
+    for (const auto& a : argvs)
+      if (a.size() == argv_tail.size() + 1 && std::equal(argv_tail.begin(), argv_tail.end(), a.begin() + 1)) ++n;
+    return n;
+  }
+};
+
+TEST(ScrubLab, ZfsFuseTheZfsProbesStatusStandsForTheScrubProbesOwn) {
+  FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
+  testing::ZfsFuse zf;
+  ASSERT_TRUE(zf.ok()) << zf.error();
+  TempDir dir("fsaudit-scrub-zfs-share");
+  auto va = dir / "vdev-a.img", vb = dir / "vdev-b.img";
+  for (auto& v : {va, vb}) testing::must({"truncate", "-s", std::to_string(96ull << 20), v.string()});
+  std::string name = "fsshare" + std::to_string(::getpid());
+  testing::ZfsPool pool(name, {"-m", "none", "mirror", va.string(), vb.string()});
+  ASSERT_TRUE(pool.ok()) << pool.error();
+  auto cfg = config::parse_config("scrub:\n  filesystems: [zfs]\n  spread: 0\n  io_load_threshold: 0\n  targets:\n    - match: " +
+                                      name + "\n      observe_only: false\n    - match: \"*\"\n      observe_only: true\n",
+                                  "lab.yaml");
+  auto share = std::make_shared<zfs::StatusShare>();
+  zfs::ZfsProbe zfs_probe(share);
+  ScrubProbe scrub_probe(cfg.scrub, cfg.targets, "", share);
+  CountingRunner runner;
+  HostPaths host;
+  ToolPaths tools = lab_tools();
+  std::filesystem::create_directories(dir / "state");
+  auto run = [&](Probe& p) {
+    ProbeContext ctx{host, runner, SystemClock::instance(), tools, dir / "state", {},
+                     std::chrono::steady_clock::now() + std::chrono::seconds(20)};
+    return p.run(Target::host(), ctx);
+  };
+  ASSERT_EQ(run(zfs_probe).outcome, fsaudit::Outcome::ok);
+  const int statuses = runner.count({"status"});
+  auto r = run(scrub_probe);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", name}, {"code", "start"}}));
+  EXPECT_EQ(runner.count({"status"}), statuses) << "the scrub probe ran its own zpool status";
+  EXPECT_EQ(runner.count({"scrub", name}), 1);
+  // Its own start is not in that status: the next pass asks zpool itself.
+  r = run(scrub_probe);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(runner.count({"status"}), statuses + 1);
+  // A status the zfs probe begins after the start stands for the scrub probe's again.
+  ASSERT_EQ(run(zfs_probe).outcome, fsaudit::Outcome::ok);
+  const int after = runner.count({"status"});
+  r = run(scrub_probe);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(runner.count({"status"}), after);
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_last_start_timestamp_seconds", {{"target", name}, {"fs", "zfs"}}) ||
+              r.metrics.value("fsaudit_scrub_running", {{"target", name}, {"fs", "zfs"}}) == 1)
+      << "the started scrub is seen through the zfs probe's status";
+  EXPECT_EQ(runner.count({"scrub", name}), 1) << "never a second start";
 }
 
 TEST(ScrubLab, DaemonScrapeShowsBtrfsRaid1ScrubResult) {

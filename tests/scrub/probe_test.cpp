@@ -151,6 +151,58 @@ TEST(ScrubProbe, StartsTimesAndReadsBackAZfsScrubAndSurvivesARestart) {
 
 // fsaudit's own writes: a pass that changes nothing rewrites no state file (each write is an fsync
 // on the state directory's filesystem, per scrub target, every 30 s); a pass that changes it does.
+// The zfs probe's recent `zpool status` stands for the scrub probe's own: no second zpool process. Not
+// one begun before the scrub probe's own start of a scrub, nor one older than 40 s.
+TEST(ScrubProbe, TakesTheZfsProbesRecentStatusNotOneOlderThanItsOwnStart) {
+  Host h;
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n");
+  h.runner.answer("zpool list -H -o name", "tank\n");
+  h.runner.answer("zpool status tank", status("tank", "  scan: none requested\n"));
+  h.runner.answer("zpool scrub tank", "");
+  auto share = std::make_shared<zfs::StatusShare>();
+  auto post = [&](const std::string& scan) {
+    auto rep = zfs::parse_zpool_status(status("tank", scan));
+    ASSERT_TRUE(rep.ok()) << rep.error();
+    share->post(h.clock.now(), "zpool", *rep);
+  };
+  ScrubProbe p(cfg.scrub, cfg.targets, "", share);
+  p.set_tz_offset(0);
+  post("  scan: none requested\n");
+  h.clock.advance(std::chrono::seconds(5));
+  auto r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool status"), 0) << "the zfs probe's status, 5 s old, stands for ours";
+  EXPECT_EQ(h.runner.count("zpool scrub tank"), 1);
+
+  // The zfs probe's next status began before that start: the scrub probe asks zpool itself.
+  h.runner.answer("zpool status tank",
+                  status("tank", "  scan: scrub in progress since Sat Nov 18 00:00:05 2023\n"
+                                 "\t1.00G scanned at 34.1M/s, 512M issued at 17.0M/s, 1.50G total\n"
+                                 "\t0B repaired, 33.33% done, 00:01:00 to go\n"));
+  h.clock.advance(std::chrono::seconds(30));
+  r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool status"), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", {{"target", "tank"}}), 1);
+
+  // A status begun after the start is taken again, and says what the scrub probe then reports.
+  post("  scan: scrub in progress since Sat Nov 18 00:00:05 2023\n"
+       "\t1.40G scanned at 34.1M/s, 1.20G issued at 17.0M/s, 1.50G total\n"
+       "\t0B repaired, 80.00% done, 00:00:20 to go\n");
+  h.clock.advance(std::chrono::seconds(20));
+  r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool status"), 1);
+  EXPECT_NEAR(r.metrics.value("fsaudit_scrub_progress_ratio", {{"target", "tank"}}), 0.8, 1e-9);
+
+  // 41 s after the zfs probe's last status: too old; asked again.
+  h.clock.advance(std::chrono::seconds(21));
+  r = h.run(p);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("zpool status"), 2);
+  EXPECT_EQ(h.runner.count("zpool scrub tank"), 1) << "never a second start";
+}
+
 TEST(ScrubProbe, UnchangedStateIsNotRewrittenAChangedOneIs) {
   Host h;
   auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n");

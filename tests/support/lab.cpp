@@ -129,12 +129,59 @@ bool Mount::remount(const std::string& options) {
   return run({"mount", "-o", "remount," + options, dir_.string()}).ok();
 }
 
+namespace {
+bool is_under(const std::string& link, const std::string& dir) {
+  return link == dir || (link.size() > dir.size() && link.compare(0, dir.size(), dir) == 0 && link[dir.size()] == '/');
+}
+
+// Processes with their cwd, root or an open file on the mount at `dir` (this process aside). A lab
+// mount lives in a test's own temporary directory, so these are the test's own children: a tool that
+// hung (seen: `btrfs scrub start -B` on a futex after its scrub ended) and would keep the mount, and
+// with it the loop devices, busy after the test.
+std::vector<pid_t> processes_using(const std::filesystem::path& dir) {
+  std::vector<pid_t> out;
+  const std::string d = dir.string();
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid()) continue;
+    std::vector<std::filesystem::path> links = {it->path() / "cwd", it->path() / "root"};
+    std::error_code fec;
+    for (auto f = std::filesystem::directory_iterator(it->path() / "fd", fec); !fec && f != std::filesystem::directory_iterator();
+         f.increment(fec))
+      links.push_back(f->path());
+    for (const auto& l : links) {
+      std::error_code lec;
+      auto target = std::filesystem::read_symlink(l, lec);
+      if (!lec && is_under(target.string(), d)) {
+        out.push_back(pid);
+        break;
+      }
+    }
+  }
+  return out;
+}
+}  // namespace
+
 void Mount::unmount() {
   if (!ok_) return;
   for (int i = 0; i < 30; ++i) {
     if (run({"umount", dir_.string()}).ok()) {
       ok_ = false;
       return;
+    }
+    if (i == 10) {
+      for (pid_t pid : processes_using(dir_)) {
+        std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+        std::string c;
+        std::getline(comm, c);
+        std::fprintf(stderr, "[lab] %s still busy after 2 s: killing pid %d (%s), which holds it\n", dir_.c_str(),
+                     static_cast<int>(pid), c.c_str());
+        ::kill(pid, SIGKILL);
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

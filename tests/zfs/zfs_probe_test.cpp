@@ -122,6 +122,42 @@ TEST(ZfsProbe, PrefersJsonWhenAccepted) {
   EXPECT_EQ(res.metrics.value("fsaudit_zfs_probe_info", {{"format", "json"}}), 1);
 }
 
+// Each complete status is posted for the scrub probe, with when its zpool began; one cut short is not.
+TEST(ZfsProbe, PostsACompleteStatusToTheShareAndNotOneCutShort) {
+  auto share = std::make_shared<StatusShare>();
+  ScriptedRunner r;
+  r.handler = zfs_fuse_like;
+  Ctx c;
+  auto ctx = c.make(r);
+  ZfsProbe probe(share);
+  const auto before = c.clock.now();
+  ASSERT_EQ(probe.run(Target::host(), ctx).outcome, Outcome::ok);
+  auto got = share->recent(c.clock.now(), 40s, "zpool");
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->pools.size(), 2u);
+  EXPECT_EQ(got->pools[0].name, "fsauditcap");
+  EXPECT_FALSE(share->recent(c.clock.now(), 40s, "/opt/other/zpool")) << "another zpool's status";
+  EXPECT_FALSE(share->recent(before + 41s, 40s, "zpool")) << "older than the age asked for";
+  share->note_action(c.clock.now());
+  EXPECT_FALSE(share->recent(c.clock.now(), 40s, "zpool")) << "begun before an action on a pool";
+
+  // A status cut inside its first pool's config tree fails the run and is not posted.
+  auto fresh = std::make_shared<StatusShare>();
+  ScriptedRunner cut;
+  cut.handler = [](const std::vector<std::string>& argv) {
+    auto out = zfs_fuse_like(argv);
+    if (argv.size() == 2 && argv[1] == "status") {
+      auto root = out.out.find('\n', out.out.find("NAME"));  // the header, then the pool's own row
+      out.out = out.out.substr(0, out.out.find('\n', root + 1) + 1);
+    }
+    return out;
+  };
+  auto cut_ctx = c.make(cut);
+  ZfsProbe cut_probe(fresh);
+  EXPECT_EQ(cut_probe.run(Target::host(), cut_ctx).outcome, Outcome::failed);
+  EXPECT_FALSE(fresh->recent(c.clock.now(), 40s, "zpool"));
+}
+
 TEST(ZfsProbe, MissingToolIsNotApplicable) {
   ProcessRunner r;
   Ctx c;
