@@ -224,6 +224,9 @@ CFG
     kuss=$((kuss + $(awk '/^Private_(Clean|Dirty):/ {s += $2} END {print s + 0}' "/proc/$k/smaps_rollup" 2>/dev/null || echo 0)))
   done
   fhwm=$(awk '/^VmHWM/ {print $2}' "/proc/$fpid/status")
+  # What the resident pages are: the heap and stacks (anon) or the binary and its libraries (file).
+  rss_split() { awk '/^Rss(Anon|File|Shmem):/ {printf "%s%s %s", (n++ ? ", " : ""), $1, $2} END {print " KiB"}' "/proc/$1/status"; }
+  fsplit=$(rss_split "$fpid"); nsplit=$(rss_split "$npid")
   fsec=$(scrape_times "$fp"); nsec=$(scrape_times "$np")
   # A scrape that fails (node_exporter stuck in statfs on a stalled FUSE mount) is reported, not fatal.
   ftext=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics") || echo "size $size: fsauditd scrape failed" >&2
@@ -247,6 +250,7 @@ CFG
   }' >>"$IMG/table"
   echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB, child processes' private memory ${kuss} KiB)" >&2
   echo "size $size: live children's CPU in the window by name (% of one core): ${by_name:-none}" >&2
+  echo "size $size: resident memory: fsauditd ${fsplit}; node_exporter ${nsplit}" >&2
 done
 echo "window ${WINDOW}s after ${SETTLE}s settle; cpu_% = user+system of the process and all its child processes over"
 echo "the window, % of one core, fsync work included; child_% = the part in its children: the helpers (fsaudit-sampler,"

@@ -162,7 +162,7 @@ struct ScrubProbe::Pass {
   std::vector<std::string> notes;
   const HelperTransport* transport = nullptr;  // start/pause/resume/cancel through fsaudit-helper
   std::map<std::string, std::string>* saved = nullptr;  // state file -> the text last written there
-  std::function<void(const ScrubTarget&)> acting{};  // called before a start, resume, pause or cancel
+  std::function<void(const ScrubTarget&)> acting{};  // called as a start, resume, pause or cancel begins and returns
 };
 
 ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
