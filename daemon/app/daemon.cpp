@@ -159,6 +159,7 @@ class Daemon {
   std::string targets_fingerprint_;
   SteadyTime last_target_refresh_{};
   std::unique_ptr<MountTableWatch> mount_watch_;
+  std::atomic<bool> mount_table_stale_{false};  // a probe run says: read the mount table again now
   std::filesystem::path mount_watch_root_;
 
   std::mutex mu_;  // guards self_ and probe_self_, and orders their publishing
@@ -243,15 +244,18 @@ void Daemon::apply_config() {
 void Daemon::refresh_targets(bool force) {
   auto now = std::chrono::steady_clock::now();
   // Read when the kernel announces a change (within a second: the main loop wakes at least that
-  // often), and every kMountTableRecheck for what it does not announce (a filesystem turned read-only
-  // after an error keeps its mount). With a thousand mounts, reading the table is the kernel printing
+  // often), when the kernel log watcher counted a storage error (the kernel may have turned that
+  // filesystem read-only: it keeps its mount, and nothing is announced), and every kMountTableRecheck
+  // for whatever else changes unannounced. With a thousand mounts, reading the table is the kernel printing
   // a thousand lines of options: every 10 s it was 9 % of the daemon's own CPU.
   if (!mount_watch_ || mount_watch_root_ != cfg_.host.procfs) {
     mount_watch_ = std::make_unique<MountTableWatch>(cfg_.host);
     mount_watch_root_ = cfg_.host.procfs;
   }
   bool announced = mount_watch_->changed();
-  if (!force && !announced && now - last_target_refresh_ < kMountTableRecheck) return;
+  // A kernel error report: the kernel may have turned that filesystem read-only, unannounced.
+  bool stale = mount_table_stale_.exchange(false, std::memory_order_relaxed);
+  if (!force && !announced && !stale && now - last_target_refresh_ < kMountTableRecheck) return;
   last_target_refresh_ = now;
   // The one read of the mount table per cycle: targets come from it, and probe runs get it through
   // their context instead of reading mountinfo themselves.
@@ -346,6 +350,7 @@ void Daemon::on_outcome(const JobOutcome& o) {
   // The job's own series first, then the probe's totals: a scrape that sees a failure counted in
   // fsaudit_probe_failures_total also sees that job's fsaudit_probe_success 0 and its reason.
   publish_job_locked(o);
+  if (o.result.mount_table_stale) mount_table_stale_.store(true, std::memory_order_relaxed);
   const std::string probe = o.spec->probe->name();
   auto& ps = probe_self_[probe];
   if (o.seq > ps.seq) {

@@ -82,6 +82,9 @@ struct ProbeResult {
   metrics::Batch metrics;
   // The run succeeded and its metrics are those the job's last run published: nothing to publish.
   bool unchanged = false;
+  // The run saw the kernel report an error on a filesystem. The kernel may have turned it read-only,
+  // a change of the mount table it does not announce: the daemon reads the table again at once.
+  bool mount_table_stale = false;
 
   static ProbeResult ok(metrics::Batch b) { return {Outcome::ok, "", std::move(b)}; }
   // Only when ctx.republish is false (the scheduler turns it into a failure otherwise).

@@ -150,7 +150,7 @@ Result<void> KernelLogProbe::init(ProbeContext& ctx) {
   return {};
 }
 
-void KernelLogProbe::handle(const Event& ev, double when, ProbeContext& ctx,
+bool KernelLogProbe::handle(const Event& ev, double when, ProbeContext& ctx,
                             std::unique_ptr<TargetResolver>& resolver) {
   if (!resolver) resolver = std::make_unique<TargetResolver>(ctx.host);
   if (ev.kind == kind::device_stats) {
@@ -159,14 +159,22 @@ void KernelLogProbe::handle(const Event& ev, double when, ProbeContext& ctx,
     std::string target = resolver->target_of(ev.device);
     if (target.empty()) target = resolver->target_of(ev.fs_device);
     st_.btrfs_dev_stats[{ev.device, target}] = ev.stats;
-    return;
+    return false;
   }
   std::string target = resolver->target_of(ev.fs_device);
   if (target.empty() && ev.device != ev.fs_device) target = resolver->target_of(ev.device);
   st_.errors[{ev.device, ev.fs, std::string(ev.kind), target}] += 1;
   auto& last = st_.last_event[std::string(ev.kind)];
   if (when > last) last = when;
+  return true;
 }
+
+namespace {
+ProbeResult stale_if(bool counted_error, ProbeResult r) {
+  r.mount_table_stale = counted_error;
+  return r;
+}
+}  // namespace
 
 ProbeResult KernelLogProbe::run(const Target&, ProbeContext& ctx) {
   std::lock_guard lock(mu_);
@@ -183,6 +191,7 @@ ProbeResult KernelLogProbe::run(const Target&, ProbeContext& ctx) {
 
     std::unique_ptr<TargetResolver> resolver;  // built lazily, once per run, only when an event needs it
     std::uint64_t n = 0;
+    bool counted = false;  // an error was counted in this run
     std::string error;
     const auto max = static_cast<std::uint64_t>(cfg_.max_lines_per_run);
     while (n < max) {
@@ -203,7 +212,7 @@ ProbeResult KernelLogProbe::run(const Target&, ProbeContext& ctx) {
         if (e.realtime_usec) when = static_cast<double>(e.realtime_usec) / 1e6;
       }
       ++n;
-      if (auto ev = classify(msg)) handle(*ev, when, ctx, resolver);
+      if (auto ev = classify(msg)) counted = handle(*ev, when, ctx, resolver) || counted;
     }
     if (n > 0) {
       st_.lines[source_] += n;
@@ -216,15 +225,15 @@ ProbeResult KernelLogProbe::run(const Target&, ProbeContext& ctx) {
       std::error_code ec;
       fs::create_directories(ctx.state_dir, ec);
       auto w = write_file_atomic(ctx.state_dir / cfg_.state_file, st_.to_json(), 0600);
-      if (!w) return ProbeResult::failed("cannot save kernel log state (counts would repeat after a restart): " +
-                                         w.error(), snapshot());
+      if (!w) return stale_if(counted, ProbeResult::failed("cannot save kernel log state (counts would repeat after a restart): " +
+                                                           w.error(), snapshot()));
     }
     if (!error.empty()) {
       // Reopen on the next run, resuming after what was counted.
       initialized_ = false;
-      return ProbeResult::failed(error, snapshot());
+      return stale_if(counted, ProbeResult::failed(error, snapshot()));
     }
-    return ProbeResult::ok(snapshot());
+    return stale_if(counted, ProbeResult::ok(snapshot()));
   } catch (const std::exception& e) {
     return ProbeResult::failed(std::string("kernel_log: ") + e.what());
   }

@@ -49,7 +49,8 @@ class KernelLogProbe final : public Probe {
 
  private:
   Result<void> init(ProbeContext& ctx);
-  void handle(const Event& ev, double when, ProbeContext& ctx, std::unique_ptr<class TargetResolver>& resolver);
+  // Counts the event; true when it was an error (not a restatement of the kernel's own counters).
+  bool handle(const Event& ev, double when, ProbeContext& ctx, std::unique_ptr<class TargetResolver>& resolver);
   metrics::Batch snapshot() const;
 
   config::KernelLogConfig cfg_;

@@ -557,12 +557,12 @@ TEST_F(HangFsTest, LoopDetachedAndDiskFailsUnderMountedExt4) {
     f << std::string(256 << 10, 'x');
   }
   run({"sync", "-f", (mnt / "after").string()}, 30);  // fails: EIO
-  // The kernel's own read-only after the error is not announced as a mount table change: the
-  // daemon's timed read of the table (every 30 s) finds it.
+  // The kernel's own read-only after the error is not announced as a mount table change; its error
+  // report is, and makes the daemon read the table again.
   text = d.wait_for([&](const std::string& s) {
     return scrape_value(s, "fsaudit_filesystem_readonly", t) == 1 &&
            value_or(s, "fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "io"}}, 0) >= 1;
-  }, 45);
+  }, 30);
   EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 1) << scrape_lines(text, "fsaudit_filesystem");
   EXPECT_GE(value_or(text, "fsaudit_kernel_errors_total", {{"device", dev}, {"kind", "io"}}, 0), 1)
       << scrape_lines(text, "fsaudit_kernel_errors_total");

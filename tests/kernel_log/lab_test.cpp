@@ -102,6 +102,32 @@ TEST(KernelLogLab, KmsgBoundedLinesPerRun) {
   EXPECT_EQ(r.metrics.value("fsaudit_kernel_log_lost_messages_total", {{"source", "kmsg"}}), 0);
 }
 
+// A run that counts a storage error tells the daemon the mount table may be stale (the kernel may have
+// turned that filesystem read-only without announcing it); runs that count none do not.
+TEST(KernelLogLab, ARunThatCountsAnErrorSaysTheMountTableMayBeStale) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  TempDir dir("fsaudit-kl-lab");
+  Harness h(dir / "state");
+  KernelLogProbe p(kmsg_config());
+  ASSERT_EQ(h.run(p).outcome, Outcome::ok);
+  const std::string dev = unique_name("fsauditM");
+  write_kmsg("<6>fsaudit kernel_log info line " + dev + "\n");
+  auto r = h.run_until(p, [&](const ProbeResult& x) {
+    return x.metrics.value("fsaudit_kernel_log_lines_total", {{"source", "kmsg"}}) >= 1;
+  });
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_FALSE(r.mount_table_stale) << "an info line is no storage error";
+  write_kmsg("<3>EXT4-fs error (device " + dev + "): ext4_lookup:1707: inode #2: comm t: iget: checksum invalid\n");
+  bool stale = false;
+  r = h.run_until(p, [&](const ProbeResult& x) {
+    stale = stale || x.mount_table_stale;
+    return errors(x, {{"device", dev}}) >= 1;
+  });
+  EXPECT_EQ(errors(r, {{"device", dev}, {"kind", "fs_error"}}), 1);
+  EXPECT_TRUE(stale);
+  EXPECT_FALSE(h.run(p).mount_table_stale) << "the next run counted nothing new";
+}
+
 // start_at: boot reads the messages of this boot already in the buffer; a state file from another boot
 // (a reboot while fsauditd was down) makes it read the new boot from its start, not from the end.
 TEST(KernelLogLab, KmsgStartAtBootAndRebootReadWholeBuffer) {
