@@ -56,8 +56,14 @@ TEST(DaemonLab, KernelErrorRemountReadOnlyShows) {
   int port = free_port();
   DaemonProcess d(dir.path(), config_for(port, dir / "state", dir / "mnt"), port);
   const std::map<std::string, std::string> t{{"target", (dir / "mnt").string()}};
-  auto text = d.wait_for_metric("fsaudit_filesystem_readonly", t, 30);
+  // The kernel log watcher's first run places it at the log's end: an error logged before it is
+  // history, never counted. Wait for that run (a slow, sanitized build may take seconds to get there).
+  auto text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_filesystem_readonly", t) == 0 &&
+           !std::isnan(scrape_value(s, "fsaudit_kernel_log_lines_total"));
+  }, 30);
   ASSERT_EQ(scrape_value(text, "fsaudit_filesystem_readonly", t), 0) << d.log();
+  ASSERT_FALSE(std::isnan(scrape_value(text, "fsaudit_kernel_log_lines_total"))) << d.log();
   std::string dev = std::filesystem::path(loop.device()).filename();
   auto trigger = std::filesystem::path("/sys/fs/ext4") / dev / "trigger_fs_error";
   ASSERT_TRUE(std::filesystem::exists(trigger)) << "kernel lacks " << trigger;
