@@ -15,6 +15,7 @@
 #include <cmath>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "daemon/config/config.hpp"
@@ -275,19 +276,36 @@ TEST(ScrubLab, XfsOnlineScrubReportedAsTheKernelProvidesIt) {
   }
 }
 
+// zfs-fuse running, a mirror of two 96 MiB file vdevs, and a scrub config that schedules only that
+// pool (any other pool is merely observed).
+struct ZfsMirrorLab {
+  testing::ZfsFuse zf;
+  TempDir dir;
+  std::string name;
+  std::optional<testing::ZfsPool> pool;
+  std::string yaml;
+  std::string error;
+  explicit ZfsMirrorLab(const std::string& prefix) : dir("fsaudit-" + prefix), name(prefix + std::to_string(::getpid())) {
+    if (!zf.ok()) {
+      error = zf.error();
+      return;
+    }
+    auto va = dir / "vdev-a.img", vb = dir / "vdev-b.img";
+    for (auto& v : {va, vb}) testing::must({"truncate", "-s", std::to_string(96ull << 20), v.string()});
+    pool.emplace(name, std::vector<std::string>{"-m", "none", "mirror", va.string(), vb.string()});
+    if (!pool->ok()) error = pool->error();
+    yaml = "scrub:\n  filesystems: [zfs]\n  spread: 0\n  io_load_threshold: 0\n  targets:\n    - match: " + name +
+           "\n      observe_only: false\n    - match: \"*\"\n      observe_only: true\n";
+  }
+};
+
 TEST(ScrubLab, ZfsFuseMirrorScrubStartedTimedAndReadBack) {
   FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
-  testing::ZfsFuse zf;
-  ASSERT_TRUE(zf.ok()) << zf.error();
-  TempDir dir("fsaudit-scrub-zfs");
-  auto va = dir / "vdev-a.img", vb = dir / "vdev-b.img";
-  for (auto& v : {va, vb}) testing::must({"truncate", "-s", std::to_string(96ull << 20), v.string()});
-  std::string name = "fsscrub" + std::to_string(::getpid());
-  testing::ZfsPool pool(name, {"-m", "none", "mirror", va.string(), vb.string()});
-  ASSERT_TRUE(pool.ok()) << pool.error();
-  // Only our pool is scheduled; any other pool is merely observed.
-  std::string yaml = "scrub:\n  filesystems: [zfs]\n  spread: 0\n  io_load_threshold: 0\n  targets:\n    - match: " + name +
-                     "\n      observe_only: false\n    - match: \"*\"\n      observe_only: true\n";
+  ZfsMirrorLab lab("fsscrub");
+  ASSERT_TRUE(lab.error.empty()) << lab.error;
+  TempDir& dir = lab.dir;
+  const std::string& name = lab.name;
+  const std::string& yaml = lab.yaml;
   DirectProbe p(dir, yaml, "");
   metrics::Labels l{{"target", name}, {"fs", "zfs"}};
   auto first = p.run();
@@ -334,17 +352,11 @@ struct CountingRunner final : CommandRunner {
 
 TEST(ScrubLab, ZfsFuseTheZfsProbesStatusStandsForTheScrubProbesOwn) {
   FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
-  testing::ZfsFuse zf;
-  ASSERT_TRUE(zf.ok()) << zf.error();
-  TempDir dir("fsaudit-scrub-zfs-share");
-  auto va = dir / "vdev-a.img", vb = dir / "vdev-b.img";
-  for (auto& v : {va, vb}) testing::must({"truncate", "-s", std::to_string(96ull << 20), v.string()});
-  std::string name = "fsshare" + std::to_string(::getpid());
-  testing::ZfsPool pool(name, {"-m", "none", "mirror", va.string(), vb.string()});
-  ASSERT_TRUE(pool.ok()) << pool.error();
-  auto cfg = config::parse_config("scrub:\n  filesystems: [zfs]\n  spread: 0\n  io_load_threshold: 0\n  targets:\n    - match: " +
-                                      name + "\n      observe_only: false\n    - match: \"*\"\n      observe_only: true\n",
-                                  "lab.yaml");
+  ZfsMirrorLab lab("fsshare");
+  ASSERT_TRUE(lab.error.empty()) << lab.error;
+  TempDir& dir = lab.dir;
+  const std::string& name = lab.name;
+  auto cfg = config::parse_config(lab.yaml, "lab.yaml");
   auto share = std::make_shared<zfs::StatusShare>();
   zfs::ZfsProbe zfs_probe(share);
   ScrubProbe scrub_probe(cfg.scrub, cfg.targets, "", share);
