@@ -194,12 +194,56 @@ std::string ProbeFile::remove(const std::filesystem::path& dir) {
 
 namespace {
 
+// One ring per thread, kept between samples. Setting a ring up and tearing it down for each sample,
+// with the io-wq worker thread the kernel starts for a ring's first fsync, cost more CPU than the
+// write+fsync itself (fsaudit-latency-sample --one-per-call, docs/benchmarks.md). A ring inherited
+// over fork is the parent's (its memory is shared with it): the child leaves it and makes its own.
+class KeptRing {
+ public:
+  ~KeptRing() { drop(); }
+  // The ring, or nullptr and the errno of io_uring_queue_init.
+  io_uring* get(int* err) {
+    if (ok_ && owner_ != ::getpid()) ok_ = false;
+    if (!ok_) {
+      int r = io_uring_queue_init(4, &ring_, 0);
+      if (r < 0) {
+        *err = -r;
+        return nullptr;
+      }
+      ok_ = true;
+      owner_ = ::getpid();
+    }
+    return &ring_;
+  }
+  // After a failed sample: completions may still be queued, so the next sample starts on a new ring.
+  void drop() {
+    if (ok_ && owner_ == ::getpid()) io_uring_queue_exit(&ring_);
+    ok_ = false;
+  }
+
+ private:
+  io_uring ring_{};
+  pid_t owner_ = 0;
+  bool ok_ = false;
+};
+
+KeptRing& kept_ring() {
+  thread_local KeptRing k;
+  return k;
+}
+
 class UringWriter final : public SyncWriter {
  public:
   UringWriter(int fd, io_uring& ring) : fd_(fd), ring_(ring), buf_(kBlock) { fill_random(buf_.p, kBlock, mono_ns()); }
-  ~UringWriter() override { io_uring_queue_exit(&ring_); }
-  std::string mode() const override { return "io_uring_fsync"; }
   int write_sync(std::uint64_t offset) override {
+    int e = submit_and_reap(offset);
+    if (e != 0) kept_ring().drop();
+    return e;
+  }
+  std::string mode() const override { return "io_uring_fsync"; }
+
+ private:
+  int submit_and_reap(std::uint64_t offset) {
     if (!buf_.p) return ENOMEM;
     // Vary the block content a little so no layer can skip an identical rewrite.
     static_cast<std::uint64_t*>(buf_.p)[0] = offset ^ mono_ns();
@@ -228,7 +272,6 @@ class UringWriter final : public SyncWriter {
     return result;
   }
 
- private:
   int fd_;
   io_uring& ring_;
   AlignedBuf buf_;
@@ -260,14 +303,6 @@ class PwriteWriter final : public SyncWriter {
   AlignedBuf buf_;
 };
 
-// io_uring's queue is a member of the writer; keep it alive with the writer.
-struct UringHolder final : public SyncWriter {
-  io_uring ring{};
-  std::unique_ptr<UringWriter> w;
-  int write_sync(std::uint64_t offset) override { return w->write_sync(offset); }
-  std::string mode() const override { return w->mode(); }
-};
-
 }  // namespace
 
 std::unique_ptr<SyncWriter> make_writer(Mode mode, ProbeFile& file, std::string* note) {
@@ -280,14 +315,13 @@ std::unique_ptr<SyncWriter> make_writer(Mode mode, ProbeFile& file, std::string*
     }
     return std::make_unique<PwriteWriter>(fd, true, true);
   }
-  auto h = std::make_unique<UringHolder>();
-  int r = io_uring_queue_init(4, &h->ring, 0);
-  if (r < 0) {
-    if (note) *note = std::string("io_uring unavailable (") + std::strerror(-r) + "); using pwrite+fsync";
+  int err = 0;
+  io_uring* ring = kept_ring().get(&err);
+  if (!ring) {
+    if (note) *note = std::string("io_uring unavailable (") + std::strerror(err) + "); using pwrite+fsync";
     return std::make_unique<PwriteWriter>(file.fd(), false, false);
   }
-  h->w = std::make_unique<UringWriter>(file.fd(), h->ring);
-  return h;
+  return std::make_unique<UringWriter>(file.fd(), *ring);
 }
 
 int direct_read(int fd, std::uint64_t offset) {

@@ -61,9 +61,14 @@ class Reader {
 
 constexpr std::uint32_t kMaxMessage = 64u << 20;
 
+// Length and bytes in one write: two would wake the reader twice for one message.
 bool send_message(int fd, const std::string& m) {
+  if (m.size() > kMaxMessage) return false;
   auto len = static_cast<std::uint32_t>(m.size());
-  return m.size() <= kMaxMessage && write_all(fd, &len, sizeof len) && write_all(fd, m.data(), m.size());
+  std::string framed(sizeof len + m.size(), '\0');
+  std::memcpy(framed.data(), &len, sizeof len);
+  std::memcpy(framed.data() + sizeof len, m.data(), m.size());
+  return write_all(fd, framed.data(), framed.size());
 }
 
 bool receive_message(int fd, std::string& m) {

@@ -254,11 +254,26 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
         {{"list", "-Hp", "-o"}, kListColumns}, {{"list", "-H", "-o"}, kListColumns},
         {{"list", "-H", "-o"}, kListColumnsLegacy}};
     std::size_t first;
+    bool kept = false;
+    const auto list_started = ctx.clock.now();
     {
       std::lock_guard lk(mu_);
       first = list_format_tool_ == zpool ? list_format_ : 0;
+      // Rows kept from a recent list, for the pools this status shows (an exported pool's row goes).
+      if (lists_at_ && lists_tool_ == zpool && *lists_at_ <= list_started && list_started - *lists_at_ < kPoolListMaxAge) {
+        kept = true;
+        for (const auto& p : parsed->pools) {
+          auto row = std::find_if(lists_.begin(), lists_.end(), [&](const ZfsPoolList& r) { return r.name == p.name; });
+          if (row == lists_.end()) {
+            kept = false;
+            break;
+          }
+          lists.push_back(*row);
+        }
+        if (!kept) lists.clear();
+      }
     }
-    for (std::size_t i = first; i < kListTries.size(); ++i) {
+    for (std::size_t i = kept ? kListTries.size() : first; i < kListTries.size(); ++i) {
       if (stopped()) {
         list_problem = "stopped before zpool list ran";
         break;
@@ -288,7 +303,16 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
       std::lock_guard lk(mu_);
       list_format_ = i;
       list_format_tool_ = zpool;
+      if (list_problem.empty()) {
+        lists_ = lists;
+        lists_at_ = list_started;
+        lists_tool_ = zpool;
+      }
       break;
+    }
+    if (!list_problem.empty()) {
+      std::lock_guard lk(mu_);
+      lists_at_.reset();  // the next run asks zpool again
     }
     metrics::Batch batch;
     {

@@ -56,6 +56,11 @@ class StatusShare {
   std::optional<SteadyTime> last_action_;
 };
 
+// How long the zfs probe keeps `zpool list`'s rows (size, allocated, free, fragmentation, capacity,
+// dedup). They move slowly, and a zpool process is most of the probe's CPU: the list runs every
+// fourth status at the default 30 s interval. A pool without a kept row (just imported) runs it at once.
+inline constexpr auto kPoolListMaxAge = std::chrono::seconds(120);
+
 class ZfsProbe final : public Probe {
  public:
   explicit ZfsProbe(std::shared_ptr<StatusShare> share = nullptr) : share_(std::move(share)) {}
@@ -71,6 +76,10 @@ class ZfsProbe final : public Probe {
   std::string format_tool_;  // the zpool path the detection was made for
   std::size_t list_format_ = 0;  // which `zpool list` form works (index into the tries)
   std::string list_format_tool_;
+  // The last complete `zpool list`: its rows, when it began and which zpool printed them.
+  std::vector<ZfsPoolList> lists_;
+  std::optional<SteadyTime> lists_at_;
+  std::string lists_tool_;
   std::map<std::string, ScrubMemory> scrubs_;
   std::shared_ptr<StatusShare> share_;
 };

@@ -1,5 +1,8 @@
 // Pure logic of the latency sampler: histogram buckets, nearest-rank quantiles, the rolling window
 // with a fake clock, the I/O budget, the streaming-test summary and schedule, and the config section.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -849,6 +852,61 @@ TEST(SampleStack, CountsTheFillAndEachSampleFsync) {
   auto again = sample_stack(a.path(), a.path() / ".fsaudit", s, 2, [] { return true; });
   EXPECT_EQ(again.fsyncs, 1u);
   EXPECT_EQ(again.fill_bytes, 0u);
+  EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
+}
+
+namespace {
+// This process's open io_uring instances.
+int io_urings_open() {
+  int n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    std::error_code lec;
+    auto target = std::filesystem::read_symlink(it->path(), lec);
+    if (!lec && target.string() == "anon_inode:[io_uring]") ++n;
+  }
+  return n;
+}
+}  // namespace
+
+// A thread keeps one ring for all its samples (a ring per sample, with the io-wq worker the kernel
+// starts for its first fsync, cost more CPU than the write+fsync); it is closed when the thread ends,
+// and a process forked from a thread with a ring makes its own rather than use the parent's.
+TEST(SampleStack, OneIoUringPerThreadKeptAcrossSamplesAndNotSharedOverFork) {
+  fsaudit::testing::TempDir a("fsaudit-latency-ring");
+  SamplerSettings s;
+  s.file_size = 1 << 20;
+  s.fill_threshold = 1.0;
+  s.mode = Mode::io_uring_fsync;
+  const int before = io_urings_open();
+  int during = -1;
+  std::vector<SampleResult> results;
+  std::thread([&] {
+    for (std::uint64_t i = 0; i < 5; ++i) results.push_back(sample_stack(a.path(), a.path() / ".fsaudit", s, i, [] { return true; }));
+    during = io_urings_open();
+    if (results.back().mode != "io_uring_fsync") return;
+    // A fork of this thread: the child samples on a ring of its own (two open there: the parent's,
+    // inherited, and its own) and the parent's ring still works afterwards.
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      auto r = sample_stack(a.path(), a.path() / ".fsaudit", s, 9, [] { return true; });
+      ::_exit(r.state == State::ok && r.fsync_ns.size() == 1 && io_urings_open() == during + 1 ? 0 : 1);
+    }
+    int status = -1;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    results.push_back(sample_stack(a.path(), a.path() / ".fsaudit", s, 10, [] { return true; }));
+    EXPECT_EQ(io_urings_open(), during);
+  }).join();
+  ASSERT_EQ(results.size(), 6u) << (results.empty() ? "" : results.back().reason);
+  if (results[0].mode != "io_uring_fsync") GTEST_SKIP() << "io_uring unavailable here: " << results[0].reason;
+  for (const auto& r : results) {
+    EXPECT_EQ(r.state, State::ok) << r.reason;
+    EXPECT_EQ(r.fsync_ns.size(), 1u);
+  }
+  EXPECT_EQ(during, before + 1) << "one ring for five samples";
+  EXPECT_EQ(io_urings_open(), before) << "closed when its thread ended";
   EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
 }
 

@@ -95,9 +95,98 @@ TEST(ZfsProbe, DetectsPlainTextOnZfsFuseAndCachesIt) {
   r.argvs.clear();
   res = probe.run(Target::host(), ctx);
   ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
-  ASSERT_EQ(r.argvs.size(), 2u);  // cached: plain status + legacy list only
+  ASSERT_EQ(r.argvs.size(), 1u);  // cached: plain status; the list's rows are kept (next test)
   EXPECT_EQ(r.argvs[0].size(), 2u);
-  EXPECT_EQ(r.argvs[1].back(), "name,size,allocated,free,capacity,health");
+  EXPECT_DOUBLE_EQ(res.metrics.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 481.0 * 1024 * 1024);
+}
+
+// zpool status runs every time; zpool list at most every kPoolListMaxAge, except for a pool it has
+// no row for yet, after a failed list, and never for a pool the status no longer shows.
+TEST(ZfsProbe, PoolListRowsKeptTwoMinutesStatusEveryRun) {
+  FakeClock clock;
+  HostPaths host;
+  ToolPaths tools;
+  std::stop_source stop;
+  bool third_pool = false, list_fails = false;
+  std::string list_out = local_data("zfs-fuse-list-H-o-two-pools-2000M.txt");
+  ScriptedRunner r;
+  r.handler = [&](const std::vector<std::string>& argv) {
+    auto out = zfs_fuse_like(argv);
+    if (argv.size() == 2 && argv[1] == "status" && third_pool) {
+      // The second pool again under a new name: a pool imported since the last list.
+      auto second = out.out.find("  pool: fsauditcap2");
+      std::string copy = out.out.substr(second);
+      copy.replace(copy.find("fsauditcap2"), 11, "fsauditcap3");
+      out.out += "\n" + copy;
+    }
+    if (argv.size() > 2 && argv[1] == "list" && out.exit_code == 0) {
+      if (list_fails) return exited(1, "", "cannot open pool\n");
+      out.out = list_out;
+    }
+    return out;
+  };
+  ZfsProbe probe;
+  auto run = [&] {
+    ProbeContext ctx{host, r, clock, tools, std::filesystem::temp_directory_path(), stop.get_token(), clock.now() + 5s};
+    r.argvs.clear();
+    return probe.run(Target::host(), ctx);
+  };
+  auto lists = [&] {
+    int n = 0;
+    for (const auto& a : r.argvs) n += a.size() > 1 && a[1] == "list";
+    return n;
+  };
+  const std::string rows2 = "fsauditcap\t1.95G\t1.50G\t460M\t76%\tONLINE\nfsauditcap2\t1.95G\t100M\t1.85G\t5%\tONLINE\n";
+  ASSERT_EQ(run().outcome, Outcome::ok);
+  EXPECT_EQ(lists(), 3);  // the format detection: -Hp, -H all columns, -H legacy columns
+  list_out = rows2;
+  for (int i = 1; i <= 3; ++i) {
+    clock.advance(30s);
+    auto res = run();
+    ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+    EXPECT_EQ(lists(), 0) << "run " << i;
+    EXPECT_DOUBLE_EQ(res.metrics.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 481.0 * 1024 * 1024);
+  }
+  clock.advance(30s);  // 120 s after the last list
+  auto res = run();
+  ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+  EXPECT_EQ(lists(), 1);
+  EXPECT_DOUBLE_EQ(res.metrics.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 460.0 * 1024 * 1024);
+
+  // A pool the kept rows do not have: zpool list runs at once, and its missing row is a failure.
+  clock.advance(30s);
+  third_pool = true;
+  res = run();
+  EXPECT_EQ(lists(), 1);
+  EXPECT_EQ(res.outcome, Outcome::failed);
+  EXPECT_NE(res.reason.find("no row for pool 'fsauditcap3'"), std::string::npos) << res.reason;
+  list_out = rows2 + "fsauditcap3\t1.95G\t1G\t950M\t51%\tONLINE\n";
+  clock.advance(30s);
+  res = run();
+  ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+  EXPECT_EQ(lists(), 1) << "the failed list was not kept";
+  EXPECT_DOUBLE_EQ(res.metrics.value("fsaudit_zfs_pool_capacity_ratio", {{"pool", "fsauditcap3"}}), 0.51);
+
+  // The pool is exported: its kept row is not published.
+  clock.advance(30s);
+  third_pool = false;
+  res = run();
+  ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+  EXPECT_EQ(lists(), 0);
+  EXPECT_FALSE(res.metrics.has("fsaudit_zfs_pool_capacity_ratio", {{"pool", "fsauditcap3"}}));
+  EXPECT_TRUE(res.metrics.has("fsaudit_zfs_pool_capacity_ratio", {{"pool", "fsauditcap2"}}));
+
+  // A failed list is tried again on the next run, not in two minutes.
+  clock.advance(120s);
+  list_fails = true;
+  res = run();
+  EXPECT_EQ(res.outcome, Outcome::failed);
+  EXPECT_EQ(lists(), 1);
+  list_fails = false;
+  clock.advance(30s);
+  res = run();
+  ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+  EXPECT_EQ(lists(), 1);
 }
 
 TEST(ZfsProbe, PrefersJsonWhenAccepted) {
