@@ -10,7 +10,7 @@
 # RSS (and the children's private memory), median scrape time, samples, and the ratios
 # fsauditd/node_exporter.
 #
-# usage: bench/scale.sh [--fsauditd PATH] [--minutes N] [--sizes "10 100 1000"] [--perf]
+# usage: bench/scale.sh [--fsauditd PATH] [--minutes N] [--sizes "10 100 1000"] [--perf] [--heap]
 #        bench/scale.sh [FSAUDITD] [WINDOW_SECONDS] [SIZES]          (the older positional form)
 # env:   SETTLE=60 (seconds before the window)  SCRAPES=50 (for the median)  LATENCY=1|0
 #
@@ -18,6 +18,10 @@
 # /var/tmp/fsaudit-scale-perf.data (kept) and prints its top symbols. PERF_ARGS replaces the
 # sampling options (default "-F 199 -g"; "-F 499 --call-graph dwarf" unwinds through libc too, where
 # malloc's callers are lost with frame pointers).
+#
+# --heap, at the largest size after its window: one `fsauditd --once` (a whole first cycle, every probe
+# on every target, then the scrape text) under heaptrack, into /var/tmp/fsaudit-scale-heap.*; prints
+# the heap at its peak and the allocation sites that held most of it (where the resident heap goes).
 #
 # fsync work: the sampler submits io_uring WRITE linked to FSYNC; the kernel runs every FSYNC (and
 # the write when it would block) in fsauditd's io_uring worker threads ("iou-wrk-PID"), so their
@@ -30,14 +34,15 @@
 # it, the daemons) is removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FSAUDITD=build/daemon/fsauditd WINDOW=600 SIZES="10 100 1000" PERF=0 pos=0
+FSAUDITD=build/daemon/fsauditd WINDOW=600 SIZES="10 100 1000" PERF=0 HEAP=0 pos=0
 while [ $# -gt 0 ]; do
   case $1 in
     --fsauditd) FSAUDITD=$2; shift 2 ;;
     --minutes) WINDOW=$(awk -v m="$2" 'BEGIN {printf "%d", m * 60}'); shift 2 ;;
     --sizes) SIZES=$2; shift 2 ;;
     --perf) PERF=1; shift ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    --heap) HEAP=1; shift ;;
+    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
     -*) echo "scale.sh: unknown option $1" >&2; exit 2 ;;
     *)
       case $pos in 0) FSAUDITD=$1 ;; 1) WINDOW=$1 ;; 2) SIZES=$1 ;; *) echo "scale.sh: too many arguments" >&2; exit 2 ;; esac
@@ -51,6 +56,7 @@ LATENCY=${LATENCY:-1}
 [[ $WINDOW =~ ^[0-9]+$ && $WINDOW -gt 0 ]] || { echo "scale.sh: the window must be a positive number of seconds" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "scale.sh: needs root (loop devices, mounts)" >&2; exit 2; }
 command -v prometheus-node-exporter >/dev/null || { echo "scale.sh: apt-get install prometheus-node-exporter" >&2; exit 2; }
+[ "$HEAP" = 0 ] || command -v heaptrack >/dev/null || { echo "scale.sh: --heap needs heaptrack (apt-get install heaptrack)" >&2; exit 2; }
 
 ID=$$
 IMG=/var/tmp/fsaudit-scale-$ID
@@ -251,6 +257,18 @@ CFG
   echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB, child processes' private memory ${kuss} KiB)" >&2
   echo "size $size: live children's CPU in the window by name (% of one core): ${by_name:-none}" >&2
   echo "size $size: resident memory: fsauditd ${fsplit}; node_exporter ${nsplit}" >&2
+  if [ "$HEAP" = 1 ] && [ "$size" = "$largest" ]; then
+    rm -f /var/tmp/fsaudit-scale-heap.*
+    sed -i "s/^listen: .*/listen: 127.0.0.1:$(port)/" "$IMG/fsaudit-$size.yaml"
+    heaptrack -o /var/tmp/fsaudit-scale-heap "$FSAUDITD" --once --config "$IMG/fsaudit-$size.yaml" \
+      >"$IMG/heaptrack.log" 2>&1 || echo "size $size: fsauditd --once under heaptrack failed: $IMG/heaptrack.log" >&2
+    heap=$(ls /var/tmp/fsaudit-scale-heap*.zst /var/tmp/fsaudit-scale-heap*.gz 2>/dev/null | head -1 || true)
+    if [ -n "$heap" ]; then
+      heaptrack_print -f "$heap" -p 1 -a 0 -T 0 -l 0 -n 15 -s 3 >/var/tmp/fsaudit-scale-heap.txt 2>&1 || true
+      echo "size $size: heap of fsauditd --once under heaptrack (data $heap, top 15 sites at the peak in /var/tmp/fsaudit-scale-heap.txt):" >&2
+      grep -E '^(peak heap memory consumption|peak RSS|total memory leaked|calls to allocation)' /var/tmp/fsaudit-scale-heap.txt >&2 || true
+    fi
+  fi
 done
 echo "window ${WINDOW}s after ${SETTLE}s settle; cpu_% = user+system of the process and all its child processes over"
 echo "the window, % of one core, fsync work included; child_% = the part in its children: the helpers (fsaudit-sampler,"
