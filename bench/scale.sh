@@ -13,6 +13,7 @@
 # usage: bench/scale.sh [--fsauditd PATH] [--minutes N] [--sizes "10 100 1000"] [--perf] [--heap]
 #        bench/scale.sh [FSAUDITD] [WINDOW_SECONDS] [SIZES]          (the older positional form)
 # env:   SETTLE=60 (seconds before the window)  SCRAPES=50 (for the median)  LATENCY=1|0
+#        EXTRA_CONFIG (YAML appended to fsauditd's config; not together with LATENCY=0)
 #
 # --perf records `perf record -g` of fsauditd over the window of the largest size into
 # /var/tmp/fsaudit-scale-perf.data (kept) and prints its top symbols. PERF_ARGS replaces the
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
     --sizes) SIZES=$2; shift 2 ;;
     --perf) PERF=1; shift ;;
     --heap) HEAP=1; shift ;;
-    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
     -*) echo "scale.sh: unknown option $1" >&2; exit 2 ;;
     *)
       case $pos in 0) FSAUDITD=$1 ;; 1) WINDOW=$1 ;; 2) SIZES=$1 ;; *) echo "scale.sh: too many arguments" >&2; exit 2 ;; esac
@@ -201,6 +202,8 @@ targets:
   fstypes: [ext4, xfs, btrfs, fuse.zfs]
 CFG
   [ "$LATENCY" = 1 ] || printf 'latency:\n  enabled: false\n' >>"$IMG/fsaudit-$size.yaml"
+  # EXTRA_CONFIG: YAML appended to fsauditd's config (e.g. a latency budget), for runs that vary a setting.
+  [ -z "${EXTRA_CONFIG:-}" ] || printf '%s\n' "$EXTRA_CONFIG" >>"$IMG/fsaudit-$size.yaml"
   "$FSAUDITD" --config "$IMG/fsaudit-$size.yaml" >"$IMG/fsauditd-$size.log" 2>&1 & fpid=$!; PIDS+=("$fpid")
   prometheus-node-exporter --web.listen-address=127.0.0.1:"$np" >"$IMG/ne-$size.log" 2>&1 & npid=$!; PIDS+=("$npid")
   # Scraped every 15 s like a Prometheus would: node_exporter does its work at scrape time.
