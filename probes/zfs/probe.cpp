@@ -260,7 +260,7 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
       std::lock_guard lk(mu_);
       first = list_format_tool_ == zpool ? list_format_ : 0;
       // Rows kept from a recent list, for the pools this status shows (an exported pool's row goes).
-      if (lists_at_ && lists_tool_ == zpool && *lists_at_ <= list_started && list_started - *lists_at_ < kPoolListMaxAge) {
+      if (lists_at_ && list_format_tool_ == zpool && *lists_at_ <= list_started && list_started - *lists_at_ < kPoolListMaxAge) {
         kept = true;
         for (const auto& p : parsed->pools) {
           auto row = std::find_if(lists_.begin(), lists_.end(), [&](const ZfsPoolList& r) { return r.name == p.name; });
@@ -273,6 +273,7 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
         if (!kept) lists.clear();
       }
     }
+    // Kept rows: no list this run (the loop does not start).
     for (std::size_t i = kept ? kListTries.size() : first; i < kListTries.size(); ++i) {
       if (stopped()) {
         list_problem = "stopped before zpool list ran";
@@ -306,7 +307,6 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
       if (list_problem.empty()) {
         lists_ = lists;
         lists_at_ = list_started;
-        lists_tool_ = zpool;
       }
       break;
     }

@@ -76,10 +76,9 @@ class ZfsProbe final : public Probe {
   std::string format_tool_;  // the zpool path the detection was made for
   std::size_t list_format_ = 0;  // which `zpool list` form works (index into the tries)
   std::string list_format_tool_;
-  // The last complete `zpool list`: its rows, when it began and which zpool printed them.
+  // The last complete `zpool list` (of list_format_tool_): its rows and when it began; reset on a failed list.
   std::vector<ZfsPoolList> lists_;
   std::optional<SteadyTime> lists_at_;
-  std::string lists_tool_;
   std::map<std::string, ScrubMemory> scrubs_;
   std::shared_ptr<StatusShare> share_;
 };
