@@ -14,6 +14,7 @@
 
 #include "daemon/core/files.hpp"
 #include "daemon/core/helper_client.hpp"
+#include "daemon/core/spare_threads.hpp"
 #include "probes/latency/sampler_child.hpp"
 #include "probes/latency/stream.hpp"
 
@@ -314,7 +315,13 @@ struct LatencyProbe::Shared {
   std::map<std::string, std::shared_ptr<StackStats>> stats;
   std::atomic<std::uint64_t> fsyncs{0};
   std::atomic<std::uint64_t> seed{0};
+  std::atomic<int> in_flight{0};  // samples dispatched and not recorded yet, over all stacks
 };
+
+SpareThreads& sample_threads() {
+  static auto* threads = new SpareThreads(std::chrono::seconds(60));
+  return *threads;
+}
 
 LatencyProbe::LatencyProbe(SamplerSettings s, TargetSelection watch, StackSelection stacks)
     : s_(std::move(s)), watch_(std::move(watch)), sel_(std::move(stacks)) {
@@ -408,28 +415,37 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     std::erase_if(sh.stats, [&](const auto& kv) { return !id_set.count(kv.first); });
     sh.dispatcher.forget_except(id_set);
     sh.dispatcher.set_stacks(ids);
+    waiting_.assign(entries_.size(), 0);
     entries_generation_ = generation_;
   }
+  // A run a second over hundreds of stacks: nothing here locks every stack unless a sample is
+  // still in flight (a hung one); most runs touch only the stacks that sample or change.
   auto& busy = busy_;
   busy.assign(entries_.size(), 0);
-  for (std::size_t i = 0; i < entries_.size(); ++i) {
-    auto& st = *entries_[i].st;
-    std::lock_guard l(st.mu);
-    if (st.in_flight) {
-      busy[i] = 1;
-      st.set_state(State::stuck);
+  if (sh.in_flight.load() > 0) {
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      auto& st = *entries_[i].st;
+      std::lock_guard l(st.mu);
+      if (st.in_flight) {
+        busy[i] = 1;
+        st.set_state(State::stuck);
+      }
     }
   }
   auto& deferred = deferred_;
   deferred.clear();
   auto due = sh.dispatcher.due_at(now, busy, &deferred);
+  waiting_.resize(entries_.size(), 0);
   for (auto i : deferred) {
     // One skip per wait for the host budget, not one per second of it: a stack waiting its turn
     // stays unchanged (and costs nothing to publish) until it samples.
+    if (waiting_[i]) continue;  // marked on an earlier run, and not dispatched since
+    waiting_[i] = 1;
     auto& st = *entries_[i].st;
     std::lock_guard l(st.mu);
     if (st.state != State::io_budget) st.set_state(State::io_budget);
   }
+  for (auto i : due) waiting_[i] = 0;
 
   // Each due stack samples on a thread of its own, at most s_.parallel at once (each sample in flight
   // is a sampler process: a burst of ten due stacks needs two, not ten): a hung fsync holds only its
@@ -459,7 +475,7 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     auto shared = shared_;
     auto settings = s_;
     auto deadline = ctx.deadline;
-    auto work = [shared, st, done, settings, seed, clock, deadline, mp = p.mountpoint, dir = p.dir, stale] {
+    auto work = [shared, st, settings, seed, clock, deadline, mp = p.mountpoint, dir = p.dir, stale] {
       // On this thread, not the scheduler's: a hung filesystem holds only its own stack.
       for (const auto& d : stale) {
         std::error_code ec;
@@ -475,13 +491,17 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
         st->record(clock->now(), r);
         st->in_flight = false;
       }
+      --shared->in_flight;
+    };
+    // Once the thread is free again, so the run's next sample takes this thread, not a new one.
+    auto then = [done] {
       std::lock_guard l(done->mu);
       --done->running;
       done->cv.notify_all();
     };
-    try {
-      std::thread(std::move(work)).detach();
-    } catch (const std::system_error& e) {  // no thread to be had: this turn is lost, not the stack
+    ++shared->in_flight;
+    if (auto e = sample_threads().run(std::move(work), std::move(then)); !e.empty()) {  // this turn is lost, not the stack
+      --shared->in_flight;
       {
         std::lock_guard l(st->mu);
         st->in_flight = false;
@@ -489,7 +509,7 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
       }
       std::lock_guard l(done->mu);
       --done->running;
-      thread_error = std::string("cannot start a sampler thread: ") + e.what();
+      thread_error = "sampler: " + e;
     }
   };
   std::size_t next = 0;
@@ -511,10 +531,12 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   for (; next < due.size(); ++next) sh.dispatcher.give_back(due[next]);
 
   const auto end = clock->now();
-  for (std::size_t i = 0; i < entries_.size(); ++i) {
-    const auto& e = entries_[i];
-    std::lock_guard l(e.st->mu);
-    if (e.st->in_flight && !busy[i]) e.st->set_state(State::stuck);  // dispatched now, not back in time
+  if (sh.in_flight.load() > 0) {
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      const auto& e = entries_[i];
+      std::lock_guard l(e.st->mu);
+      if (e.st->in_flight && !busy[i]) e.st->set_state(State::stuck);  // dispatched now, not back in time
+    }
   }
   // A run a second, a scrape every 15 s or so: the stacks' series are published every few seconds,
   // not every run (801 stacks at 1,000 filesystems made that the daemon's largest publish). On a

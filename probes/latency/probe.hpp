@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/spare_threads.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/probe/targets.hpp"
 #include "probes/latency/budget.hpp"
@@ -167,6 +168,7 @@ class LatencyProbe final : public Probe {
   std::uint64_t entries_generation_ = 0;
   std::vector<char> busy_;             // per entry, this run: a sample still in flight (kept between runs)
   std::vector<std::size_t> deferred_;  // per run: due stacks put off by the host budget
+  std::vector<char> waiting_;          // per entry: marked io_budget and not dispatched since
   std::vector<Target> watched_;
   std::uint64_t generation_ = 0;  // bumped on every new plan
   // The last published batch: the plan it was of, and its 5 s slot. Runs in between publish nothing.
@@ -194,6 +196,10 @@ class LatencyCleanupProbe final : public Probe {
   TargetSelection watch_;
   std::vector<std::string> paths_;
 };
+
+// The threads samples wait on (one per sample in flight; idle ones are reused, then end after a
+// minute). Process-wide and never destroyed: a thread waiting for a hung sample may outlive every probe.
+SpareThreads& sample_threads();
 
 // Filesystems the sampler never writes to: pseudo, network, inherently read-only.
 bool sampler_applies(const Target& t);

@@ -418,7 +418,8 @@ StackFacts gather_facts(const Target& t, GatherEnv& env) {
   f.source = t.source;
   f.options = t.mount_options + (t.super_options.empty() ? "" : "," + t.super_options);
   f.now = env.now;
-  f.kernel_release = kernel_release(env.host);
+  if (!env.kernel) env.kernel = kernel_release(env.host);
+  f.kernel_release = *env.kernel;
   if (!t.mountpoint.empty()) {
     struct statvfs sv{};
     // In a helper process: a hung filesystem must not hold this thread in the kernel for good.

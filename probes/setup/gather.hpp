@@ -42,6 +42,7 @@ struct GatherEnv {
   // Per run: the dataset properties of every mounted ZFS dataset, asked in one `zfs get` per 256
   // datasets rather than one per dataset (a process each: 200 datasets cost 0.4 % of a core).
   std::optional<PropertyTable> zfs_props;
+  std::optional<std::string> kernel;  // per run: the kernel release, read once, not once per target
 
   std::string tool(const std::string& n) const {
     auto it = tools.find(n);

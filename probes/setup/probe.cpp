@@ -9,6 +9,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/canary/cycle.hpp"
+#include "probes/capacity/statfs_helper.hpp"
 
 namespace fsaudit::setup {
 
@@ -204,6 +205,15 @@ ProbeResult SetupProbe::run(const Target&, ProbeContext& ctx) {
     env.timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(15), std::max<std::chrono::milliseconds>(
                                                                                      ctx.remaining(), std::chrono::seconds(1)));
     auto targets = production_targets(cfg_, *mounts);
+    {
+      // Every target's statvfs in one batched round trip to a helper (gather_facts takes the answers),
+      // not two wake-ups per target.
+      std::vector<std::string> paths;
+      for (const auto& t : targets)
+        if (!t.mountpoint.empty()) paths.push_back(t.mountpoint);
+      capacity::shared_statfs_helpers().prefetch(paths, ctx.stop, ctx.clock,
+                                                 std::min(ctx.deadline, ctx.clock.now() + std::chrono::seconds(10)));
+    }
     std::vector<StackFacts> facts;
     for (const auto& t : targets) {
       if (ctx.stop.stop_requested()) return ProbeResult::failed("stopped before all targets were examined");

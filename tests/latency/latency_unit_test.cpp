@@ -957,6 +957,7 @@ TEST(LatencyProbe, StacksTakeTurnsUnderTheHostBudgetOnAFakeClock) {
   const metrics::Labels la{{"stack", "dev:7:10"}, {"target", a.string()}}, lb{{"stack", "dev:7:11"}, {"target", b.string()}};
   auto count = [](const metrics::Batch& m, const metrics::Labels& l) { return m.value("fsaudit_fsync_latency_seconds", l); };
 
+  const auto threads_before = sample_threads().started();
   auto m = run();  // one turn (a, ordered by id) fills and samples: 2 fsyncs, the host is 1 in debt
   EXPECT_EQ(m.value("fsaudit_latency_samplers"), 2.0);
   EXPECT_EQ(m.value("fsaudit_latency_stack_info", {{"target", a2.string()}, {"stack", "dev:7:10"}}), 1.0);
@@ -975,6 +976,12 @@ TEST(LatencyProbe, StacksTakeTurnsUnderTheHostBudgetOnAFakeClock) {
   EXPECT_LE(fsyncs, 22.0 + 1.0);
   EXPECT_GE(fsyncs, 20.0);
   EXPECT_NEAR(count(m, la), count(m, lb), 1.0) << "round-robin";
+  // One sample at a time, each back within its run: one thread waits for all of them, not a new
+  // thread per sample (none at all if an earlier test left one idle).
+  EXPECT_LE(sample_threads().started() - threads_before, 1u);
+  EXPECT_EQ(m.value("fsaudit_latency_sampler_skipped_total", {{"stack", "dev:7:11"}, {"target", b.string()}, {"reason", "io_budget"}}),
+            count(m, lb) + (count(m, lb) < count(m, la) ? 1.0 : 0.0))
+      << "one io_budget skip per wait for a turn, not one per run of it";
   EXPECT_TRUE(std::filesystem::exists(a / ".fsaudit/latency.probe"));
   EXPECT_TRUE(std::filesystem::exists(b / ".fsaudit/latency.probe"));
   EXPECT_FALSE(std::filesystem::exists(a2 / ".fsaudit")) << "a bind mount of a sampled stack gets no probe file";
