@@ -74,6 +74,43 @@ bool job_still_running(Observation& o, const ScrubStatus& status, const scrub::J
   return true;
 }
 
+// The kernel's scrub has ended (every device's record is final) but our `scrub start -B` still
+// runs. btrfs-progs writes its last records and exits within moments of the kernel's end; one that
+// is still there minutes later has hung (seen here: btrfs-progs 6.2 asleep on a futex in its own
+// threads for 25 minutes, holding the filesystem). Until kToolExitGrace it may still be writing:
+// the scrub shows running. After it, fsaudit stops the job (its process group, SIGTERM, as
+// JobDriver::cancel does) and takes the kernel's records as the result; a scrub that ended with no
+// byte scrubbed is then a failed run, not a clean one.
+constexpr double kToolExitGrace = 300;
+
+// Returns true when `o` was turned into "running" (still within the grace).
+bool hung_tool(Observation& o, const TargetState& st, const scrub::JobStatus& job, DriverEnv& env) {
+  // Only a finished scrub: a canceled one ends when its job does (job_still_running, the cancel verbs).
+  if (!job.alive || o.phase == Phase::running || o.last_outcome != Outcome::finished) return false;
+  const double ended = o.last_end.value_or(0);
+  if (ended <= 0) return false;  // no end time in the status: taken as the end, as before
+  if (env.now - ended < kToolExitGrace) {
+    o.phase = Phase::running;
+    o.last_outcome = Outcome::none;
+    o.detail = "the scrub has ended; waiting for btrfs scrub start -B to exit";
+    if (!o.started && job.start > 0) o.started = job.start;
+    return true;
+  }
+  const auto waited = std::to_string(static_cast<long long>(env.now - ended));
+  std::string stopped;
+  if (st.job_pid > 0) {
+    auto r = scrub::run_command(env, {"kill", "-TERM", "--", "-" + std::to_string(st.job_pid)});
+    stopped = r.ok() ? "; stopped it (SIGTERM to its process group " + std::to_string(st.job_pid) + ")"
+                     : "; could not stop it: " + std::string(trim(r.describe()));
+  }
+  o.detail = "btrfs scrub start -B still running " + waited + " s after the scrub ended" + stopped;
+  if (o.bytes.value_or(0) <= 0) {
+    o.last_outcome = Outcome::failed;
+    o.detail = "the scrub ended with 0 bytes scrubbed and " + o.detail;
+  }
+  return false;
+}
+
 // Our own `scrub start -B` finished: exit 3 means uncorrectable errors even where counters stay 0.
 void apply_job_exit(Observation& o, const scrub::JobStatus& job) {
   if (!job.finished) return;
@@ -187,6 +224,7 @@ class BtrfsDriver final : public scrub::Driver {
     const HostPaths& host = env.ctx.host;
     Observation o = observation_from_btrfs(*parsed, [&](const std::string& p) { return block::kernel_name_or_last(host, p); });
     if (!st.job_dir.empty() && o.phase != Phase::running && job_still_running(o, *parsed, job)) return o;
+    if (!st.job_dir.empty() && hung_tool(o, st, job, env)) return o;
     if (!st.job_dir.empty() && o.phase == Phase::idle) apply_job_exit(o, job);
     // Degraded: a member device is missing.
     if (!parsed->uuid.empty()) {

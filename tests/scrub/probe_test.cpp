@@ -374,14 +374,19 @@ std::string btrfs_status(const std::string& state_lines, long long data, long lo
          std::to_string(corrected) + "\n\tlast_physical: 67305472\n";
 }
 
-TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
-  Host h;
+// One btrfs at /mnt/r1 and the scrub probe on btrfs alone; the detach helper is "/bin/true", asked
+// through the runner like every command (the test's handler answers it with the watcher's pid).
+config::Config btrfs_r1(Host& h) {
   write_text(h.dir / "proc/self/mountinfo",
              "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
              "40 22 0:45 / /mnt/r1 rw,relatime shared:20 - btrfs /dev/loop7 rw,space_cache=v2,subvolid=5,subvol=/\n");
-  auto cfg = cfg_from("scrub:\n  filesystems: [btrfs]\n  spread: 0\n  io_load_threshold: 0\n");
-  // The detach helper is asked through the runner too: it answers with the watcher's pid.
   h.tools["fsaudit-scrub-detach"] = "/bin/true";
+  return cfg_from("scrub:\n  filesystems: [btrfs]\n  spread: 0\n  io_load_threshold: 0\n");
+}
+
+TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
+  Host h;
+  auto cfg = btrfs_r1(h);
   h.runner.handler = [](const std::vector<std::string>& argv) {
     if (!argv.empty() && argv[0] == "/bin/true") return FakeRunner::exited(0, "pid=4242\n");
     return FakeRunner::not_found(argv.empty() ? "" : argv[0]);
@@ -428,6 +433,61 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "errors"}}), 1);
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "canceled"}}), 0);
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 0);
+}
+
+// btrfs says the scrub finished, with 0 bytes, while our `btrfs scrub start -B` never exits (seen in
+// a lab run: btrfs-progs asleep on a futex for 25 minutes, holding the filesystem). Within the grace
+// the scrub still shows running; after it, fsaudit stops the job's process group and counts a failed
+// run, not a clean one.
+TEST(ScrubProbe, BtrfsScrubStartThatOutlivesTheScrubIsStoppedAndAZeroByteEndIsAFailure) {
+  Host h;
+  auto cfg = btrfs_r1(h);
+  // One job: the planner's retry of the failed run finds no detach helper (this test is about the
+  // hung job, not the retry).
+  int starts = 0;
+  h.runner.handler = [&starts](const std::vector<std::string>& argv) {
+    if (!argv.empty() && argv[0] == "/bin/true" && ++starts == 1) return FakeRunner::exited(0, "pid=4242\n");
+    return FakeRunner::not_found(argv.empty() ? "" : argv[0]);
+  };
+  const std::string status_cmd = "btrfs scrub status -d -R /mnt/r1";
+  const std::string kill_cmd = "kill -TERM -- -4242";
+  h.runner.answer(status_cmd, btrfs_status("\tno stats available\n", 0, 0, 0, 0));
+  h.runner.answer(kill_cmd, "");
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  metrics::Labels l{{"target", "/mnt/r1"}, {"fs", "btrfs"}};
+  auto r = h.run(p);
+  ASSERT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "/mnt/r1"}, {"code", "start"}}));
+
+  // The watcher (pid 4242) still waits for `btrfs scrub start -B`; every device's record is final.
+  std::filesystem::create_directories(h.dir / "proc/4242");
+  write_text(h.dir / "proc/4242/cmdline", std::string("fsaudit-scrub-detach\0", 21));
+  char started[64];
+  std::time_t t0 = static_cast<std::time_t>(h.clock.wall_seconds());
+  std::strftime(started, sizeof started, "%a %b %e %H:%M:%S %Y", std::gmtime(&t0));
+  h.runner.answer(status_cmd, btrfs_status("Scrub started:    " + std::string(started) +
+                                               "\nStatus:           finished\nDuration:         0:00:01\n",
+                                           0, 0, 0, 0));
+  h.clock.advance(std::chrono::seconds(60));
+  r = h.run(p);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 1) << "within the grace the tool may still be writing";
+  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l));
+  EXPECT_EQ(h.runner.count(kill_cmd), 0);
+
+  h.clock.advance(std::chrono::seconds(300));
+  r = h.run(p);
+  EXPECT_EQ(h.runner.count(kill_cmd), 1) << "the hung job's process group is stopped";
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 0);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "failed"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "ok"}}), 0);
+  auto st = TargetState::parse(read_file(h.state / "scrub/btrfs__mnt_r1.state").value_or(""));
+  EXPECT_EQ(st.job_pid, 0) << "the job is done with once it was stopped";
+  EXPECT_EQ(st.last.result, "failed");
+
+  // Later passes leave it be: one stop, not one per pass.
+  h.clock.advance(std::chrono::seconds(60));
+  r = h.run(p);
+  EXPECT_EQ(h.runner.count(kill_cmd), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "failed"}}), 1);
 }
 
 // Between scrubs an idle btrfs is asked (`btrfs scrub status`) again only when btrfs-progs' status file
