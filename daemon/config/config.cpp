@@ -22,7 +22,7 @@ const std::vector<ProbeType>& probe_types() {
       {"latency", std::nullopt, "latency", [](Section s, Config& c) { c.latency = parse_latency(std::move(s)); }},
       {"scrub", ProbeSettings{true, 30s, 2s, 20s}, "scrub",
        [](Section s, Config& c) { c.scrub = parse_scrub(std::move(s)); }},
-      {"setup", ProbeSettings{true, 5min, 30s, 60s}, "setup",
+      {"setup", ProbeSettings{true, 15min, 30s, 60s}, "setup",
        [](Section s, Config& c) { c.setup = parse_setup(std::move(s)); }},
   };
   return types;

@@ -15,7 +15,7 @@ struct SpareThreads::State {
   std::chrono::milliseconds idle_for;
   // free: alive and not inside a task (waiting, starting up, or just back from one). Each of them
   // looks at the queue before it waits, so a task that finds a free thread never needs a new one.
-  std::size_t free = 0, alive = 0, started = 0;
+  std::size_t free = 0, alive = 0, started = 0, accepted = 0;
   bool closing = false;
 };
 
@@ -63,6 +63,7 @@ std::string SpareThreads::run(std::function<void()> task, std::function<void()> 
   // the queue before it does). Otherwise this task needs a new thread.
   if (st_->tasks.size() <= st_->free) {
     st_->cv.notify_one();
+    ++st_->accepted;
     return {};
   }
   try {
@@ -74,12 +75,18 @@ std::string SpareThreads::run(std::function<void()> task, std::function<void()> 
   ++st_->free;
   ++st_->alive;
   ++st_->started;
+  ++st_->accepted;
   return {};
 }
 
 std::size_t SpareThreads::threads() const {
   std::lock_guard l(st_->mu);
   return st_->alive;
+}
+
+std::size_t SpareThreads::tasks() const {
+  std::lock_guard l(st_->mu);
+  return st_->accepted;
 }
 
 std::size_t SpareThreads::started() const {

@@ -29,6 +29,7 @@ class SpareThreads {
 
   std::size_t threads() const;  // alive now (idle or busy)
   std::size_t started() const;  // ever started
+  std::size_t tasks() const;    // ever accepted by run()
 
  private:
   struct State;

@@ -447,88 +447,102 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   }
   for (auto i : due) waiting_[i] = 0;
 
-  // Each due stack samples on a thread of its own, at most s_.parallel at once (each sample in flight
-  // is a sampler process: a burst of ten due stacks needs two, not ten): a hung fsync holds only its
-  // own stack and one of this run's places; due stacks that found no place before the run's end
-  // get their turn and budget back.
-  struct Done {
+  // The due stacks sample in at most s_.parallel lanes (each sample in flight is one sampler process:
+  // a burst of ten due stacks needs two, not ten). A lane is one task on a spare thread that takes
+  // the next due stack, samples it, and takes the next, so the run's thread hands work over once per
+  // lane, not once per sample (each hand-off is two thread wake-ups). A hung fsync holds only its own
+  // stack and its lane; the other lanes go on, and due stacks no lane took before the run's end get
+  // their turn and budget back.
+  struct Lanes {  // shared with the lanes, which may outlive the run (a hung sample)
     std::mutex mu;
     std::condition_variable cv;
-    std::size_t running = 0;
+    std::vector<std::size_t> items;  // entry indexes, in dispatch order
+    std::size_t next = 0;            // the first not taken
+    std::size_t running = 0;         // lanes not finished
+    bool closed = false;             // the run has ended: lanes take nothing more
   };
-  std::string thread_error;
-  auto done = std::make_shared<Done>();
-  auto dispatch = [&](std::size_t i) {
-    auto st = entries_[i].st;
+  // What a lane needs of each due stack, copied: entries_ may be rebuilt while a lane still runs.
+  struct Item {
+    std::shared_ptr<StackStats> st;
+    std::filesystem::path mountpoint, dir;
+    std::vector<std::filesystem::path> other_dirs;
+  };
+  auto lanes = std::make_shared<Lanes>();
+  auto items = std::make_shared<std::vector<Item>>();
+  lanes->items = due;
+  items->reserve(due.size());
+  for (auto i : due) {
     const StackPlan& p = *entries_[i].plan;
-    std::uint64_t seed;
-    std::vector<std::filesystem::path> stale;
-    {
-      std::lock_guard l(st->mu);
-      st->in_flight = true;
-      seed = st->seed++;
-      if (st->cleaned_generation != generation_) {
-        stale = p.other_dirs;
-        st->cleaned_generation = generation_;
-      }
-    }
-    auto shared = shared_;
-    auto settings = s_;
-    auto deadline = ctx.deadline;
-    auto work = [shared, st, settings, seed, clock, deadline, mp = p.mountpoint, dir = p.dir, stale] {
-      // On this thread, not the scheduler's: a hung filesystem holds only its own stack.
-      for (const auto& d : stale) {
-        std::error_code ec;
-        if (std::filesystem::exists(ProbeFile::path_in(d), ec)) ProbeFile::remove(d);
-      }
-      // In a child process: a write+fsync that never returns must not keep the daemon from exiting.
-      auto r = shared_sampler_children().sample(
-          mp, dir, settings, seed, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - clock->now()));
-      shared->fsyncs += r.fsyncs;
-      if (r.fill_bytes) shared->dispatcher.charge(clock->now(), 1, static_cast<double>(r.fill_bytes));
-      {
-        std::lock_guard l(st->mu);
-        st->record(clock->now(), r);
-        st->in_flight = false;
-      }
-      --shared->in_flight;
-    };
-    // Once the thread is free again, so the run's next sample takes this thread, not a new one.
-    auto then = [done] {
-      std::lock_guard l(done->mu);
-      --done->running;
-      done->cv.notify_all();
-    };
-    ++shared->in_flight;
-    if (auto e = sample_threads().run(std::move(work), std::move(then)); !e.empty()) {  // this turn is lost, not the stack
-      --shared->in_flight;
-      {
-        std::lock_guard l(st->mu);
-        st->in_flight = false;
-        st->set_state(State::error);
-      }
-      std::lock_guard l(done->mu);
-      --done->running;
-      thread_error = "sampler: " + e;
-    }
-  };
-  std::size_t next = 0;
-  {
-    const std::size_t parallel = static_cast<std::size_t>(std::max(1, s_.parallel));
-    std::unique_lock l(done->mu);
-    auto until = ctx.deadline - std::chrono::milliseconds(200);
-    while (!ctx.stop.stop_requested() && clock->now() < until) {
-      while (next < due.size() && done->running < parallel) {
-        ++done->running;
-        l.unlock();
-        dispatch(due[next++]);
-        l.lock();
-      }
-      if (next == due.size() && done->running == 0) break;
-      done->cv.wait_for(l, std::chrono::milliseconds(50));
-    }
+    items->push_back({entries_[i].st, p.mountpoint, p.dir, p.other_dirs});
   }
-  for (; next < due.size(); ++next) sh.dispatcher.give_back(due[next]);
+  std::string thread_error;
+  if (!due.empty()) {
+    auto lane = [lanes, items, shared = shared_, settings = s_, clock, deadline = ctx.deadline, generation = generation_] {
+      for (;;) {
+        std::size_t k;
+        {
+          std::lock_guard l(lanes->mu);
+          if (lanes->closed || lanes->next == lanes->items.size()) return;
+          k = lanes->next++;
+        }
+        const Item& it = (*items)[k];
+        const auto& st = it.st;
+        std::uint64_t seed;
+        std::vector<std::filesystem::path> stale;
+        {
+          std::lock_guard l(st->mu);
+          st->in_flight = true;
+          seed = st->seed++;
+          if (st->cleaned_generation != generation) {
+            stale = it.other_dirs;
+            st->cleaned_generation = generation;
+          }
+        }
+        ++shared->in_flight;
+        // On this thread, not the scheduler's: a hung filesystem holds only its own stack.
+        for (const auto& d : stale) {
+          std::error_code ec;
+          if (std::filesystem::exists(ProbeFile::path_in(d), ec)) ProbeFile::remove(d);
+        }
+        // In a child process: a write+fsync that never returns must not keep the daemon from exiting.
+        auto r = shared_sampler_children().sample(
+            it.mountpoint, it.dir, settings, seed,
+            std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - clock->now()));
+        shared->fsyncs += r.fsyncs;
+        if (r.fill_bytes) shared->dispatcher.charge(clock->now(), 1, static_cast<double>(r.fill_bytes));
+        {
+          std::lock_guard l(st->mu);
+          st->record(clock->now(), r);
+          st->in_flight = false;
+        }
+        --shared->in_flight;
+      }
+    };
+    // Once the thread is free again, so the next run's lane takes this thread, not a new one.
+    auto lane_done = [lanes] {
+      std::lock_guard l(lanes->mu);
+      --lanes->running;
+      lanes->cv.notify_all();
+    };
+    const std::size_t want = std::min(due.size(), static_cast<std::size_t>(std::max(1, s_.parallel)));
+    {
+      std::lock_guard l(lanes->mu);
+      lanes->running = want;
+    }
+    for (std::size_t n = 0; n < want; ++n) {
+      if (auto e = sample_threads().run(lane, lane_done); !e.empty()) {  // these turns are lost, not the stacks
+        std::lock_guard l(lanes->mu);
+        --lanes->running;
+        thread_error = "sampler: " + e;
+      }
+    }
+    std::unique_lock l(lanes->mu);
+    auto until = ctx.deadline - std::chrono::milliseconds(200);
+    while (lanes->running > 0 && !ctx.stop.stop_requested() && clock->now() < until)
+      lanes->cv.wait_for(l, std::chrono::milliseconds(50));
+    lanes->closed = true;
+    for (std::size_t k = lanes->next; k < lanes->items.size(); ++k) sh.dispatcher.give_back(lanes->items[k]);
+  }
 
   const auto end = clock->now();
   if (sh.in_flight.load() > 0) {

@@ -37,7 +37,7 @@ struct SamplerSettings {
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};
   double stack_writes_per_second = 1.0;
-  double writes_per_second = 10.0;
+  double writes_per_second = 5.0;
   std::uint64_t bytes_per_second = 1ull << 20;
   int parallel = 2;    // samples in flight at once within a run (each one sampler process)
   std::string helper;  // fsaudit-helper's socket: asked to create the probe file when we may not

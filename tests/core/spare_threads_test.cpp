@@ -45,6 +45,7 @@ TEST(SpareThreads, TasksOneAfterAnotherReuseTheirThread) {
     ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   }
   EXPECT_EQ(ran.load(), 50);
+  EXPECT_EQ(t.tasks(), 50u);
   EXPECT_EQ(t.started(), 1u);
   EXPECT_EQ(ids.size(), 1u);
   EXPECT_FALSE(ids.count(std::this_thread::get_id()));

@@ -261,7 +261,7 @@ TEST(LatencyConfig, Defaults) {
   EXPECT_EQ(c.timeout, std::chrono::milliseconds(20s));
   EXPECT_EQ(c.probe_file_size, 1ull << 20);
   EXPECT_DOUBLE_EQ(c.budget.stack_writes_per_second, 1.0);
-  EXPECT_DOUBLE_EQ(c.budget.writes_per_second, 10.0);
+  EXPECT_DOUBLE_EQ(c.budget.writes_per_second, 5.0);
   EXPECT_EQ(c.budget.bytes_per_second, 1ull << 20);
   EXPECT_EQ(c.mode, "io_uring_fsync");
   EXPECT_FALSE(c.direct_reads);
@@ -1009,7 +1009,8 @@ TEST(Dispatcher, GiveBackReturnsTheTurnAndTheBudget) {
 }
 
 // Six stacks due at once, latency.parallel 2: every one samples in the run, never more than two at
-// a time, so the run needs two sampler processes, not six.
+// a time, so the run needs two sampler processes, not six; and it hands two lanes to the sample
+// threads, each taking the next stack itself, not six tasks (two wake-ups each).
 TEST(LatencyProbe, AtMostParallelSamplesInFlightAndEveryDueStackSamples) {
   fsaudit::testing::TempDir t("fsaudit-latency-parallel");
   std::filesystem::create_directories(t / "proc/self");
@@ -1032,11 +1033,13 @@ TEST(LatencyProbe, AtMostParallelSamplesInFlightAndEveryDueStackSamples) {
   env.settings.parallel = 2;
   LatencyProbe probe(env.settings, watch, StackSelection{});
   const auto before = shared_sampler_children().processes();
+  const auto tasks_before = sample_threads().tasks();
   auto ctx = env.context(60s);
   auto r = probe.run(Target::host(), ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   for (const auto& l : labels) EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", l), 1.0) << l.at("stack");
   EXPECT_EQ(r.metrics.value("fsaudit_latency_fsyncs_total"), 12.0);  // 6 fills + 6 samples
   EXPECT_LE(shared_sampler_children().processes(), std::max<std::size_t>(before, 2));
+  EXPECT_EQ(sample_threads().tasks() - tasks_before, 2u) << "one task per lane, not one per sample";
   for (int i = 0; i < 6; ++i) EXPECT_EQ(ProbeFile::remove(t / ("s" + std::to_string(i)) / ".fsaudit"), "");
 }

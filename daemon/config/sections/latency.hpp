@@ -27,7 +27,7 @@ struct LatencyStreamConfig {
 // probes/latency/budget.hpp; the defaults suit HDD pools (1 write+fsync per second per pool).
 struct LatencyBudgetConfig {
   double stack_writes_per_second = 1.0;    // write+fsync samples per device stack (pool) per second
-  double writes_per_second = 10.0;         // host-wide write+fsync samples per second
+  double writes_per_second = 5.0;          // host-wide write+fsync samples per second
   std::uint64_t bytes_per_second = 1ull << 20;  // host-wide bytes written (samples + probe file fill)
 };
 
