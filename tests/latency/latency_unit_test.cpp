@@ -450,7 +450,7 @@ TEST(Dispatcher, HostAndStackBudgetsHoldOverTenMinutes) {
 // With fewer stacks than the host budget, each stack gets exactly its own rate.
 TEST(Dispatcher, StackRateIsOneWritePerSecondByDefault) {
   FakeClock clk;
-  SamplerSettings s;  // defaults: 1/s per stack, 10/s host
+  SamplerSettings s;  // defaults: 1/s per stack, 5/s host
   Dispatcher d(s, clk.now());
   std::vector<std::string> ids = {"zfs:tank", "btrfs:x"};
   int n = 0;
