@@ -453,31 +453,30 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   // lane, not once per sample (each hand-off is two thread wake-ups). A hung fsync holds only its own
   // stack and its lane; the other lanes go on, and due stacks no lane took before the run's end get
   // their turn and budget back.
-  struct Lanes {  // shared with the lanes, which may outlive the run (a hung sample)
-    std::mutex mu;
-    std::condition_variable cv;
-    std::vector<std::size_t> items;  // entry indexes, in dispatch order
-    std::size_t next = 0;            // the first not taken
-    std::size_t running = 0;         // lanes not finished
-    bool closed = false;             // the run has ended: lanes take nothing more
-  };
   // What a lane needs of each due stack, copied: entries_ may be rebuilt while a lane still runs.
   struct Item {
+    std::size_t entry;  // its index in entries_ (and the dispatcher's stacks), for give_back()
     std::shared_ptr<StackStats> st;
     std::filesystem::path mountpoint, dir;
     std::vector<std::filesystem::path> other_dirs;
   };
+  struct Lanes {  // shared with the lanes, which may outlive the run (a hung sample)
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<Item> items;  // in dispatch order
+    std::size_t next = 0;     // the first not taken
+    std::size_t running = 0;  // lanes not finished
+    bool closed = false;      // the run has ended: lanes take nothing more
+  };
   auto lanes = std::make_shared<Lanes>();
-  auto items = std::make_shared<std::vector<Item>>();
-  lanes->items = due;
-  items->reserve(due.size());
+  lanes->items.reserve(due.size());
   for (auto i : due) {
     const StackPlan& p = *entries_[i].plan;
-    items->push_back({entries_[i].st, p.mountpoint, p.dir, p.other_dirs});
+    lanes->items.push_back({i, entries_[i].st, p.mountpoint, p.dir, p.other_dirs});
   }
   std::string thread_error;
   if (!due.empty()) {
-    auto lane = [lanes, items, shared = shared_, settings = s_, clock, deadline = ctx.deadline, generation = generation_] {
+    auto lane = [lanes, shared = shared_, settings = s_, clock, deadline = ctx.deadline, generation = generation_] {
       for (;;) {
         std::size_t k;
         {
@@ -485,7 +484,7 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
           if (lanes->closed || lanes->next == lanes->items.size()) return;
           k = lanes->next++;
         }
-        const Item& it = (*items)[k];
+        const Item& it = lanes->items[k];  // never moved: items is not changed after the lanes start
         const auto& st = it.st;
         std::uint64_t seed;
         std::vector<std::filesystem::path> stale;
@@ -541,7 +540,7 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
     while (lanes->running > 0 && !ctx.stop.stop_requested() && clock->now() < until)
       lanes->cv.wait_for(l, std::chrono::milliseconds(50));
     lanes->closed = true;
-    for (std::size_t k = lanes->next; k < lanes->items.size(); ++k) sh.dispatcher.give_back(lanes->items[k]);
+    for (std::size_t k = lanes->next; k < lanes->items.size(); ++k) sh.dispatcher.give_back(lanes->items[k].entry);
   }
 
   const auto end = clock->now();

@@ -36,9 +36,10 @@ struct SamplerSettings {
   std::string dir_name = ".fsaudit";
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};
-  double stack_writes_per_second = 1.0;
-  double writes_per_second = 5.0;
-  std::uint64_t bytes_per_second = 1ull << 20;
+  // The budget's defaults are the config's (latency.budget), written once.
+  double stack_writes_per_second = config::LatencyBudgetConfig{}.stack_writes_per_second;
+  double writes_per_second = config::LatencyBudgetConfig{}.writes_per_second;
+  std::uint64_t bytes_per_second = config::LatencyBudgetConfig{}.bytes_per_second;
   int parallel = 2;    // samples in flight at once within a run (each one sampler process)
   std::string helper;  // fsaudit-helper's socket: asked to create the probe file when we may not
   ProbeSchedule schedule() const { return ProbeSchedule{interval, interval / 10, timeout, std::nullopt}; }
