@@ -533,6 +533,13 @@ Result<ScrubStatus> parse_scrub_status(std::string_view text) {
   return r.finish();
 }
 
+bool scrub_records_final(const ScrubStatus& s) {
+  if (s.total.state != ScrubState::finished) return false;
+  for (const auto& d : s.devices)
+    if (d.state != ScrubState::finished && d.state != ScrubState::aborted) return false;
+  return true;
+}
+
 ScrubState ScrubFileRecord::state() const {
   if (t_start == 0) return ScrubState::never;
   if (canceled) return ScrubState::aborted;

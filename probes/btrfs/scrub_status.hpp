@@ -104,6 +104,11 @@ struct ScrubStatus {
   bool uncorrectable_reported() const;  // an ERROR line about uncorrectable errors
 };
 
+// btrfs's records say the scrub is over: the filesystem finished and no device record (-d) is still
+// open. btrfs-progs writes each device's record as that device ends; its `scrub start -B` has
+// nothing left to do but print and exit.
+bool scrub_records_final(const ScrubStatus& s);
+
 // Errors when nothing at all was recognised (e.g. a usage message) or when the text ends inside a
 // line (cut short: btrfs-progs ends every line with a newline).
 Result<ScrubStatus> parse_scrub_status(std::string_view text);

@@ -1,6 +1,8 @@
 #include "probes/canary/stack.hpp"
 
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "daemon/core/strings.hpp"
@@ -91,11 +93,56 @@ bool expectation_met(const std::string& expect, const std::string& verdict) {
   return verdict == "silent" || verdict == "detected" || verdict == "repaired" || verdict == "unverified";
 }
 
-CommandResult StackOps::run(std::vector<std::string> argv, std::chrono::milliseconds timeout) {
+CommandResult StackOps::run(std::vector<std::string> argv, std::chrono::milliseconds timeout, std::stop_token stop) {
   CommandSpec spec;
   spec.argv = std::move(argv);
   spec.timeout = timeout.count() > 0 ? timeout : env_.timeout;
-  return env_.runner.run(spec, env_.stop);
+  return env_.runner.run(spec, stop.stop_possible() ? stop : env_.stop);
+}
+
+// btrfs-progs 6.2's `scrub start -B` has been seen asleep on a futex for 25 minutes after the
+// kernel had finished the scrub and btrfs had written every device's final record; the canary's
+// cycle and lock would wait that long. So while it runs, a watcher reads btrfs's records (after
+// 5 s, then every 2 s). Once they have said "final" for tool_exit_grace, it stops the command (the
+// runner kills its process group) and the records are the result.
+StackOps::BtrfsScrubRun StackOps::btrfs_scrub() {
+  using namespace std::chrono;
+  const auto grace = env_.tool_exit_grace;
+  const auto started = system_clock::to_time_t(system_clock::now());
+  std::stop_source cut;
+  std::stop_callback forward(env_.stop, [&] { cut.request_stop(); });
+  std::string final_status;  // written by the watcher only, read after its join
+  std::jthread watcher([&](std::stop_token done) {
+    std::mutex m;
+    std::condition_variable_any cv;
+    std::unique_lock lk(m);
+    const auto unseen = steady_clock::time_point::max();
+    auto final_since = unseen;  // since when the records say final
+    for (auto wait = std::min<milliseconds>(seconds(5), grace);; wait = std::min<milliseconds>(seconds(2), grace)) {
+      cv.wait_for(lk, done, wait, [] { return false; });
+      if (done.stop_requested()) return;
+      auto s = run({env_.tool("btrfs"), "scrub", "status", "-d", "-R", t_.mountpoint}, seconds(30), done);
+      auto st = s.ok() ? btrfs::parse_scrub_status(s.out) : Result<btrfs::ScrubStatus>(err(s.describe()));
+      // Records of this scrub (whole seconds, local time), not of the one before it.
+      bool ours = st && st->total.started_epoch && *st->total.started_epoch >= started - 2;
+      if (!ours || !btrfs::scrub_records_final(*st)) {
+        final_since = unseen;
+        continue;
+      }
+      if (final_since == unseen) final_since = steady_clock::now();
+      if (steady_clock::now() - final_since >= grace) {
+        final_status = s.out;
+        cut.request_stop();
+        return;
+      }
+    }
+  });
+  BtrfsScrubRun out;
+  out.start = run(btrfs::scrub_start_argv(env_.tool("btrfs"), t_.mountpoint), {}, cut.get_token());
+  watcher.request_stop();
+  watcher.join();
+  if (!out.start.exited) out.final_status = std::move(final_status);
+  return out;
 }
 
 Result<std::vector<std::string>> StackOps::members() {
@@ -197,21 +244,30 @@ ScrubOutcome StackOps::scrub() {
   auto secs = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   if (t_.fs == "btrfs") {
     o.supported = true;
-    auto r = run(btrfs::scrub_start_argv(env_.tool("btrfs"), t_.mountpoint));  // the scrub driver's start
+    auto [r, final_status] = btrfs_scrub();
     o.seconds = secs();
-    auto st = btrfs::parse_scrub_status(r.out + "\n" + r.err);
+    const bool stopped = !final_status.empty();
+    auto st = btrfs::parse_scrub_status(stopped ? final_status : r.out + "\n" + r.err);
     if (!st) {
       o.error = "btrfs scrub: " + r.describe();
       return o;
     }
     const auto& t = st->total;
-    o.ok = r.exited && (t.state == btrfs::ScrubState::finished || r.exit_code == 0 || r.exit_code == 3);
     o.errors_found = t.errors_found().value_or(0);
     o.errors_repaired = t.corrected_errors().value_or(0);
     o.uncorrectable = t.uncorrectable_errors().value_or(0);
-    if (!o.ok) o.error = "btrfs scrub start -B: " + r.describe();
+    std::string note;
+    if (stopped) {
+      note = "; btrfs scrub start -B still ran " + std::to_string(env_.tool_exit_grace.count() / 1000) +
+             " s after the scrub's final records and was stopped";
+      o.ok = t.scrubbed_bytes.value_or(0) > 0;  // a scrub that read nothing checked nothing
+      if (!o.ok) o.error = "the scrub ended with 0 bytes scrubbed" + note;
+    } else {
+      o.ok = r.exited && (t.state == btrfs::ScrubState::finished || r.exit_code == 0 || r.exit_code == 3);
+      if (!o.ok) o.error = "btrfs scrub start -B: " + r.describe();
+    }
     o.summary = "btrfs scrub: " + std::to_string(o.errors_found) + " errors, " + std::to_string(o.errors_repaired) +
-                " corrected, " + std::to_string(o.uncorrectable) + " uncorrectable";
+                " corrected, " + std::to_string(o.uncorrectable) + " uncorrectable" + note;
     return o;
   }
   if (t_.fs == "zfs") {

@@ -49,6 +49,9 @@ struct StackEnv {
   const ToolPaths& tools;
   std::stop_token stop;
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};  // per command
+  // How long `btrfs scrub start -B` may outlive btrfs's final records of its scrub before it is
+  // stopped (see StackOps::btrfs_scrub).
+  std::chrono::milliseconds tool_exit_grace{std::chrono::seconds(30)};
   std::string tool(const std::string& n) const {
     auto it = tools.find(n);
     return it == tools.end() || it->second.empty() ? n : it->second;
@@ -68,7 +71,12 @@ class StackOps {
   Result<void> clear_counters();
 
  private:
-  CommandResult run(std::vector<std::string> argv, std::chrono::milliseconds timeout = {});
+  CommandResult run(std::vector<std::string> argv, std::chrono::milliseconds timeout = {}, std::stop_token stop = {});
+  struct BtrfsScrubRun {
+    CommandResult start;       // `btrfs scrub start -B -R`
+    std::string final_status;  // `btrfs scrub status -d -R` once it said final, when start was stopped
+  };
+  BtrfsScrubRun btrfs_scrub();
   const config::CanaryTarget& t_;
   StackEnv env_;
 };

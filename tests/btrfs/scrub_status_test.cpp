@@ -316,6 +316,23 @@ TEST_F(ScrubStatusTest, StatusFileAggregateAndErrors) {
   EXPECT_FALSE(parse_scrub_status_file("scrub status:1\nnot-a-uuid|x:1\n").ok());
 }
 
+// Final: every record finished. Not final: a scrub still running, a device whose record is still
+// open (btrfs-progs writes the last device's record as it ends), a scrub never run.
+TEST_F(ScrubStatusTest, RecordsFinalOnlyWhenEveryRecordHasEnded) {
+  EXPECT_TRUE(scrub_records_final(parse("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt")));
+  EXPECT_TRUE(scrub_records_final(parse("btrfs/scrub-status-raid1-corrected-1-progs-6.2.txt")));
+  EXPECT_FALSE(scrub_records_final(parse("written/btrfs/scrub-status-running-with-eta.txt")));
+  EXPECT_FALSE(scrub_records_final(parse("btrfs/scrub-status-dR-never-scrubbed-progs-6.2.txt")));
+  EXPECT_FALSE(scrub_records_final(parse("written/btrfs/scrub-start-BR-aborted-raw.txt")));
+  auto text = fixture("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt");
+  auto second = text.rfind("Status:           finished");
+  ASSERT_NE(second, std::string::npos);
+  text.replace(second, std::string("Status:           finished").size(), "Status:           running");
+  auto open = parse_scrub_status(text);
+  ASSERT_TRUE(open.ok()) << open.error();
+  EXPECT_FALSE(scrub_records_final(*open));
+}
+
 TEST(ScrubDuration, Forms) {
   EXPECT_EQ(parse_scrub_duration("0:02:17"), 137.0);
   EXPECT_EQ(parse_scrub_duration("296:36:44"), 296 * 3600 + 36 * 60 + 44.0);

@@ -22,6 +22,7 @@
 #include "probes/canary/pattern.hpp"
 #include "probes/canary/probe.hpp"
 #include "probes/canary/scanner.hpp"
+#include "probes/canary/stack.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/lab.hpp"
 #include "tests/support/private_bus.hpp"
@@ -329,6 +330,39 @@ void expect_refused(const config::Config& cfg, const std::string& name, const st
   EXPECT_EQ(r.verdict, Verdict::refused) << r.to_json();
   EXPECT_NE(r.reason.find(fragment), std::string::npos) << r.reason;
   EXPECT_FALSE(r.injection.has_value());
+}
+
+// The canary's scrub when `btrfs scrub start -B` hangs after a real scrub (as btrfs-progs 6.2 was
+// seen to, asleep on a futex for 25 minutes): a wrapper runs the real command, then sleeps in its
+// place. The canary reads btrfs's real final records, stops the command (its whole process group)
+// after the grace, and takes the records as the result.
+TEST(CanaryScrubLab, BtrfsStartThatHangsAfterARealScrubIsStoppedAndItsRecordsCount) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  auto s = make_stack("btrfs-raid1");
+  ASSERT_TRUE(s);
+  write_text(s->mnt() / "data", std::string(4 << 20, 'x'));
+  ::sync();
+  auto wrapper = s->dir->path() / "btrfs-then-hang";
+  auto pid_file = s->dir->path() / "hung.pid";
+  write_text(wrapper, "#!/bin/sh\nbtrfs \"$@\"; rc=$?\nif [ \"$1 $2\" = \"scrub start\" ]; then echo $$ > '" +
+                          pid_file.string() + "'; exec sleep 600; fi\nexit $rc\n");
+  fs::permissions(wrapper, fs::perms::owner_all);
+  auto cfg = s->config();
+  ProcessRunner runner;
+  ToolPaths tools{{"btrfs", wrapper.string()}};
+  StackEnv env{runner, tools, {}, std::chrono::minutes(5), std::chrono::seconds(2)};
+  auto t0 = std::chrono::steady_clock::now();
+  auto o = StackOps(*cfg.canary.find(s->name), env).scrub();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(o.ok) << o.error;
+  EXPECT_NE(o.summary.find("was stopped"), std::string::npos) << o.summary;
+  EXPECT_EQ(o.errors_found, 0u) << o.summary;
+  EXPECT_LT(secs, 60) << o.summary;
+  // The hung command is gone: the runner killed its process group.
+  std::ifstream in(pid_file);
+  pid_t hung = 0;
+  ASSERT_TRUE(in >> hung) << "the wrapper never reached its hang";
+  EXPECT_NE(::kill(hung, 0), 0) << "pid " << hung << " still runs";
 }
 
 TEST(CanaryRefusal, NotInConfig) {

@@ -8,8 +8,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
+#include <thread>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <limits>
@@ -29,6 +33,7 @@
 #include "probes/canary/scanner.hpp"
 #include "probes/canary/stack.hpp"
 #include "tests/support/daemon_process.hpp"
+#include "tests/support/fake_runner.hpp"
 #include "tests/support/lab.hpp"
 #include "tests/support/support.hpp"
 
@@ -748,6 +753,96 @@ TEST(CanaryRunner, FailedWaitIsNotASuccess) {
   EXPECT_FALSE(r.exited && r.exit_code == 0);
 }
 
+
+// `btrfs scrub start -B` that outlives its scrub (btrfs-progs 6.2, seen asleep on a futex after every
+// record was final). This runner's start waits until it is stopped, as a hung process does until the
+// real runner kills its group; its `scrub status -d -R` prints `status`.
+class HangingScrubStart final : public CommandRunner {
+ public:
+  explicit HangingScrubStart(std::string status) : status_(std::move(status)) {}
+  CommandResult run(const CommandSpec& spec, std::stop_token stop) override {
+    CommandResult r;
+    if (spec.argv.size() > 2 && spec.argv[1] == "scrub" && spec.argv[2] == "start") {
+      auto deadline = std::chrono::steady_clock::now() + spec.timeout;
+      while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (stop.stop_requested()) {
+        r.term_signal = SIGKILL;
+        stopped = true;
+      } else {
+        r.timed_out = true;
+      }
+      return r;
+    }
+    if (spec.argv.size() > 2 && spec.argv[1] == "scrub" && spec.argv[2] == "status") return testing::FakeRunner::exited(0, status_);
+    return testing::FakeRunner::not_found(spec.argv[0]);
+  }
+  std::atomic<bool> stopped{false};
+
+ private:
+  std::string status_;
+};
+
+// The captured raid1 records (one corrected error), started `ago` seconds before now (local time).
+std::string raid1_records_started(int ago) {
+  auto text = testing::fixture("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt");
+  std::time_t t = std::time(nullptr) - ago;
+  char when[64];
+  std::strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y", std::localtime(&t));
+  for (auto at = text.find("Mon Nov 30 00:05:39 2026"); at != std::string::npos; at = text.find("Mon Nov 30 00:05:39 2026"))
+    text.replace(at, 24, when);
+  return text;
+}
+
+ScrubOutcome canary_scrub(CommandRunner& runner, std::chrono::milliseconds timeout, double* seconds) {
+  config::CanaryTarget t;
+  t.name = "c";
+  t.fs = "btrfs";
+  t.layout = "raid1";
+  t.mountpoint = "/srv/canary";
+  ToolPaths tools;
+  StackEnv env{runner, tools, {}, timeout, std::chrono::seconds(1)};
+  auto t0 = std::chrono::steady_clock::now();
+  auto o = StackOps(t, env).scrub();
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return o;
+}
+
+TEST(CanaryScrub, BtrfsStartThatOutlivesItsFinalRecordsIsStoppedAndTheRecordsAreTheResult) {
+  HangingScrubStart runner(raid1_records_started(0));
+  double secs = 0;
+  auto o = canary_scrub(runner, std::chrono::minutes(2), &secs);
+  EXPECT_TRUE(runner.stopped);
+  EXPECT_TRUE(o.ok) << o.error;
+  EXPECT_EQ(o.errors_found, 1u);
+  EXPECT_EQ(o.errors_repaired, 1u);
+  EXPECT_EQ(o.uncorrectable, 0u);
+  EXPECT_NE(o.summary.find("was stopped"), std::string::npos) << o.summary;
+  // First look after the grace (1 s here), final for the grace, then stopped: far from the 2 minutes.
+  EXPECT_LT(secs, 30) << o.summary;
+}
+
+TEST(CanaryScrub, BtrfsRecordsOfAnEarlierScrubDoNotStopTheStart) {
+  HangingScrubStart runner(raid1_records_started(3600));
+  double secs = 0;
+  auto o = canary_scrub(runner, std::chrono::seconds(5), &secs);
+  EXPECT_FALSE(runner.stopped);
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("timed out"), std::string::npos) << o.error;
+}
+
+TEST(CanaryScrub, BtrfsStoppedStartWithZeroBytesScrubbedIsAFailure) {
+  auto text = raid1_records_started(0);
+  for (const auto* k : {"data_bytes_scrubbed: 262144", "tree_bytes_scrubbed: 147456"})
+    for (auto at = text.find(k); at != std::string::npos; at = text.find(k))
+      text.replace(at, std::strlen(k), std::string(k).substr(0, std::string(k).find(':')) + ": 0");
+  HangingScrubStart runner(text);
+  double secs = 0;
+  auto o = canary_scrub(runner, std::chrono::minutes(2), &secs);
+  EXPECT_TRUE(runner.stopped);
+  EXPECT_FALSE(o.ok);
+  EXPECT_NE(o.error.find("0 bytes scrubbed"), std::string::npos) << o.error;
+}
 
 // The identity series (what the alert rules use to exclude a canary's own errors) are in every
 // scrape from the start: while the first cycle runs and after it timed out. Here the cycle hangs in

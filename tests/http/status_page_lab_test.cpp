@@ -19,6 +19,13 @@ Cmd chromium(const TempDir& profile, const std::vector<std::string>& extra) {
   return run(argv, 120);
 }
 
+// A late cycle's phase (its in-flight marker) and the commands running now: what it waits for.
+std::string in_flight(const std::filesystem::path& state) {
+  return run({"sh", "-c", "find '" + state.string() + "' -name inflight.json -exec cat {} +; ps -eo pid,etimes,args | grep -E "
+                          "'btrfs|xfs|mount|mkfs|losetup|fsaudit' | grep -v grep"})
+      .out;
+}
+
 }  // namespace
 
 TEST(StatusPage, HeadlessChromiumShowsSilentInRed) {
@@ -44,8 +51,11 @@ TEST(StatusPage, HeadlessChromiumShowsSilentInRed) {
                  scrape_value(t, "fsaudit_canary_last_verdict", {{"target", "lab-btrfs-raid1"}, {"verdict", "repaired"}}) == 1;
         },
         300);
-    ASSERT_EQ(scrape_value(text, "fsaudit_canary_last_verdict", {{"target", "lab-xfs"}, {"verdict", "silent"}}), 1)
-        << scrape_lines(text, "fsaudit_canary_last_verdict") << dp.log();
+    // Both, with what the daemon said: a canary that is late or has another verdict shows its phase and reason.
+    for (const auto& [target, verdict] : {std::pair{"lab-xfs", "silent"}, std::pair{"lab-btrfs-raid1", "repaired"}})
+      ASSERT_EQ(scrape_value(text, "fsaudit_canary_last_verdict", {{"target", target}, {"verdict", verdict}}), 1)
+          << target << "\n" << scrape_lines(text, "fsaudit_canary_last_verdict") << scrape_lines(text, "fsaudit_canary_scrub_ran")
+          << scrape_lines(text, "fsaudit_probe_failure_info") << in_flight(d / "state") << dp.log();
 
     TempDir profile("chromium-profile");
     auto r = chromium(profile, {"--dump-dom", url});

@@ -41,7 +41,18 @@ PrivateBus::PrivateBus(const std::filesystem::path& dir) {
 }
 
 PrivateBus::~PrivateBus() {
-  if (pid_ > 0) ::kill(pid_, SIGTERM);
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  // Gone (or a zombie nobody has reaped yet) before its directory is removed: it unlinks its
+  // socket on the way out.
+  auto stat = "/proc/" + std::to_string(pid_) + "/stat";
+  for (int i = 0; i < 50; ++i) {
+    std::ifstream in(stat);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    auto close = text.rfind(')');
+    if (!in || close == std::string::npos || text.substr(close + 2, 1) == "Z") return;
+    DaemonProcess::sleep_ms(50);
+  }
 }
 
 Bus::Bus(const std::string& address) {

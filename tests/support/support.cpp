@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -193,8 +194,14 @@ TempDir::TempDir(const std::string& prefix) {
 }
 
 TempDir::~TempDir() {
+  // A process that is still leaving (a dbus-daemon unlinking its socket on SIGTERM) can remove an
+  // entry between remove_all's listing and its unlink; remove_all then stops at that error.
   std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
+  for (int i = 0; i < 20; ++i) {
+    std::filesystem::remove_all(path_, ec);
+    if (!ec && !std::filesystem::exists(path_, ec)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 void write_text(const std::filesystem::path& p, const std::string& text) {
