@@ -202,7 +202,8 @@ bool Daemon::start_exposer() {
   exposer_.reset();  // the port is taken until the old listener is gone
   auto s = http::Server::start(std::move(o), [store = store_] { return store->exposition(); });
   if (!s) {
-    logging::log(spdlog::level::err, s.error() + " (is another fsauditd or exporter using the port? change 'listen:')");
+    bool port = s.error().rfind("cannot listen", 0) == 0;
+    logging::log(spdlog::level::err, s.error() + (port ? " (is another fsauditd or exporter using the port? change 'listen:')" : ""));
     return false;
   }
   exposer_ = std::move(*s);

@@ -2,8 +2,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <strings.h>
@@ -49,82 +47,24 @@ std::string base64_decode(std::string_view in) {
   return out;
 }
 
-int tls_version(const std::string& v) {
-  if (v == "TLS10") return TLS1_VERSION;
-  if (v == "TLS11") return TLS1_1_VERSION;
-  if (v == "TLS13") return TLS1_3_VERSION;
-  return TLS1_2_VERSION;
-}
-
-std::string openssl_error() {
-  unsigned long e = ERR_get_error();
-  if (!e) return "unknown OpenSSL error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  return buf;
-}
-
-Result<SSL_CTX*> make_tls(const TlsConfig& t) {
-  ERR_clear_error();
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (!ctx) return err("cannot create a TLS context: " + openssl_error());
-  auto fail = [&](std::string why) -> Result<SSL_CTX*> {
-    SSL_CTX_free(ctx);
-    return err(std::move(why));
-  };
-  if (SSL_CTX_use_certificate_chain_file(ctx, t.cert_file.c_str()) != 1)
-    return fail("cannot load certificate " + t.cert_file.string() + ": " + openssl_error());
-  if (SSL_CTX_use_PrivateKey_file(ctx, t.key_file.c_str(), SSL_FILETYPE_PEM) != 1)
-    return fail("cannot load key " + t.key_file.string() + " (does it belong to " + t.cert_file.string() +
-                "?): " + openssl_error());
-  if (SSL_CTX_check_private_key(ctx) != 1)
-    return fail("key " + t.key_file.string() + " does not match certificate " + t.cert_file.string());
-  SSL_CTX_set_min_proto_version(ctx, tls_version(t.min_version));
-  if (!t.max_version.empty()) SSL_CTX_set_max_proto_version(ctx, tls_version(t.max_version));
-  if (!t.client_ca_file.empty() && SSL_CTX_load_verify_locations(ctx, t.client_ca_file.c_str(), nullptr) != 1)
-    return fail("cannot load client CA " + t.client_ca_file.string() + ": " + openssl_error());
-  int mode = SSL_VERIFY_NONE;
-  if (t.client_auth_type == "RequestClientCert" || t.client_auth_type == "VerifyClientCertIfGiven") mode = SSL_VERIFY_PEER;
-  if (t.client_auth_type == "RequireAnyClientCert" || t.client_auth_type == "RequireAndVerifyClientCert")
-    mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
-  // "Request"/"RequireAny" accept any certificate, as the exporter toolkit does.
-  bool verify = t.client_auth_type == "VerifyClientCertIfGiven" || t.client_auth_type == "RequireAndVerifyClientCert";
-  SSL_verify_cb accept_any = [](int, X509_STORE_CTX*) { return 1; };
-  SSL_CTX_set_verify(ctx, mode, verify ? nullptr : accept_any);
-  return ctx;
-}
-
 // One connection, plain or TLS.
 class Conn {
  public:
-  Conn(int fd, SSL_CTX* ctx) : fd_(fd) {
-    if (ctx) {
-      ssl_ = SSL_new(ctx);
-      if (ssl_) SSL_set_fd(ssl_, fd);
-    }
-  }
+  Conn(int fd, TlsContext* tls) : fd_(fd), tls_(tls ? tls->wrap(fd) : nullptr) {}
   ~Conn() {
-    if (ssl_) {
-      if (handshaken_) SSL_shutdown(ssl_);
-      SSL_free(ssl_);
-    }
+    tls_.reset();  // its close_notify goes out before the fd closes
     ::close(fd_);
   }
-  bool tls() const { return ssl_ != nullptr; }
-  bool handshake() {
-    handshaken_ = SSL_accept(ssl_) == 1;
-    ERR_clear_error();
-    return handshaken_;
-  }
+  bool tls() const { return tls_ != nullptr; }
+  bool handshake() { return tls_->handshake(); }
   long read(char* buf, std::size_t n) {
-    if (ssl_) return SSL_read(ssl_, buf, static_cast<int>(n));
+    if (tls_) return tls_->read(buf, n);
     return ::recv(fd_, buf, n, 0);
   }
   bool write_all(const std::string& s) {
     std::size_t off = 0;
     while (off < s.size()) {
-      long w = ssl_ ? SSL_write(ssl_, s.data() + off, static_cast<int>(s.size() - off))
-                    : ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      long w = tls_ ? tls_->write(s.data() + off, s.size() - off) : ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
       if (w <= 0) return false;
       off += static_cast<std::size_t>(w);
     }
@@ -133,8 +73,7 @@ class Conn {
 
  private:
   int fd_;
-  SSL* ssl_ = nullptr;
-  bool handshaken_ = false;
+  std::unique_ptr<TlsConn> tls_;
 };
 
 }  // namespace
@@ -175,9 +114,9 @@ Result<std::unique_ptr<Server>> Server::start(ServerOptions opts, TextSource met
   std::unique_ptr<Server> s(new Server(std::move(opts), std::move(metrics_text)));
   std::string where = s->opts_.address + ":" + std::to_string(s->opts_.port);
   if (s->opts_.web.tls) {
-    auto ctx = make_tls(*s->opts_.web.tls);
+    auto ctx = load_tls(*s->opts_.web.tls);
     if (!ctx) return err("cannot serve TLS on " + where + ": " + ctx.error());
-    s->ssl_ = *ctx;
+    s->tls_ = std::move(*ctx);
   }
   if (auto l = s->listen(); !l) return err("cannot listen on " + where + ": " + l.error());
   s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -216,7 +155,6 @@ Server::~Server() {
   for (int fd : queue_) ::close(fd);
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
-  if (ssl_) SSL_CTX_free(ssl_);
 }
 
 std::string Server::url() const {
@@ -261,8 +199,8 @@ void Server::worker(std::stop_token st) {
 }
 
 void Server::serve(int fd) {
-  Conn c(fd, ssl_);
-  if (c.tls() && !c.handshake()) return;
+  Conn c(fd, tls_.get());
+  if (tls_ && (!c.tls() || !c.handshake())) return;  // never plain HTTP on the TLS port
   std::string in;
   char buf[4096];
   while (in.find("\r\n\r\n") == std::string::npos) {

@@ -1,6 +1,7 @@
 #pragma once
 // fsauditd's HTTP listener: /metrics for Prometheus, / for a person, /api/v1/status for scripts.
-// A small HTTP/1.1 server of its own (GET/HEAD, one request per connection) with OpenSSL for TLS:
+// A small HTTP/1.1 server of its own (GET/HEAD, one request per connection) with OpenSSL for TLS
+// (in a module loaded only when TLS is configured, tls.hpp):
 // Debian's civetweb 1.15 dlopens the unversioned libssl.so (shipped only in libssl-dev) and calls
 // SSL_get_peer_certificate, which OpenSSL 3 no longer exports, so its TLS crashes on the first
 // handshake. TLS and basic auth come from the web config file. Every response is built from the
@@ -17,9 +18,8 @@
 #include "daemon/core/result.hpp"
 #include "daemon/core/text_pieces.hpp"
 #include "daemon/http/status.hpp"
+#include "daemon/http/tls.hpp"
 #include "daemon/http/web_config.hpp"
-
-typedef struct ssl_ctx_st SSL_CTX;
 
 namespace fsaudit::http {
 
@@ -71,7 +71,7 @@ class Server {
   std::shared_ptr<CapacityTrend> trend_ = std::make_shared<CapacityTrend>();
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // written once by the destructor: ends the accept loop's poll
-  SSL_CTX* ssl_ = nullptr;
+  std::unique_ptr<TlsContext> tls_;  // only with TLS configured
   std::mutex mu_;
   std::condition_variable_any cv_;
   std::deque<int> queue_;

@@ -387,3 +387,66 @@ TEST(DaemonWebConfig, BasicAuthOnTheRealDaemonAndCheckConfig) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("bcrypt"), std::string::npos) << bad.err;
 }
+
+// TLS is a module (fsaudit-tls.so) the daemon loads only when its web config asks for TLS: a plain
+// HTTP daemon maps neither libssl nor libcrypto; a TLS daemon serves https through the module; a
+// module that cannot be loaded is a clear error at start, with no listener.
+TEST(DaemonWebConfig, TlsModuleIsLoadedOnlyWhenTlsIsConfigured) {
+  TempDir dir;
+  auto gen = fsaudit::testing::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                                    (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()});
+  ASSERT_TRUE(gen.ok()) << gen.err;
+  write_text(dir / "plain.yml", "basic_auth_users:\n  prom: " + bcrypt("pw") + "\n");
+  write_text(dir / "tls.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n");
+  std::filesystem::create_directories(dir / "data");
+  auto yaml = [&](int port, const std::string& web, const std::string& state) {
+    return "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (dir / state).string() +
+           "\ndbus_address: none\nweb_config_file: " + (dir / web).string() + "\ntargets: {discover: false, explicit: [{path: " +
+           (dir / "data").string() + ", name: data}]}\nlatency: {enabled: false}\n";
+  };
+  auto maps = [](int pid) { return read_file("/proc/" + std::to_string(pid) + "/maps").value_or(""); };
+  auto code = [](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"curl", "-s", "--max-time", "5", "-o", "/dev/null", "-w", "%{http_code}"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return fsaudit::testing::run(argv, 10).out;
+  };
+  auto wait_code = [&](std::vector<std::string> args, const std::string& want) {
+    std::string got;
+    for (int i = 0; i < 100 && (got = code(args)) != want; ++i) fsaudit::testing::DaemonProcess::sleep_ms(100);
+    return got;
+  };
+  {
+    int port = fsaudit::testing::free_port();
+    fsaudit::testing::DaemonProcess dp(dir / "p", yaml(port, "plain.yml", "state-p"), port);
+    ASSERT_EQ(wait_code({"http://127.0.0.1:" + std::to_string(port) + "/metrics"}, "401"), "401") << dp.log();
+    auto m = maps(dp.pid());
+    ASSERT_FALSE(m.empty());
+    EXPECT_EQ(m.find("libssl"), std::string::npos);
+    EXPECT_EQ(m.find("libcrypto"), std::string::npos);
+    EXPECT_EQ(m.find("fsaudit-tls"), std::string::npos);
+  }
+  {
+    int port = fsaudit::testing::free_port();
+    fsaudit::testing::DaemonProcess dp(dir / "t", yaml(port, "tls.yml", "state-t"), port);
+    std::string url = "https://127.0.0.1:" + std::to_string(port) + "/metrics";
+    ASSERT_EQ(wait_code({"--cacert", (dir / "cert.pem").string(), url}, "200"), "200") << dp.log();
+    auto m = maps(dp.pid());
+    EXPECT_NE(m.find("fsaudit-tls.so"), std::string::npos);
+    EXPECT_NE(m.find("libssl"), std::string::npos);
+    EXPECT_NE(code({"http://127.0.0.1:" + std::to_string(port) + "/metrics"}), "200");
+  }
+  {
+    int port = fsaudit::testing::free_port();
+    fsaudit::testing::DaemonProcess dp(dir / "m", yaml(port, "tls.yml", "state-m"), port, {},
+                                       {{"FSAUDIT_TLS_MODULE", (dir / "no-such-module.so").string()}});
+    std::string log;
+    for (int i = 0; i < 100 && (log = dp.log()).find("TLS module") == std::string::npos; ++i)
+      fsaudit::testing::DaemonProcess::sleep_ms(100);
+    EXPECT_NE(log.find("cannot serve TLS on 127.0.0.1:" + std::to_string(port) + ": cannot load fsaudit's TLS module"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("no-such-module.so"), std::string::npos) << log;
+    EXPECT_NE(code({"-k", "https://127.0.0.1:" + std::to_string(port) + "/metrics"}), "200");
+  }
+}

@@ -13,7 +13,12 @@ skip() {
 if dpkg-query -W -f='${Status}' fsaudit 2>/dev/null | grep -q "installed"; then skip "an fsaudit package is already installed"; fi
 fail() { echo "FAIL: $*"; exit 1; }
 installed=0
-cleanup() { if [ "$installed" = 1 ]; then dpkg -P fsaudit >/dev/null 2>&1 || true; fi; }
+tlspid= tlsdir=
+cleanup() {
+  if [ -n "$tlspid" ]; then kill "$tlspid" 2>/dev/null || true; wait "$tlspid" 2>/dev/null || true; fi
+  if [ -n "$tlsdir" ]; then rm -rf "$tlsdir"; fi
+  if [ "$installed" = 1 ]; then dpkg -P fsaudit >/dev/null 2>&1 || true; fi
+}
 trap cleanup EXIT
 
 rm -f "$build"/fsaudit_*.deb
@@ -33,7 +38,7 @@ unexpected=$(echo "$out" | grep "^W: " | grep -v -E "W: fsaudit: ($(echo $lintia
 
 installed=1
 dpkg -i "$deb" || fail "dpkg -i"
-for f in /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /usr/libexec/fsaudit/fsaudit-helper \
+for f in /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /usr/libexec/fsaudit/fsaudit-helper /usr/lib/fsaudit/fsaudit-tls.so \
          /etc/fsaudit/fsaudit.yaml /lib/systemd/system/fsaudit-helper.socket \
          /lib/systemd/system/fsauditd.service /usr/share/dbus-1/system.d/org.fsaudit.Daemon1.conf \
          /usr/lib/sysusers.d/fsaudit.conf /usr/lib/tmpfiles.d/fsaudit.conf \
@@ -50,6 +55,25 @@ getent passwd fsaudit >/dev/null || fail "postinst did not create the system use
 # Enabled, not started.
 if pgrep -x fsauditd -a 2>/dev/null | grep -q "^[0-9]* /usr/sbin/fsauditd"; then fail "the package started fsauditd"; fi
 /usr/sbin/fsauditd --check-config /etc/fsaudit/fsaudit.yaml || fail "installed config does not validate"
+# The installed daemon finds its TLS module (PREFIX/lib/fsaudit beside PREFIX/sbin) and serves https.
+tlsdir=$(mktemp -d)
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$tlsdir/key.pem" -out "$tlsdir/cert.pem" 2>/dev/null || fail "openssl req"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n' >"$tlsdir/web.yml"
+printf 'listen: 127.0.0.1:%s\nstate_dir: %s/state\ndbus_address: none\nweb_config_file: %s/web.yml\ntargets: {discover: false}\nlatency: {enabled: false}\n' \
+  "$port" "$tlsdir" "$tlsdir" >"$tlsdir/fsaudit.yaml"
+/usr/sbin/fsauditd --config "$tlsdir/fsaudit.yaml" >"$tlsdir/log" 2>&1 &
+tlspid=$!
+code=000
+for _ in $(seq 50); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$tlsdir/cert.pem" "https://127.0.0.1:$port/metrics" || true)
+  [ "$code" = 200 ] && break
+  sleep 0.2
+done
+kill "$tlspid"; wait "$tlspid" || true; tlspid=
+[ "$code" = 200 ] || fail "the installed fsauditd does not serve TLS (got $code): $(cat "$tlsdir/log")"
+rm -rf "$tlsdir"
 /usr/bin/fsauditctl --help | grep -q "usage: fsauditctl" || fail "fsauditctl --help"
 man -l /usr/share/man/man8/fsauditctl.8.gz 2>/dev/null | grep -q "EXIT STATUS" || fail "fsauditctl(8) does not render"
 for unit in $(dpkg -L fsaudit | grep '^/lib/systemd/system/.*\.\(service\|socket\|timer\)$'); do
@@ -66,7 +90,7 @@ dpkg -P fsaudit || fail "dpkg -P"
 installed=0
 for f in /etc/fsaudit /var/lib/fsaudit /usr/sbin/fsauditd /usr/bin/fsauditctl /lib/systemd/system/fsauditd.service \
          /etc/systemd/system/multi-user.target.wants/fsauditd.service /usr/share/fsaudit /usr/share/doc/fsaudit \
-         /usr/share/dbus-1/system.d/org.fsaudit.Daemon1.conf; do
+         /usr/share/dbus-1/system.d/org.fsaudit.Daemon1.conf /usr/lib/fsaudit; do
   [ ! -e "$f" ] && [ ! -L "$f" ] || fail "left after purge: $f"
 done
 if dpkg-query -W -f='${Status}' fsaudit 2>/dev/null | grep -q "installed"; then fail "still known to dpkg after purge"; fi
