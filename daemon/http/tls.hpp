@@ -34,7 +34,7 @@ using TlsMakeFn = TlsContext* (*)(const TlsConfig& cfg, std::string& error);
 inline constexpr const char* kTlsMakeSymbol = "fsaudit_tls_make";
 
 // Where the module is: the build tree's when this program runs from the build tree, else
-// PREFIX/LIBDIR/fsaudit/ beside the installed PREFIX/sbin/fsauditd (FSAUDIT_TLS_MODULE overrides).
+// PREFIX/LIBDIR/fsaudit/ beside the installed PREFIX/sbin/fsauditd.
 std::string tls_module_path();
 
 // Loads the module (once per process; it stays loaded) and makes a context from `cfg`.

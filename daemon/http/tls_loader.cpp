@@ -1,7 +1,6 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
@@ -10,7 +9,6 @@
 namespace fsaudit::http {
 
 std::string tls_module_path() {
-  if (const char* p = std::getenv("FSAUDIT_TLS_MODULE"); p && *p) return p;
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   const std::string build_dir = FSAUDIT_BUILD_DIR "/";

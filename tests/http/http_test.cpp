@@ -437,16 +437,20 @@ TEST(DaemonWebConfig, TlsModuleIsLoadedOnlyWhenTlsIsConfigured) {
     EXPECT_NE(code({"http://127.0.0.1:" + std::to_string(port) + "/metrics"}), "200");
   }
   {
+    // The binary installed without its module: a copy outside the build tree looks for
+    // PREFIX/lib/fsaudit/fsaudit-tls.so beside PREFIX/sbin, where there is none.
+    auto sbin = dir / "prefix" / "sbin";
+    std::filesystem::create_directories(sbin);
+    std::filesystem::copy_file(FSAUDITD_BINARY, sbin / "fsauditd");
     int port = fsaudit::testing::free_port();
-    fsaudit::testing::DaemonProcess dp(dir / "m", yaml(port, "tls.yml", "state-m"), port, {},
-                                       {{"FSAUDIT_TLS_MODULE", (dir / "no-such-module.so").string()}});
-    std::string log;
-    for (int i = 0; i < 100 && (log = dp.log()).find("TLS module") == std::string::npos; ++i)
-      fsaudit::testing::DaemonProcess::sleep_ms(100);
+    write_text(dir / "m.yaml", yaml(port, "tls.yml", "state-m"));
+    auto r = fsaudit::testing::run({(sbin / "fsauditd").string(), "--config", (dir / "m.yaml").string()}, 30);
+    auto log = r.out + r.err;
     EXPECT_NE(log.find("cannot serve TLS on 127.0.0.1:" + std::to_string(port) + ": cannot load fsaudit's TLS module"),
               std::string::npos)
         << log;
-    EXPECT_NE(log.find("no-such-module.so"), std::string::npos) << log;
-    EXPECT_NE(code({"-k", "https://127.0.0.1:" + std::to_string(port) + "/metrics"}), "200");
+    EXPECT_NE(log.find((dir / "prefix" / "lib").string()), std::string::npos) << log;
+    EXPECT_EQ(log.find("using the port"), std::string::npos) << log;
+    EXPECT_NE(r.exit_code, 0) << log;
   }
 }
