@@ -103,6 +103,9 @@ void ScrubProbe::discover_pools(ProbeContext& ctx, std::vector<std::string>& not
                                 std::map<std::string, Observation>* discovered) {
   CommandSpec spec;
   spec.argv = {ctx.tool("zpool"), "status"};
+  // Own key: the zfs probe may run this same command at this moment (both start together in a first
+  // cycle and in --once); sharing its key made the zfs probe fail as busy.
+  spec.key = "scrub zpool status";
   spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
   auto r = ctx.runner.run(spec, ctx.stop);
   if (r.ok()) {

@@ -135,6 +135,17 @@ void finish_errors(ZfsPoolStatus& p, const std::vector<std::string>& extra) {
   }
 }
 
+// A vdev that groups others (mirror-0, raidz2-1, draid2:4d:12c:1s-0, replacing-0, spare-1): its
+// children follow on the next rows.
+bool is_group(std::string_view name) {
+  if (name.starts_with("draid")) return name.find(':') != std::string_view::npos;
+  auto dash = name.rfind('-');
+  if (dash == std::string_view::npos || dash + 1 >= name.size() || !parse_u64(name.substr(dash + 1))) return false;
+  auto type = name.substr(0, dash);
+  return type == "mirror" || type == "raidz" || type == "raidz1" || type == "raidz2" || type == "raidz3" ||
+         type == "replacing" || type == "spare";
+}
+
 void finish_tree(ZfsPoolStatus& p) {
   for (std::size_t i = 0; i < p.vdevs.size(); ++i) {
     auto& v = p.vdevs[i];
@@ -146,6 +157,10 @@ void finish_tree(ZfsPoolStatus& p) {
 }  // namespace
 
 bool state_is_healthy(std::string_view state) { return state == "ONLINE" || state == "HEALTHY"; }
+
+bool pool_prints_error_count(std::string_view state) {
+  return state.empty() || state == "ONLINE" || state == "DEGRADED" || state == "SUSPENDED";
+}
 
 Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone tz) {
   ZfsStatusReport rep;
@@ -159,6 +174,7 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
   std::string problem;        // first reason the output cannot be trusted
   std::vector<bool> complete; // per pool: its "errors:" line (the last one zpool prints) was seen
   std::vector<bool> tree_done;  // per pool: the config tree ended with its blank line
+  bool last_row_open = false;   // the tree's last row so far is a group or section still waiting for its children
   int nslow = 0;              // extra numeric columns after CKSUM (-s: SLOW)
   std::string section_role = "data";
   std::vector<std::string> parents;  // by depth
@@ -248,6 +264,7 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
           if (!note.empty()) note += ' ';
           note.append(toks[i]);
         }
+        last_row_open = depth == 0 || is_group(name);
         if (depth == 0) {
           if (!have_root) {
             have_root = true;
@@ -339,9 +356,23 @@ Result<ZfsStatusReport> parse_zpool_status(std::string_view text, ScanTimeZone t
     auto first = lines(t);
     return err("not zpool status output (first line: '" + excerpt(first.empty() ? "" : first[0]) + "')");
   }
-  // zpool prints "errors:" only when the pool's error count is known (zfs-fuse omits it for pools
-  // whose devices are gone, and for pools changing state under it): a config tree closed by its
-  // blank line is whole too. A cut inside the tree or before it is not.
+  // zpool prints "errors:" only when the pool's error count is known, which it is not for a pool it
+  // could not open (devices gone at import or at the daemon's start: state UNAVAIL or FAULTED): a
+  // config tree closed by its blank line is whole too. The last pool's tree has no blank line after
+  // it: there the output's end is its end when the pool could not be opened, the last line is whole
+  // and the last row is a device, not a group or section still waiting for its children (a
+  // mirror-0 with none is a cut). An open pool (ONLINE, DEGRADED, SUSPENDED) always ends with
+  // "errors:"; without it, it was cut. A cut inside the tree or before it is not whole.
+  if (pool && in_config && have_root && !last_row_open && !pool_prints_error_count(pool->state))
+    tree_done.back() = true;
+  // zpool ends every line it prints: output that stops inside a line was cut there ("  poo" of the
+  // next pool, the leading tab of the next vdev row), whatever came before it. Except a last line
+  // that is a whole "errors:" line: text copied from elsewhere often lost its final newline.
+  if (!rep.pools.empty() && !text.empty() && text.back() != '\n') {
+    auto nl = text.rfind('\n');
+    auto last = trim(nl == std::string_view::npos ? text : text.substr(nl + 1));
+    if (!(last.starts_with("errors:") && rep.pools.back().data_errors)) complete.back() = tree_done.back() = false;
+  }
   for (std::size_t i = 0; i < rep.pools.size(); ++i) rep.pools[i].complete = complete[i] || tree_done[i];
   return rep;
 }

@@ -86,5 +86,8 @@ Result<std::vector<ZfsPoolList>> parse_zpool_get_json(std::string_view text);
 
 // True when a vdev/pool state means the data is still fully redundant.
 bool state_is_healthy(std::string_view state);
+// False for a pool zpool could not open (UNAVAIL, FAULTED, ...): its error count is unknown, and
+// zpool status prints no "errors:" line (no error_count in -j) for it.
+bool pool_prints_error_count(std::string_view state);
 
 }  // namespace fsaudit::zfs

@@ -181,7 +181,7 @@ Result<ZfsStatusReport> parse_zpool_status_json(std::string_view text, ScanTimeZ
       for (auto& [k, v] : it->items()) add_vdev(v, k, "", role, 0, p);
     }
     // A document that parses is whole, but a pool object may still lack its tree.
-    p.complete = has_tree || !(pstate == "ONLINE" || pstate == "DEGRADED" || pstate.empty());
+    p.complete = has_tree || !pool_prints_error_count(pstate);
     rep.pools.push_back(std::move(p));
   }
   return rep;

@@ -315,6 +315,44 @@ TEST(Daemon, PortInUseIsAClearError) {
   EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos) << r.err;
 }
 
+// The zfs and scrub probes both run `zpool status` (text, on a zpool without -j/-p), at the same
+// moment in --once and in a daemon's first cycle. They used to share the runner's key for that
+// command, so one of them failed as "previous run of the same command is still running". The
+// zpool here answers slowly (0.5 s) with a real capture whose last pool is UNAVAIL: both probes
+// report every pool, and neither fails.
+TEST(Daemon, OnceZfsAndScrubProbesEachRunZpoolStatusAndReportAnUnavailPool) {
+  TempDir dir;
+  auto status = fixtures_dir() / "zfs/zfs-fuse-status-last-pool-unavail-no-errors-line.txt";
+  write_text(dir / "zpool",
+             "#!/bin/sh\n"
+             "case \"$1 $2\" in\n"
+             "  'status ') sleep 0.5; grep -v '^# source:' '" + status.string() + "' ;;\n"
+             "  'status '*) echo \"invalid option '$2'\" >&2; exit 2 ;;\n"
+             "  'list -Hp') echo \"invalid option 'p'\" >&2; exit 2 ;;\n"
+             "  'list -H') case \"$4\" in *fragmentation*) echo 'bad property list' >&2; exit 2 ;; esac\n"
+             "    printf 'fsauditlab4010\\t123M\\t592K\\t122M\\t0%%\\tONLINE\\n"
+             "fsauditscale9085\\t-\\t-\\t-\\t-\\tFAULTED\\n' ;;\n"
+             "  *) echo \"unexpected: $*\" >&2; exit 2 ;;\n"
+             "esac\n");
+  std::filesystem::permissions(dir / "zpool", std::filesystem::perms::owner_all);
+  write_text(dir / "c.yaml", "state_dir: " + (dir / "state").string() + "\n" +
+                                 "targets: {discover: false, explicit: [{path: /, name: /}]}\n"
+                                 "latency: {enabled: false}\ndbus_address: none\n"
+                                 "scrub: {filesystems: [zfs], observe_only: true}\n"
+                                 "probes:\n  setup: {enabled: false}\n"
+                                 "tools: {zpool: " + (dir / "zpool").string() + "}\n");
+  auto r = run({fsauditd_binary(), "--config", (dir / "c.yaml").string(), "--once"}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(scrape_value(r.out, "fsaudit_probe_success", {{"probe", "zfs"}}), 1)
+      << scrape_lines(r.out, "fsaudit_probe_failure_info") << r.err;
+  EXPECT_EQ(scrape_value(r.out, "fsaudit_probe_success", {{"probe", "scrub"}}), 1)
+      << scrape_lines(r.out, "fsaudit_probe_failure_info") << r.err;
+  EXPECT_EQ(scrape_value(r.out, "fsaudit_zfs_pool_state", {{"pool", "fsauditscale9085"}, {"state", "unavail"}}), 1)
+      << scrape_lines(r.out, "fsaudit_zfs_pool_state");
+  EXPECT_EQ(scrape_value(r.out, "fsaudit_zfs_pool_state", {{"pool", "fsauditlab4010"}, {"state", "online"}}), 1);
+  EXPECT_EQ(r.err.find("still running"), std::string::npos) << r.err;
+}
+
 TEST(Daemon, OnceRunsEveryProbeAndPrintsMetrics) {
   TempDir dir;
   write_text(dir / "c.yaml", "state_dir: " + (dir / "state").string() + "\n" + kQuietHost);

@@ -148,9 +148,62 @@ TEST(ZfsBadOutput, UnavailPoolEndsWithItsTree) {
   EXPECT_TRUE(whole->pools[0].complete);
   EXPECT_TRUE(whole->pools[1].complete);
   EXPECT_EQ(whole->pools[0].vdevs.size(), 3u);
-  auto cut = parse_zpool_status(unavail.substr(0, unavail.find("\t    /tmp/x/vdev-b.img")));
+  // Cut after its mirror-0 row: a group without its children is a cut, wherever the output ends.
+  auto cut = parse_zpool_status(unavail.substr(0, unavail.find("\t    /tmp/x/vdev-a.img")));
   ASSERT_TRUE(cut.ok()) << cut.error();
   EXPECT_FALSE(cut->pools[0].complete);
+  // Last in the output, its tree ends with the output (no blank line after it): whole.
+  auto last = parse_zpool_status(kSpacedStatus + "\n" + unavail.substr(0, unavail.size() - 1));
+  ASSERT_TRUE(last.ok()) << last.error();
+  ASSERT_EQ(last->pools.size(), 2u);
+  EXPECT_TRUE(last->pools[1].complete);
+  EXPECT_EQ(last->pools[1].vdevs.size(), 3u);
+}
+
+// Captured here: a healthy pool, then one zfs-fuse could not open at its start (its vdev file gone).
+// zpool printed the UNAVAIL pool's tree last, with no "errors:" line and nothing after it. The probe
+// reports both pools; it used to fail as "cut short", blind to every pool of the host exactly when
+// one had lost its devices.
+TEST(ZfsBadOutput, LastPoolUnavailWithoutErrorsLineIsReported) {
+  auto captured = testing::fixture("zfs/zfs-fuse-status-last-pool-unavail-no-errors-line.txt");
+  while (captured.ends_with("\n\n")) captured.pop_back();  // exactly as zpool printed it
+  auto parsed = parse_zpool_status(captured);
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  ASSERT_EQ(parsed->pools.size(), 2u);
+  const auto& gone = parsed->pools[1];
+  EXPECT_EQ(gone.state, "UNAVAIL");
+  EXPECT_TRUE(parsed->pools[0].complete);
+  EXPECT_TRUE(gone.complete);
+  ASSERT_EQ(gone.vdevs.size(), 1u);
+  EXPECT_EQ(gone.vdevs[0].note, "cannot open");
+  EXPECT_FALSE(gone.data_errors.has_value()) << "zpool did not say: unknown, not 0";
+
+  const std::string list = "fsauditlab4010\t128974848\t606208\t128368640\t0\t0\t1.00\tONLINE\n"
+                           "fsauditscale9085\t-\t-\t-\t-\t-\t-\tFAULTED\n";
+  auto res = run_with(text_zpool(exited(0, captured), list));
+  ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
+  EXPECT_EQ(res.metrics.value("fsaudit_zfs_pool_state", {{"pool", "fsauditscale9085"}, {"state", "unavail"}}), 1);
+  EXPECT_EQ(res.metrics.value("fsaudit_zfs_pool_state", {{"pool", "fsauditlab4010"}, {"state", "online"}}), 1);
+  EXPECT_EQ(promtool_check(res.metrics), "");
+
+  // Cut anywhere before the end, at a line boundary or inside the last line: a failure, never a report.
+  for (std::size_t i = captured.find("  pool: fsauditscale9085"); i + 1 < captured.size(); ++i) {
+    auto r = run_with(text_zpool(exited(0, captured.substr(0, i + 1)), list));
+    EXPECT_EQ(r.outcome, Outcome::failed) << "cut after byte " << i << ": ..."
+                                          << captured.substr(i > 40 ? i - 40 : 0, 41);
+  }
+  // Text copied with its final newline lost: a whole "errors:" line still closes its pool; the same
+  // line cut inside its words does not.
+  auto healthy = captured.substr(0, captured.find("\n\n  pool: fsauditscale9085"));
+  ASSERT_TRUE(healthy.ends_with("errors: No known data errors"));
+  EXPECT_EQ(run_with(text_zpool(exited(0, healthy), list.substr(0, list.find('\n') + 1))).outcome, Outcome::ok);
+  auto parsed_cut = parse_zpool_status(healthy.substr(0, healthy.size() - 3));
+  ASSERT_TRUE(parsed_cut.ok());
+  EXPECT_FALSE(parsed_cut->pools[0].complete);
+  // The same pool ONLINE (zpool could open it) without "errors:" is cut short.
+  auto online = captured;
+  online.replace(online.find(" state: UNAVAIL"), 15, " state: ONLINE");
+  EXPECT_EQ(run_with(text_zpool(exited(0, online), list)).outcome, Outcome::failed);
 }
 
 TEST(ZfsBadOutput, TruncatedFlagIsAFailure) {

@@ -303,6 +303,10 @@ ZfsFuse::ZfsFuse() {
     }
     return;
   }
+  spawn();
+}
+
+void ZfsFuse::spawn() {
   pid_t pid = ::fork();
   if (pid == 0) {
     ::setsid();
@@ -315,6 +319,7 @@ ZfsFuse::ZfsFuse() {
     ::_exit(127);
   }
   pid_ = pid;
+  ok_ = false;
   // Under a loaded machine zfs-fuse can take well over 10 s to answer its first zpool command.
   for (int i = 0; i < 600; ++i) {
     if (zpool_answers()) {
@@ -332,20 +337,35 @@ ZfsFuse::ZfsFuse() {
   error_ = "zfs-fuse did not come up within 60 s (see /tmp/fsaudit-lab-zfs-fuse.log)";
 }
 
-ZfsFuse::~ZfsFuse() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    bool gone = false;
-    for (int i = 0; i < 100 && !gone; ++i) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) gone = true;
-      else std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (!gone) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-    }
+void ZfsFuse::stop() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) gone = true;
+    else std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  if (!gone) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+}
+
+bool ZfsFuse::restart(const std::function<void()>& while_down) {
+  if (!owned()) {
+    error_ = "restart: this zfs-fuse is not ours";
+    return false;
+  }
+  stop();
+  while_down();
+  spawn();
+  return ok_;
+}
+
+ZfsFuse::~ZfsFuse() {
+  stop();
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 

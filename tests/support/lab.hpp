@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -99,8 +100,14 @@ class ZfsFuse {
   ZfsFuse& operator=(const ZfsFuse&) = delete;
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
+  // True when this guard started zfs-fuse (none was running): only then may a test restart it.
+  bool owned() const { return pid_ > 0; }
+  // Stops our zfs-fuse, calls `while_down`, starts it again (it imports its cached pools then).
+  bool restart(const std::function<void()>& while_down);
 
  private:
+  void spawn();
+  void stop();
   int lock_fd_ = -1;
   int pid_ = -1;
   bool ok_ = false;

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -171,6 +172,42 @@ std::string yaml_for(int port, const fs::path& state, const std::string& zpool) 
          "\ntools:\n  zpool: " + zpool +
          "\nprobes:\n  zfs: {enabled: true, interval: 1s, jitter: 0s, timeout: 3s}\n"
          "  capacity: {enabled: true, interval: 1s, jitter: 0s, timeout: 5s}\n";
+}
+
+// A pool whose devices are gone when ZFS starts (a disk shelf off at boot): zfs-fuse imports it from
+// its cache as UNAVAIL, and `zpool status` prints its tree with no "errors:" line (its error count is
+// unknown), last in the output when its name sorts last. The probe reports it and the other pool, and
+// succeeds; it used to fail as "cut short", blind to every pool exactly then.
+TEST(ZfsLab, PoolWhoseDeviceIsGoneAtStartIsReportedUnavail) {
+  FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
+  testing::ZfsFuse zf;
+  ASSERT_TRUE(zf.ok()) << zf.error();
+  FSAUDIT_LAB_NEEDS(zf.owned() ? std::optional<std::string>()
+                               : std::optional<std::string>("a zfs-fuse of its own to restart (another one is running)"));
+  testing::TempDir dir("fsaudit-zfs-unavail");
+  const auto id = std::to_string(::getpid());
+  const fs::path keep_img = dir / "keep.img", gone_img = dir / "gone.img";
+  for (auto& p : {keep_img, gone_img}) testing::must({"truncate", "-s", std::to_string(kVdevSize), p.string()});
+  const std::string keep = "fsauditkeep" + id, gone = "fsauditzzgone" + id;  // gone sorts after keep
+  testing::ZfsPool keep_pool(keep, {keep_img.string()});
+  ASSERT_TRUE(keep_pool.ok()) << keep_pool.error();
+  testing::ZfsPool gone_pool(gone, {gone_img.string()});
+  ASSERT_TRUE(gone_pool.ok()) << gone_pool.error();
+  for (const auto& p : {keep, gone}) testing::must({"zfs", "set", "mountpoint=none", p});
+
+  ASSERT_TRUE(zf.restart([&] { fs::rename(gone_img, dir / "moved-away.img"); })) << zf.error();
+  auto own = testing::run({"zpool", "status", gone}, 60);
+  ASSERT_NE(own.out.find("UNAVAIL"), std::string::npos) << own.out << own.err;
+  EXPECT_EQ(own.out.find("errors:"), std::string::npos) << "zfs-fuse printed an errors: line after all:\n" << own.out;
+
+  ZfsProbe probe;
+  auto r = run_probe(probe);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(r.metrics.value("fsaudit_zfs_pool_state", {{"pool", gone}, {"state", "unavail"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_zfs_pool_state", {{"pool", keep}, {"state", "online"}}), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_zfs_vdev_state", {{"pool", gone}, {"vdev", gone_img.string()}, {"state", "unavail"}}), 1);
+  EXPECT_FALSE(r.metrics.has("fsaudit_zfs_pool_data_errors", {{"pool", gone}})) << "unknown, not 0";
+  EXPECT_EQ(r.metrics.value("fsaudit_zfs_pool_data_errors", {{"pool", keep}}), 0);
 }
 
 TEST(ZfsLab, DaemonScrapeShowsCksumOnCorruptedVdev) {
