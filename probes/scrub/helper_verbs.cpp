@@ -73,6 +73,7 @@ std::optional<std::string> handle_scrub_helper_request(std::string_view line, co
   if (auto why = open_jobs_path(own.state_dir); !why.empty()) return refuse("the helper's job directory: " + why);
   // Everything below comes from the helper's own config: its targets, tools, host paths and state.
   ScrubProbe probe(own.scrub, own.targets);
+  probe.exclude_canaries(own.canary);
   ProbeContext ctx{own.host, runner, SystemClock::instance(), own.tools, own.state_dir, {},
                    std::chrono::steady_clock::now() + std::chrono::seconds(60)};
   auto done = probe.carry_out_request(verb.substr(6), j["target"].get<std::string>(), ctx, job);

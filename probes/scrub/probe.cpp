@@ -32,6 +32,13 @@ ScrubProbe::ScrubProbe(config::ScrubConfig cfg, TargetSelection selection, std::
   if (actions_via_helper(privileged_helper_, ::geteuid())) transport_ = socket_transport(privileged_helper_);
 }
 
+void ScrubProbe::exclude_canaries(const config::CanaryConfig& canaries) {
+  for (const auto& c : canaries.canaries) {
+    if (!c.mountpoint.empty() && canary_mounts_.insert(c.mountpoint).second) selection_.exclude.push_back(c.mountpoint);
+    if (!c.pool.empty()) canary_pools_.insert(c.pool);
+  }
+}
+
 namespace {
 // How old the zfs probe's `zpool status` may be to stand for this pass's own: its interval (30 s by
 // default) and a jitter. What it says of a scrub's end is zpool's own record, exact at any age.
@@ -53,11 +60,16 @@ std::string ScrubProbe::detach_helper(ProbeContext& ctx) const {
 std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std::string>& notes,
                                                std::map<std::string, Observation>* discovered, bool shared) {
   std::vector<ScrubTarget> out;
+  std::set<std::string> canary_arrays;  // md arrays mounted at a canary's mount point
   if (auto mounts = mount_table(ctx)) {  // the cycle's snapshot when the daemon runs this
     for (const auto& t : select_targets(**mounts, selection_)) {
       if ((t.fstype == "btrfs" || t.fstype == "xfs" || t.fstype == "bcachefs") && cfg_.covers(t.fstype))
         out.push_back(ScrubTarget{t.name, t.fstype, t.mountpoint, "", "", t.source});
     }
+    if (!canary_mounts_.empty())
+      for (const auto& m : **mounts)
+        if (canary_mounts_.count(m.mountpoint) && m.source.starts_with("/dev/"))
+          canary_arrays.insert(fs::path(m.source).filename().string());
   } else {
     notes.push_back("mountinfo: " + mounts.error());
   }
@@ -73,7 +85,7 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
     std::error_code ec;
     for (auto it = fs::directory_iterator(ctx.host.sys("block"), ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
       auto n = it->path().filename().string();
-      if (n.rfind("md", 0) != 0) continue;
+      if (n.rfind("md", 0) != 0 || canary_arrays.count(n)) continue;
       auto level = read_file(it->path() / "md/level");
       if (!level) continue;
       auto l = std::string(trim(*level));
@@ -86,8 +98,9 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
 }
 
 void ScrubProbe::add_pools(const zfs::ZfsStatusReport& rep, std::vector<ScrubTarget>& out,
-                           std::map<std::string, Observation>* discovered) {
+                           std::map<std::string, Observation>* discovered) const {
   for (const auto& pool : rep.pools) {
+    if (canary_pools_.count(pool.name)) continue;
     ScrubTarget t{pool.name, "zfs", "", pool.name, "", ""};
     if (pool.complete && discovered) (*discovered)[t.key()] = zfs::observation_from_pool(pool);
     out.push_back(std::move(t));
@@ -120,12 +133,13 @@ void ScrubProbe::discover_pools(ProbeContext& ctx, std::vector<std::string>& not
   }
   if (!r.spawn_error.empty()) return;
   spec.argv = {ctx.tool("zpool"), "list", "-H", "-o", "name"};
+  spec.key.reset();
   spec.timeout = std::min<std::chrono::milliseconds>(ctx.remaining(), std::chrono::seconds(10));
   auto l = ctx.runner.run(spec, ctx.stop);
   if (l.ok()) {
     for (auto line : lines(l.out)) {
       auto n = trim(line);
-      if (!n.empty() && n != "no pools available") out.push_back(ScrubTarget{std::string(n), "zfs", "", std::string(n), "", ""});
+      if (!n.empty() && n != "no pools available" && !canary_pools_.count(std::string(n))) out.push_back(ScrubTarget{std::string(n), "zfs", "", std::string(n), "", ""});
     }
   } else if (l.spawn_error.empty()) {
     notes.push_back("zpool list: " + l.describe());
@@ -552,7 +566,9 @@ std::string ScrubProbe::unknown_target_message(const std::string& target, const 
 }
 
 std::unique_ptr<Probe> make_scrub_probe(const config::Config& cfg, std::shared_ptr<zfs::StatusShare> zpool_share) {
-  return std::make_unique<ScrubProbe>(cfg.scrub, cfg.targets, cfg.canary.helper, std::move(zpool_share));
+  auto p = std::make_unique<ScrubProbe>(cfg.scrub, cfg.targets, cfg.canary.helper, std::move(zpool_share));
+  p->exclude_canaries(cfg.canary);
+  return p;
 }
 
 }  // namespace fsaudit::scrub

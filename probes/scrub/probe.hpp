@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,11 @@ class ScrubProbe final : public Probe {
   // names a helper (actions_via_helper), whoever runs the test.
   void set_helper_transport(HelperTransport t) { transport_ = std::move(t); }
 
+  // Canary filesystems and pools are corrupted on purpose and scrubbed by their own cycle: never
+  // this probe's targets (a scheduled scrub there would race the canary's). Their mount points leave
+  // the selection; their pools, and md arrays mounted at them, leave discovery.
+  void exclude_canaries(const config::CanaryConfig& canaries);
+
   // Tests: the local time zone offset used for windows (default: the host's).
   void set_tz_offset(long seconds) { tz_offset_ = seconds; }
 
@@ -62,8 +68,8 @@ class ScrubProbe final : public Probe {
   // `shared`: the zfs probe's recent status may stand for this pass's own (not for an operator's request).
   std::vector<ScrubTarget> discover(ProbeContext& ctx, std::vector<std::string>& notes,
                                     std::map<std::string, Observation>* discovered = nullptr, bool shared = false);
-  static void add_pools(const zfs::ZfsStatusReport& rep, std::vector<ScrubTarget>& out,
-                        std::map<std::string, Observation>* discovered);
+  void add_pools(const zfs::ZfsStatusReport& rep, std::vector<ScrubTarget>& out,
+                 std::map<std::string, Observation>* discovered) const;
   void discover_pools(ProbeContext& ctx, std::vector<std::string>& notes, std::vector<ScrubTarget>& out,
                       std::map<std::string, Observation>* discovered);
   std::optional<double> io_load(ProbeContext& ctx, std::string& source);
@@ -71,6 +77,7 @@ class ScrubProbe final : public Probe {
 
   config::ScrubConfig cfg_;
   TargetSelection selection_;
+  std::set<std::string> canary_pools_, canary_mounts_;
   std::string privileged_helper_;
   std::shared_ptr<zfs::StatusShare> zpool_share_;
   HelperTransport transport_;  // empty: the drivers act in this process

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <thread>
+#include <tuple>
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
@@ -332,6 +333,57 @@ TEST(ScrubProbe, MdCheckThroughSysfs) {
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_last_errors", {{"target", "md0"}, {"kind", "found"}}), 128);
   EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_last_duration_seconds", {{"target", "md0"}, {"fs", "md"}}), 60);
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "md0"}, {"result", "errors"}}), 1);
+}
+
+// Canaries are corrupted on purpose and scrubbed by their own cycle: the probe made by
+// make_scrub_probe (as fsauditd and fsaudit-helper make it) neither schedules nor accepts a request
+// for a canary's filesystem, pool or md array; production ones beside them stay targets.
+TEST(ScrubProbe, CanaryFilesystemsPoolsAndArraysAreNeverTargets) {
+  Host h;
+  h.runner.handler = nullptr;
+  write_text(h.dir / "proc/self/mountinfo",
+             "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+             "30 22 0:40 / /prod rw,relatime shared:2 - btrfs /dev/sdb rw\n"
+             "31 22 0:41 / /canary/btrfs rw,relatime shared:3 - btrfs /dev/loop9 rw\n"
+             "32 22 9:5 / /canary/xfs rw,relatime shared:4 - xfs /dev/md5 rw\n");
+  for (const char* md : {"md5", "md6"}) {
+    auto d = h.dir / "sys/block" / md / "md";
+    std::filesystem::create_directories(d);
+    write_text(d / "level", "raid1\n");
+    write_text(d / "sync_action", "idle\n");
+  }
+  h.runner.answer("zpool status", status("tank", "  scan: none requested\n") + "\n" +
+                                      status("fsauditcanary", "  scan: none requested\n"));
+  auto cfg = cfg_from("scrub:\n  observe_only: true\n  io_load_threshold: 0\n");
+  for (auto [name, fs, mnt, pool] : {std::tuple{"c-btrfs", "btrfs", "/canary/btrfs", ""},
+                                     {"c-xfs", "xfs", "/canary/xfs", ""},
+                                     {"c-zfs", "zfs", "", "fsauditcanary"}}) {
+    config::CanaryTarget c;
+    c.name = name;
+    c.fs = fs;
+    c.mountpoint = mnt;
+    c.pool = pool;
+    cfg.canary.canaries.push_back(c);
+  }
+  auto p = make_scrub_probe(cfg, nullptr);
+  auto r = h.run(static_cast<ScrubProbe&>(*p));
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  for (const char* t : {"/prod", "tank", "md6"})
+    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_mode_info", {{"target", t}})) << t;
+  for (const char* t : {"/canary/btrfs", "/canary/xfs", "fsauditcanary", "md5"})
+    EXPECT_FALSE(r.metrics.has("fsaudit_scrub_mode_info", {{"target", t}})) << t;
+  ProbeContext ctx{h.host, h.runner, h.clock, h.tools, h.state, {}, h.clock.now() + std::chrono::seconds(20)};
+  auto refused = p->request("start", "fsauditcanary", ctx);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("no scrub target named 'fsauditcanary'"), std::string::npos) << refused.error();
+  EXPECT_EQ(h.runner.count("zpool scrub fsauditcanary"), 0);
+
+  // The same probe without the exclusion (a ScrubProbe built from the targets alone) sees them all:
+  // the fixture does hold them.
+  ScrubProbe bare(cfg.scrub, cfg.targets);
+  r = h.run(bare);
+  for (const char* t : {"/canary/btrfs", "fsauditcanary", "md5"})
+    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_mode_info", {{"target", t}})) << t;
 }
 
 TEST(ScrubProbe, WindowEndOnAZpoolWithoutPauseFallsBackToCancel) {
