@@ -271,12 +271,7 @@ void Daemon::refresh_targets(bool force) {
   static const std::vector<MountEntry> kNone;
   const std::vector<MountEntry>& mounts = snapshot ? *snapshot : kNone;
   std::vector<std::string> warnings;
-  // Canary filesystems are corrupted on purpose: the canary probe reports them; the health,
-  // latency and scrub probes must not treat them as production.
-  TargetSelection sel = cfg_.targets;
-  for (const auto& c : cfg_.canary.canaries)
-    if (!c.mountpoint.empty()) sel.exclude.push_back(c.mountpoint);
-  auto targets = select_targets(mounts, sel, &warnings);
+  auto targets = select_targets(mounts, cfg_.watched_targets(), &warnings);
   std::string fp;
   for (const auto& t : targets) fp += t.name + "\x1f" + t.fstype + "\x1f" + t.source + "\x1e";
   for (const auto& p : probes_) fp += p->name() + ",";

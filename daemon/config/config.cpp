@@ -28,6 +28,12 @@ const std::vector<ProbeType>& probe_types() {
   return types;
 }
 
+TargetSelection without_canaries(TargetSelection sel, const CanaryConfig& canary) {
+  for (const auto& c : canary.canaries)
+    if (!c.mountpoint.empty()) sel.exclude.push_back(c.mountpoint);
+  return sel;
+}
+
 const ProbeSettings& Config::schedule(const std::string& probe) const {
   static const ProbeSettings fallback;
   auto it = probes.find(probe);

@@ -27,6 +27,9 @@ struct ProbeSettings {
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};
 };
 
+// `sel` without the canaries' mount points (each excluded by its own path).
+TargetSelection without_canaries(TargetSelection sel, const CanaryConfig& canary);
+
 struct Config {
   std::string source;  // the file it came from, or "(defaults)"
   std::string listen_address = "127.0.0.1";
@@ -48,6 +51,9 @@ struct Config {
   SetupConfig setup;
 
   const ProbeSettings& schedule(const std::string& probe) const;
+  // The production filesystems: `targets` without the canaries' mount points. Canaries are corrupted
+  // on purpose; only the canary probe looks at them (health, latency, scrub and setup never do).
+  TargetSelection watched_targets() const { return without_canaries(targets, canary); }
 };
 
 // Every probe type, in start order: the one registration table. Config reads each row's default

@@ -147,7 +147,7 @@ std::string latency_file_create(const Args& a, const config::Config& own, uid_t 
   fs::path dir = fs::path(target) / own.latency.dir_name;
   bool planned = false;
   if (own.latency.enabled)
-    for (const auto& p : latency::plan_stacks(**mounts, select_targets(**mounts, latency::watched_selection(own)),
+    for (const auto& p : latency::plan_stacks(**mounts, select_targets(**mounts, own.watched_targets()),
                                                        latency::stack_selection(own.latency), own.host))
       planned = planned || (p.sampled && p.dir == dir);
   if (!planned) return refuse(target + " is not where the helper's config (" + own.source + ") puts a latency probe file");

@@ -618,14 +618,6 @@ ProbeResult LatencyCleanupProbe::run(const Target&, ProbeContext& ctx) {
                                      (removed.size() > 1 ? " and " + std::to_string(removed.size() - 1) + " more" : ""));
 }
 
-TargetSelection watched_selection(const config::Config& cfg) {
-  // As the daemon selects its targets: canary filesystems are corrupted on purpose and never sampled.
-  TargetSelection sel = cfg.targets;
-  for (const auto& c : cfg.canary.canaries)
-    if (!c.mountpoint.empty()) sel.exclude.push_back(c.mountpoint);
-  return sel;
-}
-
 StackSelection stack_selection(const config::LatencyConfig& c) {
   StackSelection sel;
   sel.discover = c.discover;
@@ -639,11 +631,11 @@ std::vector<std::unique_ptr<Probe>> make_latency_probes(const config::Config& cf
   std::vector<std::unique_ptr<Probe>> out;
   const auto& c = cfg.latency;
   if (!c.enabled) {
-    out.push_back(std::make_unique<LatencyCleanupProbe>(c.dir_name, watched_selection(cfg), c.targets));
+    out.push_back(std::make_unique<LatencyCleanupProbe>(c.dir_name, cfg.watched_targets(), c.targets));
   } else {
     auto settings = SamplerSettings::from(c);
     settings.helper = cfg.canary.helper;
-    out.push_back(std::make_unique<LatencyProbe>(settings, watched_selection(cfg), stack_selection(c)));
+    out.push_back(std::make_unique<LatencyProbe>(settings, cfg.watched_targets(), stack_selection(c)));
   }
   if (c.stream.enabled) out.push_back(std::make_unique<StreamProbe>(c, cfg.state_dir));
   return out;

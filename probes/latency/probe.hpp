@@ -205,8 +205,6 @@ SpareThreads& sample_threads();
 // Filesystems the sampler never writes to: pseudo, network, inherently read-only.
 bool sampler_applies(const Target& t);
 
-// The filesystems the daemon watches, as the daemon selects them: config targets, canaries excluded.
-TargetSelection watched_selection(const config::Config& cfg);
 // latency.{discover,targets,exclude,dir_name} as plan_stacks() takes them (the helper checks with it too).
 StackSelection stack_selection(const config::LatencyConfig& c);
 

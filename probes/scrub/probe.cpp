@@ -33,8 +33,9 @@ ScrubProbe::ScrubProbe(config::ScrubConfig cfg, TargetSelection selection, std::
 }
 
 void ScrubProbe::exclude_canaries(const config::CanaryConfig& canaries) {
+  selection_ = config::without_canaries(std::move(selection_), canaries);
   for (const auto& c : canaries.canaries) {
-    if (!c.mountpoint.empty() && canary_mounts_.insert(c.mountpoint).second) selection_.exclude.push_back(c.mountpoint);
+    if (!c.mountpoint.empty()) canary_mounts_.insert(c.mountpoint);
     if (!c.pool.empty()) canary_pools_.insert(c.pool);
   }
 }

@@ -122,10 +122,7 @@ std::vector<FindingEvent> finding_transitions(const FindingMap& before, const Fi
 }
 
 std::vector<Target> production_targets(const config::Config& cfg, const std::vector<MountEntry>& mounts) {
-  TargetSelection sel = cfg.targets;
-  for (const auto& c : cfg.canary.canaries)
-    if (!c.mountpoint.empty()) sel.exclude.push_back(c.mountpoint);
-  return select_targets(mounts, sel);
+  return select_targets(mounts, cfg.watched_targets());
 }
 
 std::vector<CanaryProof> canary_proofs(const config::Config& cfg, GatherEnv& env) {

@@ -138,12 +138,10 @@ void finish_errors(ZfsPoolStatus& p, const std::vector<std::string>& extra) {
 // A vdev that groups others (mirror-0, raidz2-1, draid2:4d:12c:1s-0, replacing-0, spare-1): its
 // children follow on the next rows.
 bool is_group(std::string_view name) {
-  if (name.starts_with("draid")) return name.find(':') != std::string_view::npos;
-  auto dash = name.rfind('-');
-  if (dash == std::string_view::npos || dash + 1 >= name.size() || !parse_u64(name.substr(dash + 1))) return false;
-  auto type = name.substr(0, dash);
-  return type == "mirror" || type == "raidz" || type == "raidz1" || type == "raidz2" || type == "raidz3" ||
-         type == "replacing" || type == "spare";
+  auto type = interior_type(name);
+  if (type == name) return false;  // no "-N" id nor draid's ":": a device
+  return type == "mirror" || type.starts_with("raidz") || type.starts_with("draid") || type == "replacing" ||
+         type == "spare";
 }
 
 void finish_tree(ZfsPoolStatus& p) {
