@@ -44,7 +44,7 @@ metrics::Batch setup_metrics(const HostReport& r) {
     const auto& target = t.facts.target;
     for (const auto& f : t.eval.findings)
       b.gauge("fsaudit_setup_finding",
-              "1 while a setup finding holds on the target (rule id, severity); see the README's rule table.",
+              "1 while a setup finding holds on the target (rule id, severity); see docs/setup-findings.md.",
               {{"target", target}, {"rule", f.rule}, {"severity", f.severity}}, 1);
     for (const auto& f : t.silenced)
       b.gauge("fsaudit_setup_finding_silenced", "1 while a finding holds but is silenced in setup.silence.",
