@@ -13,18 +13,24 @@ skip() {
 if dpkg-query -W -f='${Status}' fsaudit 2>/dev/null | grep -q "installed"; then skip "an fsaudit package is already installed"; fi
 fail() { echo "FAIL: $*"; exit 1; }
 installed=0
-tlspid= tlsdir=
+tlspid= tlsdir= shim= made_run_systemd=0
 cleanup() {
   if [ -n "$tlspid" ]; then kill "$tlspid" 2>/dev/null || true; wait "$tlspid" 2>/dev/null || true; fi
   if [ -n "$tlsdir" ]; then rm -rf "$tlsdir"; fi
+  if [ -n "$shim" ]; then rm -rf "$shim"; fi
+  if [ "$made_run_systemd" = 1 ]; then rmdir /run/systemd/system 2>/dev/null || true; fi
   if [ "$installed" = 1 ]; then dpkg -P fsaudit >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
 rm -f "$build"/fsaudit_*.deb
 (cd "$build" && cpack -G DEB >/dev/null) || fail "cpack"
-deb=$(ls "$build"/fsaudit_*_*.deb | head -1)
+deb=$(ls "$build"/fsaudit_*-1_*.deb | head -1)
 [ -f "$deb" ] || fail "no .deb in $build"
+# Version N+1 of the same tree (Debian revision 2), for the upgrade below.
+(cd "$build" && cpack -G DEB -D CPACK_DEBIAN_PACKAGE_RELEASE=2 >/dev/null) || fail "cpack (revision 2)"
+deb2=$(ls "$build"/fsaudit_*-2_*.deb | head -1)
+[ -f "$deb2" ] || fail "no revision-2 .deb in $build"
 dpkg-deb -I "$deb" | grep -q "^ Depends: .*libsystemd0" || fail "Depends not from shlibdeps: $(dpkg-deb -f "$deb" Depends)"
 
 # lintian: no errors, and no warning beyond the one a package built outside a Debian source tree
@@ -36,9 +42,30 @@ echo "$out" | grep -q "^E: " && fail "lintian reports errors"
 unexpected=$(echo "$out" | grep "^W: " | grep -v -E "W: fsaudit: ($(echo $lintian_allowed | tr ' ' '|'))( |$)" || true)
 [ -z "$unexpected" ] || fail "lintian warnings beyond the known ones: $unexpected"
 
+# No systemd runs here as PID 1: /run/systemd/system (made for the installs only, if absent) makes
+# the maintainer scripts take their systemd branch, and shims first in PATH record what they ask of
+# deb-systemd-invoke and systemctl instead of doing it.
+shim=$(mktemp -d)
+# systemctl --root=DIR works on unit files alone (deb-systemd-helper's preset on a first install):
+# that call goes through to the real systemctl; calls that would need a running systemd only record.
+printf '#!/bin/sh\necho "deb-systemd-invoke $*" >>%s/calls\n' "$shim" >"$shim/deb-systemd-invoke"
+printf '#!/bin/sh\necho "systemctl $*" >>%s/calls\ncase " $* " in *" --root="*) exec %s "$@";; esac\n' \
+  "$shim" "$(command -v systemctl)" >"$shim/systemctl"
+chmod 0755 "$shim/deb-systemd-invoke" "$shim/systemctl"
+with_systemd_branch() {
+  if [ ! -d /run/systemd/system ]; then mkdir -p /run/systemd/system; made_run_systemd=1; fi
+  rc=0; PATH="$shim:$PATH" "$@" >"$shim/dpkg.log" 2>&1 || rc=$?
+  if [ "$made_run_systemd" = 1 ]; then rmdir /run/systemd/system; made_run_systemd=0; fi
+  cat "$shim/dpkg.log"
+  return $rc
+}
 installed=1
-dpkg -i "$deb" || fail "dpkg -i"
-for f in /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /usr/libexec/fsaudit/fsaudit-helper /usr/lib/fsaudit/fsaudit-tls.so \
+with_systemd_branch dpkg -i "$deb" || fail "dpkg -i"
+# A fresh install enables the unit and starts nothing (the operator reviews the config first).
+if grep -q "^deb-systemd-invoke" "$shim/calls" 2>/dev/null; then fail "a fresh install asked: $(cat "$shim/calls")"; fi
+rm -f "$shim/calls"
+for f in /usr/share/doc/fsaudit/README.md /usr/share/doc/fsaudit/docs/operations.md /usr/share/doc/fsaudit/docs/security.md \
+         /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /usr/libexec/fsaudit/fsaudit-helper /usr/lib/fsaudit/fsaudit-tls.so \
          /etc/fsaudit/fsaudit.yaml /lib/systemd/system/fsaudit-helper.socket \
          /lib/systemd/system/fsauditd.service /usr/share/dbus-1/system.d/org.fsaudit.Daemon1.conf \
          /usr/lib/sysusers.d/fsaudit.conf /usr/lib/tmpfiles.d/fsaudit.conf \
@@ -82,6 +109,21 @@ for unit in $(dpkg -L fsaudit | grep '^/lib/systemd/system/.*\.\(service\|socket
 done
 (cd /usr/share/fsaudit/alerts/tests && promtool test rules *.test.yml >/dev/null) || fail "installed alert tests"
 echo "installed layout, config, units and alert tests: ok"
+
+# Upgrade N -> N+1 as dh_installsystemd's scripts do it: the running units are try-restarted by the
+# new postinst (nothing stopped is started), the old prerm does not stop them, a changed conffile stays.
+echo "# changed by the operator" >>/etc/fsaudit/fsaudit.yaml
+with_systemd_branch dpkg -i "$deb2" || fail "dpkg -i of revision 2 over revision 1"
+[ "$(dpkg-query -W -f='${Version}' fsaudit)" = "$(dpkg-deb -f "$deb2" Version)" ] || fail "not upgraded to $(dpkg-deb -f "$deb2" Version)"
+calls=$(cat "$shim/calls" 2>/dev/null || true)
+echo "$calls" | sed 's/^/upgrade asked: /'
+echo "$calls" | grep -q "^deb-systemd-invoke try-restart fsauditd.service " || fail "the upgrade did not try-restart fsauditd.service: $calls"
+echo "$calls" | grep -q "^deb-systemd-invoke stop" && fail "the upgrade stopped a unit (prerm upgrade must not): $calls"
+echo "$calls" | grep -q "^deb-systemd-invoke \(start\|restart\) " && fail "the upgrade starts units that may have been stopped: $calls"
+grep -q "^# changed by the operator" /etc/fsaudit/fsaudit.yaml || fail "the upgrade replaced the changed config"
+[ -L /etc/systemd/system/multi-user.target.wants/fsauditd.service ] || fail "unit no longer enabled after the upgrade"
+rm -rf "$shim"; shim=
+echo "upgrade restarts what ran, keeps the config: ok"
 
 dpkg -r fsaudit || fail "dpkg -r"
 [ -f /etc/fsaudit/fsaudit.yaml ] || fail "remove dropped the config"
