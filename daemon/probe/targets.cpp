@@ -1,4 +1,5 @@
 #include "daemon/probe/targets.hpp"
+#include "daemon/core/fstype.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -37,21 +38,6 @@ bool MountTableWatch::changed() {
 Result<MountSnapshot> mount_table(const ProbeContext& ctx) {
   if (ctx.mounts) return ctx.mounts;
   return read_mount_table(ctx.host);
-}
-
-bool is_pseudo_fstype(std::string_view t) {
-  static const std::set<std::string_view> pseudo = {
-      "proc", "sysfs", "devtmpfs", "devpts", "tmpfs", "ramfs", "cgroup", "cgroup2", "securityfs",
-      "pstore", "efivarfs", "bpf", "debugfs", "tracefs", "configfs", "fusectl", "mqueue", "hugetlbfs",
-      "autofs", "binfmt_misc", "rpc_pipefs", "nsfs", "overlay", "squashfs", "selinuxfs", "iso9660",
-      "nfsd", "fuse.lxcfs", "fuse.gvfsd-fuse", "fuse.portal", "devfs", "rootfs", "shm", "none", "zram"};
-  return pseudo.count(t) > 0;
-}
-
-bool is_storage_fstype(std::string_view t) {
-  static const std::set<std::string_view> known = {"zfs", "btrfs", "bcachefs", "xfs", "ext4", "ext3", "ext2",
-                                                   "f2fs", "jfs", "reiserfs", "vfat", "exfat", "ntfs3", "nilfs2"};
-  return known.count(t) > 0;
 }
 
 const MountEntry* containing_mount(const std::vector<MountEntry>& mounts, const std::string& path) {
@@ -108,22 +94,18 @@ std::vector<Target> select_targets(const std::vector<MountEntry>& mounts, const 
     return a->mountpoint.size() < b->mountpoint.size();
   });
   for (const MountEntry* m : sorted) {
-    if (is_pseudo_fstype(m->fstype)) continue;
+    if (fstype::is_pseudo(m->fstype)) continue;
     if (!sel.fstypes.empty() && std::find(sel.fstypes.begin(), sel.fstypes.end(), m->fstype) == sel.fstypes.end())
       continue;
-    if (!sel.fstypes.empty() || !is_storage_fstype(m->fstype)) {
-      // Unknown fuse or network filesystems are only watched when asked for by fstype.
-      if (sel.fstypes.empty() && (m->fstype.rfind("fuse", 0) == 0 || m->fstype == "nfs" || m->fstype == "nfs4" ||
-                                  m->fstype == "cifs" || m->fstype == "smb3"))
-        continue;
-    }
+    // FUSE (but zfs-fuse) and network filesystems are only watched when asked for by fstype.
+    if (sel.fstypes.empty() && fstype::is_fuse_or_network(m->fstype)) continue;
     bool inc = std::any_of(sel.include.begin(), sel.include.end(),
                            [&](const std::string& g) { return glob_match(g, m->mountpoint); });
     bool exc = std::any_of(sel.exclude.begin(), sel.exclude.end(),
                            [&](const std::string& g) { return glob_match(g, m->mountpoint); });
     if (!inc || exc) continue;
     // ZFS datasets share no block device: every dataset mount is its own target. Others: one per device.
-    if (m->fstype != "zfs" && seen_dev.count({m->major, m->minor})) continue;
+    if (!fstype::is_zfs(m->fstype) && seen_dev.count({m->major, m->minor})) continue;
     add(*m, m->mountpoint);
   }
   return out;

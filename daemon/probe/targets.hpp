@@ -35,10 +35,6 @@ class MountTableWatch {
   int fd_ = -1;
 };
 
-// proc, sysfs, cgroup, tmpfs, overlay, ... anything with no storage device behind it to audit.
-bool is_pseudo_fstype(std::string_view fstype);
-// Filesystems fsaudit knows something special about.
-bool is_storage_fstype(std::string_view fstype);
 
 struct ExplicitTarget {
   std::string path;  // a mount point or a directory inside one

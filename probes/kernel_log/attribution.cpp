@@ -1,4 +1,5 @@
 #include "probes/kernel_log/attribution.hpp"
+#include "daemon/core/fstype.hpp"
 
 #include <set>
 #include <system_error>
@@ -33,7 +34,7 @@ TargetResolver::TargetResolver(const HostPaths& host) : host_(host) {
     if (!names.empty()) btrfs_members[d.path().filename()] = std::move(names);
   }
   for (const auto& m : *mounts) {
-    if (is_pseudo_fstype(m.fstype)) continue;
+    if (fstype::is_pseudo(m.fstype)) continue;
     std::set<std::string> names;
     if (m.major != 0)
       if (auto n = block::name_of_devnum(host_, m.major, m.minor)) names.insert(*n);

@@ -1,4 +1,5 @@
 #include "probes/latency/probe.hpp"
+#include "daemon/core/fstype.hpp"
 
 #include <fcntl.h>
 #include <sys/statvfs.h>
@@ -331,7 +332,7 @@ LatencyProbe::LatencyProbe(SamplerSettings s, TargetSelection watch, StackSelect
 
 bool sampler_applies(const Target& t) {
   if (t.is_host() || t.mountpoint.empty()) return false;
-  if (is_pseudo_fstype(t.fstype)) return false;
+  if (fstype::is_pseudo(t.fstype)) return false;
   static const std::vector<std::string> never = {"nfs", "nfs4", "cifs", "smb3", "ceph", "glusterfs", "9p",
                                                  "fuse.sshfs", "erofs", "cramfs", "udf", "romfs"};
   return std::find(never.begin(), never.end(), t.fstype) == never.end();

@@ -1,4 +1,5 @@
 #include "probes/latency/stacks.hpp"
+#include "daemon/core/fstype.hpp"
 
 #include <algorithm>
 #include <map>
@@ -12,7 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_zfs(const std::string& fstype) { return fstype == "zfs" || fstype == "fuse.zfs"; }
+using fstype::is_zfs;
 
 // The kernel's name of the block device a mount source names: /dev/mapper/x -> dm-0 (the link's
 // target), /dev/loop3 -> loop3.

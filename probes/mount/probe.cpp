@@ -1,4 +1,5 @@
 #include "probes/mount/probe.hpp"
+#include "daemon/core/fstype.hpp"
 
 #include <mutex>
 #include <unordered_map>
@@ -17,7 +18,7 @@ bool has_data_checksums(const std::string& fstype, const std::string& mount_opti
     return false;
   };
   if (fstype == "btrfs") return !has("nodatasum") && !has("nodatacow");
-  if (fstype == "zfs" || fstype == "fuse.zfs") return true;  // fuse.zfs: zfs-fuse
+  if (fstype::is_zfs(fstype)) return true;
   if (fstype == "bcachefs") return !has("data_checksum=none");
   return false;
 }

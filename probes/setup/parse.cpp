@@ -1,4 +1,5 @@
 #include "probes/setup/parse.hpp"
+#include "daemon/core/fstype.hpp"
 
 #include "daemon/core/strings.hpp"
 #include "daemon/core/units.hpp"
@@ -59,10 +60,7 @@ std::optional<double> property_percent(std::string_view v) {
   return parse_double(v);
 }
 
-std::string normalize_fs(const std::string& fstype) {
-  if (fstype == "fuse.zfs" || fstype == "fuse.zfs-fuse") return "zfs";
-  return fstype;
-}
+std::string normalize_fs(const std::string& fstype) { return std::string(fstype::canonical(fstype)); }
 
 ZfsLayout zfs_layout(const zfs::ZfsPoolStatus& pool) {
   ZfsLayout l;

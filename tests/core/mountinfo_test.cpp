@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "daemon/core/fstype.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/probe/same_as_last.hpp"
 #include "daemon/probe/targets.hpp"
@@ -96,6 +97,27 @@ TEST(Targets, DiscoversStorageSkipsPseudoAndFoldsBindMounts) {
   EXPECT_EQ(names(ts), (std::vector<std::string>{"/", "/tank", "/boot/efi", "/srv/media", "/mnt/bcache", "/srv/scratch",
                                                   "/srv/old disk", "/tank/vm images", "/srv/data"}))
       << "got: " << ::testing::PrintToString(names(ts));
+}
+
+TEST(Targets, ZfsFuseDatasetsAreStorageOtherFuseAndNetworkAreNot) {
+  // zfs-fuse's mounts as they are here (fstype fuse.zfs, one anonymous device per dataset): ZFS, and
+  // watched by default like OpenZFS datasets; sshfs and nfs only when targets.fstypes names them.
+  auto ms = parse_mountinfo(
+      "27 1 254:0 / / rw - ext4 /dev/vda rw\n"
+      "42 27 0:39 / /setupcap rw,relatime - fuse.zfs setupcap rw,user_id=0,group_id=0,default_permissions,allow_other\n"
+      "43 42 0:40 / /setupcap/vm rw,relatime - fuse.zfs setupcap/vm rw,user_id=0,group_id=0,default_permissions,allow_other\n"
+      "44 27 0:41 / /mnt/remote rw - fuse.sshfs u@h:/ rw,user_id=0\n"
+      "45 27 0:42 / /mnt/nas rw - nfs4 nas:/export rw\n");
+  ASSERT_TRUE(ms.ok()) << ms.error();
+  EXPECT_EQ(names(select_targets(*ms, TargetSelection{})), (std::vector<std::string>{"/", "/setupcap", "/setupcap/vm"}));
+  EXPECT_TRUE(fstype::is_zfs("fuse.zfs"));
+  EXPECT_EQ(fstype::canonical("fuse.zfs"), "zfs");
+  EXPECT_EQ(fstype::canonical("fuse.zfs-fuse"), "zfs");
+  EXPECT_EQ(fstype::canonical("ext4"), "ext4");
+  EXPECT_TRUE(mount::has_data_checksums("fuse.zfs-fuse", "rw", "rw"));
+  TargetSelection sshfs;
+  sshfs.fstypes = {"fuse.sshfs"};
+  EXPECT_EQ(names(select_targets(*ms, sshfs)), (std::vector<std::string>{"/mnt/remote"}));
 }
 
 TEST(Targets, IncludeExcludeAndFstypes) {
