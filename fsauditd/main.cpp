@@ -7,6 +7,7 @@
 #include "daemon/core/pipe_child.hpp"
 #include "fsauditd/probes.hpp"
 #include "probes/canary/cli.hpp"
+#include "probes/setup/probe.hpp"
 
 namespace {
 
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   fsaudit::helper_entry(argc, argv);  // a statfs helper or latency sampler started by this daemon: runs it
   fsaudit::app::Options opts;
   if (argc >= 2 && std::string(argv[1]) == "canary") {
-    return fsaudit::canary::canary_cli(argc - 1, argv + 1);
+    return fsaudit::canary::canary_cli(argc - 1, argv + 1, fsaudit::setup::suggest_cli);
   }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

@@ -16,7 +16,7 @@
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/runner/runner.hpp"
-#include "daemon/scheduler/window.hpp"
+#include "daemon/core/window.hpp"
 
 namespace fsaudit {
 

@@ -21,7 +21,7 @@
 #include "daemon/core/clock.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/scheduler/thread_pool.hpp"
-#include "daemon/scheduler/window.hpp"
+#include "daemon/core/window.hpp"
 
 namespace fsaudit {
 

@@ -2,7 +2,7 @@
 // bcachefs's scrub driver: `bcachefs scrub` (tools >= 1.33; `data scrub` before), run detached.
 #include <memory>
 
-#include "probes/scrub/drivers.hpp"
+#include "probes/scrub_driver/drivers.hpp"
 
 namespace fsaudit::bcachefs {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "probes/btrfs/scrub_status.hpp"
-#include "probes/scrub/drivers.hpp"
+#include "probes/scrub_driver/drivers.hpp"
 
 namespace fsaudit::btrfs {
 

@@ -17,7 +17,6 @@
 #include "probes/canary/pattern.hpp"
 #include "probes/canary/safety.hpp"
 #include "probes/canary/scanner.hpp"
-#include "probes/setup/probe.hpp"
 
 namespace fsaudit::canary {
 
@@ -83,7 +82,7 @@ int usage(std::ostream& o, int code) {
 
 }  // namespace
 
-int canary_cli(int argc, char** argv) {
+int canary_cli(int argc, char** argv, const SuggestCommand& suggest) {
   std::vector<std::string> a(argv, argv + argc);
   if (!a.empty() && a[0] == "canary") a.erase(a.begin());
   if (a.empty() || a[0] == "--help" || a[0] == "-h") return usage(a.empty() ? std::cerr : std::cout, a.empty() ? 2 : 0);
@@ -143,9 +142,13 @@ int canary_cli(int argc, char** argv) {
       return 0;
     }
     if (cmd == "suggest") {
+      if (!suggest) {
+        std::cerr << "fsauditd canary suggest: not available in this binary; run it as fsauditd canary suggest\n";
+        return 2;
+      }
       ProcessRunner runner;
       auto cfg = config_path.empty() ? config::default_config() : config::load_config_file(config_path);
-      return setup::suggest_cli(cfg, positional, runner);
+      return suggest(cfg, positional, runner);
     }
     if (config_path.empty()) {
       std::cerr << "fsauditd canary " << cmd << ": --config FILE is required\n";

@@ -8,6 +8,7 @@
 //                                     raw O_DIRECT io_uring pattern-scan throughput (read-only)
 // main() calls canary_cli(argc - 1, argv + 1) (argv[0] == "canary"); argv[0] "canary" is optional.
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "daemon/config/config.hpp"
@@ -16,7 +17,11 @@
 
 namespace fsaudit::canary {
 
-int canary_cli(int argc, char** argv);
+// `canary suggest` reads the setup audit's stack facts, which sit above the canary (the setup probe
+// reads canary verdicts): the composition root (fsauditd/main.cpp) plugs it in; without it the
+// command says it is not available in this binary.
+using SuggestCommand = std::function<int(const config::Config&, const std::string& target, CommandRunner&)>;
+int canary_cli(int argc, char** argv, const SuggestCommand& suggest = {});
 
 // What `canary init` does (also used by the lab): all pre-write checks, then the signature file on
 // the canary and the identity record in <state_dir>/canary/<name>/identity.json.

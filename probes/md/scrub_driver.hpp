@@ -2,7 +2,7 @@
 // md's scrub driver: "check" / "idle" written to <sysfs>/block/mdX/md/sync_action.
 #include <memory>
 
-#include "probes/scrub/drivers.hpp"
+#include "probes/scrub_driver/drivers.hpp"
 
 namespace fsaudit::md {
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "daemon/core/result.hpp"
-#include "probes/scrub/drivers.hpp"
+#include "probes/scrub_driver/drivers.hpp"
 #include "probes/scrub/helper_answer.hpp"
 
 namespace fsaudit::scrub {

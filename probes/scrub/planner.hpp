@@ -5,7 +5,7 @@
 #include <string>
 
 #include "daemon/config/sections/scrub.hpp"
-#include "probes/scrub/model.hpp"
+#include "probes/scrub_driver/model.hpp"
 
 namespace fsaudit::scrub {
 

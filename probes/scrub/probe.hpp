@@ -15,7 +15,7 @@
 
 #include "daemon/config/config.hpp"
 #include "daemon/probe/probe.hpp"
-#include "probes/scrub/drivers.hpp"
+#include "probes/scrub_driver/drivers.hpp"
 #include "probes/scrub/helper_route.hpp"
 #include "probes/zfs/probe.hpp"
 

@@ -12,8 +12,8 @@
 #include "probes/bcachefs/probe.hpp"
 #include "probes/capacity/statfs_helper.hpp"
 #include "probes/btrfs/probe.hpp"
-#include "probes/scrub/drivers.hpp"
-#include "probes/scrub/model.hpp"
+#include "probes/scrub_driver/drivers.hpp"
+#include "probes/scrub_driver/model.hpp"
 #include "probes/setup/nocow.hpp"
 
 namespace fsaudit::setup {

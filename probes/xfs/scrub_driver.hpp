@@ -2,7 +2,7 @@
 // XFS's scrub driver: xfs_scrub -b, run detached; its output (scrub_output.hpp) and exit bits are the result.
 #include <memory>
 
-#include "probes/scrub/drivers.hpp"
+#include "probes/scrub_driver/drivers.hpp"
 
 namespace fsaudit::xfs {
 

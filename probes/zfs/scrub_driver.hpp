@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "probes/scrub/drivers.hpp"
+#include "probes/scrub_driver/drivers.hpp"
 #include "probes/zfs/status.hpp"
 
 namespace fsaudit::zfs {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "daemon/scheduler/window.hpp"
+#include "daemon/core/window.hpp"
 
 using namespace fsaudit;
 

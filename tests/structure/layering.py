@@ -11,6 +11,11 @@
    with a CMakeLists.txt that defines a library) belongs to a target that links that library, directly
    or through PUBLIC dependencies. Every header is reachable from the one include root (the repository,
    declared by fsaudit_core), so the compiler cannot refuse such an include: this rule does.
+6. Layers: every component (the nearest folder with a CMakeLists.txt) has a rank in RANKS, and a source
+   includes headers only of its own component or of components of a lower rank. An include of an equal
+   or higher rank is an upward include; a component without a rank is an error too.
+7. No cycles: not between components (through their includes), and not between libraries (through
+   target_link_libraries), also libraries of one folder.
 
 Usage: layering.py SOURCE_DIR        exit 0 when every rule holds, 1 with one line per violation.
        layering.py --self-test       shows that each rule catches a planted violation.
@@ -30,6 +35,24 @@ IMPURE_PROJECT = ("daemon/core/files.hpp", "daemon/core/host_paths.hpp", "daemon
 # Config section parsers read YAML by design: they are not tool-output parsers.
 PARSE_RULE_EXEMPT_DIRS = ("daemon/config/",)
 MOUNTINFO_READER = "daemon/probe/targets.cpp"
+# Rule 6: lower includes nothing of higher; equal ranks include nothing of each other. docs/architecture.md
+# has the same table in words.
+RANKS = {
+    "daemon/core": 0,                                               # Result, strings, files, HostPaths, fstype, windows
+    "daemon/metrics": 1, "daemon/runner": 1, "daemon/systemd": 1,   # store, command runner, sd-notify/journal
+    "daemon/probe": 2,                                              # the Probe API, targets, the mount table
+    "daemon/config": 3, "daemon/scheduler": 3,
+    "daemon/http": 4, "probes/scrub_driver": 4,                     # /metrics and the page; the scrub driver interface
+    "daemon/dbus": 5,
+    "probes/bcachefs": 5, "probes/btrfs": 5, "probes/capacity": 5, "probes/ext4": 5, "probes/kernel_log": 5,
+    "probes/latency": 5, "probes/md": 5, "probes/mount": 5, "probes/zfs": 5,
+    "probes/xfs": 6,                                                # reads ext4's device naming, capacity's statfs helper
+    "daemon/app": 7, "ctl": 7, "probes/scrub": 7,                   # the scrub probe drives the filesystems' drivers
+    "probes/canary": 8,                                             # uses the scrub probe's helper verbs
+    "probes/setup": 9,                                              # reads canary verdicts and scrub state
+    "fsauditd": 10,                                                 # the composition root
+    "daemon": 10, "probes": 10,                                     # folders that only add their subfolders
+}
 MOUNTINFO_OPEN = re.compile(r'"[^"\n]*mountinfo"')
 CMAKE_CALL = re.compile(r'\b(add_library|add_executable|target_link_libraries|target_sources|set_property)\s*\(([^)]*)\)', re.S)
 CMAKE_KEYWORDS = {"STATIC", "SHARED", "OBJECT", "INTERFACE", "PUBLIC", "PRIVATE", "GLOBAL", "APPEND", "PROPERTY",
@@ -146,6 +169,81 @@ def dependency_problems(root, rels):
     return found
 
 
+def components(root):
+    """Folders (under the shipped tops) that hold a CMakeLists.txt."""
+    found = set()
+    for top in SHIPPED:
+        for d, _, files in os.walk(os.path.join(root, top)):
+            if "CMakeLists.txt" in files:
+                found.add(os.path.relpath(d, root).replace(os.sep, "/"))
+    return found
+
+
+def component_of(comps, rel):
+    d = os.path.dirname(rel)
+    while d and d not in comps:
+        d = os.path.dirname(d)
+    return d
+
+
+def cycles(graph):
+    """Strongly connected components of more than one node, each sorted (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = counter[0]; counter[0] += 1; stack.append(start); on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]; counter[0] += 1; stack.append(w); on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop(); on.discard(w); comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def layer_problems(root, rels):
+    comps = components(root)
+    found, graph = {}, {}
+    for rel in rels:
+        a = component_of(comps, rel)
+        if a and a not in RANKS:
+            found[a + "/CMakeLists.txt"] = "component " + a + " has no rank: add it to RANKS in tests/structure/layering.py (and the table in docs/architecture.md)"
+        for kind, inc in includes(root, rel):
+            if kind != '"' or not os.path.exists(os.path.join(root, inc)):
+                continue
+            b = component_of(comps, inc)
+            if not b or b == a:
+                continue
+            graph.setdefault(a, set()).add(b)
+            if a in RANKS and b in RANKS and RANKS[b] >= RANKS[a]:
+                found[rel] = ("upward include of " + inc + ": " + b + " (rank " + str(RANKS[b]) + ") is not below " + a +
+                              " (rank " + str(RANKS[a]) + ")")
+    for comp in cycles(graph):
+        found[comp[0]] = "component cycle through includes: " + " <-> ".join(comp)
+    targets = cmake_graph(root)
+    links = {name: {d for d in t[2] if d in targets} for name, t in targets.items()}
+    for comp in cycles(links):
+        found["/".join(sorted({targets[n][0] for n in comp}))] = "library cycle through target_link_libraries: " + " <-> ".join(comp)
+    return found
+
+
 def check(root, notes=None):
     notes = [] if notes is None else notes
     found = {"parse": {}, "daemon": {}, "prometheus": {}, "mountinfo": {}}
@@ -167,6 +265,7 @@ def check(root, notes=None):
         if rel != MOUNTINFO_READER and MOUNTINFO_OPEN.search(text):
             found["mountinfo"][rel] = "opens mountinfo itself; use mount_table(ctx) or read_mount_table(host)"
     found["deps"] = dependency_problems(root, list(sources(root)))
+    found["layers"] = layer_problems(root, list(sources(root)))
     problems = []
     for rule, hits in found.items():
         for rel, why in sorted(hits.items()):
@@ -188,6 +287,22 @@ def self_test():
         "probes/z/CMakeLists.txt": 'add_library(z STATIC z.cpp)\n',
         "probes/z/z.cpp": '#include "probes/y/parse.hpp"\n',
         "probes/x/uses.cpp": '#include "probes/y/parse.hpp"\n#include "probes/z/z.hpp"\n',
+        # rule 6 and 7: daemon/core (rank 0) includes daemon/probe (rank 2); probes/zfs and probes/btrfs (both
+        # rank 5) include each other; libraries of one folder link each other; probes/w has no rank.
+        "daemon/core/CMakeLists.txt": 'add_library(core STATIC c.cpp)\n',
+        "daemon/core/c.cpp": '#include "daemon/probe/p.hpp"\n',
+        "daemon/probe/CMakeLists.txt": 'add_library(probe STATIC p.cpp)\ntarget_link_libraries(probe PUBLIC core)\n',
+        "daemon/probe/p.hpp": '#pragma once\n',
+        "probes/zfs/CMakeLists.txt": 'add_library(zp STATIC a.cpp)\nadd_library(zq STATIC b.cpp)\n'
+                                     'target_link_libraries(zp PUBLIC zq btrfsl)\ntarget_link_libraries(zq PUBLIC zp)\n',
+        "probes/zfs/a.cpp": '#include "probes/btrfs/b.hpp"\n',
+        "probes/zfs/b.cpp": '\n',
+        "probes/zfs/a.hpp": '#pragma once\n',
+        "probes/btrfs/CMakeLists.txt": 'add_library(btrfsl STATIC b.cpp)\ntarget_link_libraries(btrfsl PUBLIC zp)\n',
+        "probes/btrfs/b.hpp": '#pragma once\n',
+        "probes/btrfs/b.cpp": '#include "probes/zfs/a.hpp"\n',
+        "probes/w/CMakeLists.txt": 'add_library(w STATIC w.cpp)\n',
+        "probes/w/w.cpp": '\n',
     }
     with tempfile.TemporaryDirectory() as d:
         for rel, text in planted.items():
@@ -201,7 +316,12 @@ def self_test():
             "probes/x/probe.cpp: includes <prometheus/counter.h> outside",
             "probes/x/probe.cpp: opens mountinfo itself",
             "probes/z/z.cpp: includes probes/y/parse.hpp but z does not link a library of probes/y",
-            "probes/x/uses.cpp: includes probes/z/z.hpp but x does not link a library of probes/z"]
+            "probes/x/uses.cpp: includes probes/z/z.hpp but x does not link a library of probes/z",
+            "daemon/core/c.cpp: upward include of daemon/probe/p.hpp: daemon/probe (rank 2) is not below daemon/core (rank 0)",
+            "probes/zfs/a.cpp: upward include of probes/btrfs/b.hpp: probes/btrfs (rank 5) is not below probes/zfs (rank 5)",
+            "probes/btrfs: component cycle through includes: probes/btrfs <-> probes/zfs",
+            "library cycle through target_link_libraries: btrfsl <-> zp <-> zq",
+            "component probes/w has no rank"]
     missing = [w for w in want if w not in got]
     clean = ("probes/y/parse.hpp:" not in got and MOUNTINFO_READER + ":" not in got
              and "probes/y/y.cpp" not in got and "uses.cpp: includes probes/y" not in got)

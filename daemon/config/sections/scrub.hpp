@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "daemon/config/reader.hpp"
-#include "daemon/scheduler/window.hpp"
+#include "daemon/core/window.hpp"
 
 namespace fsaudit::config {
 

@@ -1,4 +1,4 @@
-#include "daemon/scheduler/window.hpp"
+#include "daemon/core/window.hpp"
 
 #include <ctime>
 

@@ -13,7 +13,7 @@
 
 #include "daemon/core/result.hpp"
 #include "daemon/probe/probe.hpp"
-#include "probes/scrub/model.hpp"
+#include "probes/scrub_driver/model.hpp"
 
 namespace fsaudit::scrub {
 

@@ -1,4 +1,4 @@
-#include "probes/scrub/drivers.hpp"
+#include "probes/scrub_driver/drivers.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

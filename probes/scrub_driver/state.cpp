@@ -2,7 +2,7 @@
 #include <sstream>
 
 #include "daemon/core/strings.hpp"
-#include "probes/scrub/model.hpp"
+#include "probes/scrub_driver/model.hpp"
 
 namespace fsaudit::scrub {
 namespace {
