@@ -53,8 +53,8 @@ std::optional<Event> btrfs(sv msg) {
   sv dev, body;
   if (!split_paren(msg, "(device ", &dev, &body)) return std::nullopt;
   // While a transaction is aborted or a replace runs, btrfs adds its state letters after the name:
-  // "(device sdb1 state EA)" (6.2+), "(device sdb1: state A)" (5.x). A kernel device name has neither a
-  // blank nor a colon, so the device ends at the first of them.
+  // "(device sdb1: state A)" (STATE_STRING_PREFACE ": state ", 5.15 to 6.8), "(device sdb1 state EA)"
+  // (" state ", 6.9 on). A kernel device name has neither a blank nor a colon: the device ends at either.
   if (auto sp = dev.find_first_of(" :"); sp != sv::npos) dev = dev.substr(0, sp);
   if (starts(body, "scrub: ")) body.remove_prefix(7);
   if (starts(body, "bdev ") && has(body, " errs: ")) {
@@ -118,7 +118,8 @@ std::optional<Event> xfs(sv msg) {
   // xfs_error_report: "Internal error XFS_WANT_CORRUPTED_GOTO at line 1423 of file ..." (5.4) /
   // "Internal error !xfs_verify_agbno(...) at line ..." (XFS_IS_CORRUPT, 5.5+). xfs_corruption_error
   // follows it with "Corruption detected. Unmount and run xfs_repair", the same event: not counted.
-  if (starts(body, "Internal error ") || starts(body, "Access to block zero in inode "))
+  if (starts(body, "Internal error ") || starts(body, "Access to block zero in inode ") ||
+      starts(body, "Corruption warning: "))
     return make(kind::metadata_corruption, "xfs", {}, dev, body);
   // One shutdown prints "xfs_do_force_shutdown(...) called from ..." and then the reason line
   // ("... Shutting down filesystem" / newer "Filesystem has been shut down due to ..."): count the latter.
@@ -169,9 +170,11 @@ std::optional<Event> md(sv msg) {
       if (colon != sv::npos && colon > 0 && body.substr(0, colon).find(' ') == sv::npos) member = body.substr(0, colon);
       return make(kind::unrepairable, "md", member, array, body);
     }
-    // raid5 (6.x) reports the member that leaves too few as "Cannot continue operation (2/3 failed)."
-    // instead of "Disk failure on": the array is the device.
-    if (starts(body, "Cannot continue operation")) return make(kind::md_failure, "md", {}, array, body);
+    // raid4/5/6 report the member that leaves too few as "Cannot continue operation (2/3 failed)."
+    // instead of "Disk failure on": the array is the device. raid1/raid10 print it as the second line
+    // of "Disk failure on sdb1, this is the last device.": the same event, not counted again.
+    if (starts(body, "Cannot continue operation"))
+      return starts(msg, "md/raid:") ? std::optional<Event>(make(kind::md_failure, "md", {}, array, body)) : std::nullopt;
     if (has(body, "mismatch")) return make(kind::md_mismatch, "md", {}, array, body);
     return std::nullopt;
   }

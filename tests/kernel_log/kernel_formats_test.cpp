@@ -132,8 +132,8 @@ std::vector<std::string> messages(const Row& r, const std::string& body) {
   if (r.function.starts_with("btrfs_")) {
     const std::string lvl = btrfs_level(r.function);
     return {"BTRFS " + lvl + " (device sdb1): " + body,            // no state, every version
-            "BTRFS " + lvl + " (device sdb1: state A): " + body,   // 5.x state suffix
-            "BTRFS " + lvl + " (device sdb1 state EA): " + body};  // 6.2+ state suffix
+            "BTRFS " + lvl + " (device sdb1: state A): " + body,   // state suffix, 5.15 to 6.8
+            "BTRFS " + lvl + " (device sdb1 state EA): " + body};  // state suffix, 6.9 on
   }
   if (r.function.starts_with("xfs_")) return {"XFS (sdb1): " + body};
   if (r.function == "ext4_msg") return {"EXT4-fs (sdb1): " + body};
