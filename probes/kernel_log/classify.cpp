@@ -197,8 +197,9 @@ std::optional<Event> mdadm(sv msg) {
 // in block/blk-core.c's blk_errors table; new names keep appearing (device offline, duration limit
 // exceeded ...), so every status is an I/O error except the ones that are no data error at all.
 std::optional<Event> block(sv msg) {
-  auto at = msg.find(" error, dev ");
-  if (at == sv::npos || at > 64) return std::nullopt;
+  // The status and an optional caller name fit in 64 bytes: only that much of an unrelated line is read.
+  auto at = msg.substr(0, 76).find(" error, dev ");
+  if (at == sv::npos) return std::nullopt;
   sv status = msg.substr(0, at);
   if (auto c = status.find(": "); c != sv::npos) {
     for (char ch : status.substr(0, c))
