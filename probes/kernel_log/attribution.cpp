@@ -84,4 +84,11 @@ std::string TargetResolver::target_of(const std::string& device) const {
   return found.size() == 1 ? *found.begin() : "";
 }
 
+std::string TargetResolver::target_of(const Event& ev) const {
+  const bool member_first = ev.kind == kind::device_stats;
+  std::string t = target_of(member_first ? ev.device : ev.fs_device);
+  if (t.empty() && ev.device != ev.fs_device) t = target_of(member_first ? ev.fs_device : ev.device);
+  return t;
+}
+
 }  // namespace fsaudit::kernel_log

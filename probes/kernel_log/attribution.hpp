@@ -4,6 +4,7 @@
 #include <string>
 
 #include "daemon/core/host_paths.hpp"
+#include "probes/kernel_log/classify.hpp"
 
 namespace fsaudit::kernel_log {
 
@@ -15,6 +16,9 @@ class TargetResolver {
   // Mount point of the filesystem on `device` ("sdb3", "/dev/mapper/x", "dm-3"), following partitions
   // and holders (disk -> partition -> dm/md) when exactly one mounted filesystem sits on top; "" if unknown.
   std::string target_of(const std::string& device) const;
+  // The target an event counts under: the filesystem/array device's ("(device X)", "md0"), else the
+  // device the line names. device_stats lines are a member's counters: the member's first.
+  std::string target_of(const Event& ev) const;
   const std::map<std::string, std::string>& names() const { return by_name_; }
 
  private:

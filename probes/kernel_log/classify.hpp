@@ -40,7 +40,8 @@ struct Event {
 std::optional<Event> classify(std::string_view message);
 
 // Strips a dmesg "[  123.456789] " prefix and a syslog "Mon DD HH:MM:SS host kernel: " prefix, so
-// lines of dmesg output or syslog files can be classified. Returns the message part.
+// lines of dmesg output or syslog files can be classified; also the RFC 3339 form ("2026-12-04T18:58:59+00:00
+// host kernel: ") and journalctl -o short-monotonic ("[  123.456789] host kernel: "). Returns the message part.
 std::string_view strip_log_prefix(std::string_view line);
 
 // "/dev/sdb3" -> "sdb3"; "/dev/mapper/x" and everything else stays as printed.

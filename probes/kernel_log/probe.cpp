@@ -156,14 +156,10 @@ bool KernelLogProbe::handle(const Event& ev, double when, ProbeContext& ctx,
   if (ev.kind == kind::device_stats) {
     // The kernel's own cumulative per-device counters, restating the event on the previous line (or
     // printed at mount time): exported as a gauge, never added to fsaudit_kernel_errors_total.
-    std::string target = resolver->target_of(ev.device);
-    if (target.empty()) target = resolver->target_of(ev.fs_device);
-    st_.btrfs_dev_stats[{ev.device, target}] = ev.stats;
+    st_.btrfs_dev_stats[{ev.device, resolver->target_of(ev)}] = ev.stats;
     return false;
   }
-  std::string target = resolver->target_of(ev.fs_device);
-  if (target.empty() && ev.device != ev.fs_device) target = resolver->target_of(ev.device);
-  st_.errors[{ev.device, ev.fs, std::string(ev.kind), target}] += 1;
+  st_.errors[{ev.device, ev.fs, std::string(ev.kind), resolver->target_of(ev)}] += 1;
   auto& last = st_.last_event[std::string(ev.kind)];
   if (when > last) last = when;
   return true;

@@ -130,7 +130,9 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
       b.gauge("fsaudit_zfs_scan_end_timestamp_seconds", "End of the latest scan, finished or canceled (Unix time).",
               pl, static_cast<double>(*s.end_time));
     if (s.state == ScanState::finished) {
-      g("fsaudit_zfs_scan_duration_seconds", "Duration of the latest finished scan.", s.duration_seconds);
+      g("fsaudit_zfs_scan_duration_seconds",
+        "Duration of the latest finished scan as zpool status prints it (end - start, time paused included).",
+        s.duration_seconds);
     }
     if (s.state != ScanState::none && s.state != ScanState::canceled) {
       g("fsaudit_zfs_scan_repaired_bytes",
@@ -148,7 +150,9 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
       b.gauge("fsaudit_zfs_last_scrub_end_timestamp_seconds",
               "End of the pool's last finished scrub seen by this daemon (Unix time).", pl,
               static_cast<double>(m.end_time));
-      g("fsaudit_zfs_last_scrub_duration_seconds", "Duration of the pool's last finished scrub.", m.duration_seconds);
+      g("fsaudit_zfs_last_scrub_duration_seconds",
+        "Duration of the pool's last finished scrub as zpool status prints it (end - start, time paused included).",
+        m.duration_seconds);
       g("fsaudit_zfs_last_scrub_repaired_bytes", "Bytes repaired by the pool's last finished scrub.", m.repaired_bytes);
       if (m.errors)
         b.gauge("fsaudit_zfs_last_scrub_errors", "Errors reported by the pool's last finished scrub.", pl,

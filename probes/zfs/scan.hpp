@@ -50,7 +50,9 @@ struct ZfsScan {
   // end: the "on <date>" of a finished/canceled scan / JSON end_time.
   std::optional<std::int64_t> start_time;
   std::optional<std::int64_t> end_time;
-  std::optional<double> duration_seconds;  // "in 06:58:02", "after 0h0m", "in 1 days 01:02:03"
+  // A finished scan's duration as zpool status prints it: end - start, time paused included ("in
+  // 06:58:02", "after 0h0m", "in 1 days 01:02:03"; JSON: end_time - start_time).
+  std::optional<double> duration_seconds;
 
   // Progress of a scan in progress (bytes; text values are humanised, so approximate).
   std::optional<double> examined_bytes;  // "X scanned"

@@ -73,12 +73,12 @@ ZfsScan scan_from_json(const json& ss, ScanTimeZone tz) {
   }
   s.start_time = when(ss, "start_time", tz);
   if (s.state == ScanState::finished || s.state == ScanState::canceled) s.end_time = when(ss, "end_time", tz);
-  if (s.state == ScanState::finished && s.start_time && s.end_time && *s.end_time >= *s.start_time) {
-    // scrub_spent_paused is in seconds (pss_pass_scrub_spent_paused, kept in whole seconds).
-    double paused = num(ss, "scrub_spent_paused").value_or(0);
-    s.duration_seconds = static_cast<double>(*s.end_time - *s.start_time) - paused;
-    if (*s.duration_seconds < 0) s.duration_seconds = static_cast<double>(*s.end_time - *s.start_time);
-  }
+  // The duration zpool status prints ("in %s" = end - start, paused time included), so the text and
+  // the JSON of one scrub give one number. scrub_spent_paused is not subtracted or exported: it counts
+  // only the current pass and lives in memory, so after a reboot or re-import it reads 0 for a scrub
+  // that was paused.
+  if (s.state == ScanState::finished && s.start_time && s.end_time && *s.end_time >= *s.start_time)
+    s.duration_seconds = static_cast<double>(*s.end_time - *s.start_time);
   s.total_bytes = num(ss, "to_examine");
   s.examined_bytes = num(ss, "examined");
   s.issued_bytes = num(ss, "issued");

@@ -204,8 +204,10 @@ TEST(KernelLogClassify, FormatStringCases) {
       {"BTRFS critical (device sda1): corrupt leaf: root=2 block=123 slot=4", "metadata_corruption btrfs sda1 sda1"},
       {"XFS (dm-0): Metadata CRC error detected at xfs_dir3_block_read_verify+0x9e/0xc0 [xfs], xfs_dir3_block block 0x12",
        "checksum xfs dm-0 dm-0"},
-      {"XFS (dm-0): metadata I/O error in \"xfs_trans_read_buf_map\" at daddr 0x2 len 1 error 74",
-       "metadata_corruption xfs dm-0 dm-0"},
+      // EFSBADCRC (74) after the verifier's "Metadata CRC error detected" line: the same buffer, not counted again.
+      {"XFS (dm-0): metadata I/O error in \"xfs_trans_read_buf_map\" at daddr 0x2 len 1 error 74", ""},
+      {"XFS (dm-0): metadata I/O error in \"xfs_trans_read_buf_map+0x1a1/0x300 [xfs]\" at daddr 0x2 len 1 error 5",
+       "io xfs dm-0 dm-0"},
       {"XFS (sda1): Filesystem has been shut down due to log error (0x2).", "shutdown xfs sda1 sda1"},
       {"EXT4-fs (sda1): Remounting filesystem read-only", "shutdown ext4 sda1 sda1"},
       {"WARNING: Pool 'tank' has encountered an uncorrectable I/O failure and has been suspended.",
@@ -217,6 +219,32 @@ TEST(KernelLogClassify, FormatStringCases) {
     auto e = classify(c.line);
     std::string got = e ? std::string(e->kind) + " " + e->fs + " " + e->device + " " + e->fs_device : "";
     EXPECT_EQ(got, c.want) << c.line;
+  }
+}
+
+// Issue 32 class 2: wordings the example-driven classifier missed.
+TEST(KernelLogClassify, XfsInternalErrorIsOneMetadataCorruption) {
+  // xfs_corruption_error: the "Internal error" report, then "Corruption detected" for the same event.
+  EXPECT_EQ(events_of("[  712.001] XFS (sdb1): Internal error XFS_WANT_CORRUPTED_GOTO at line 1423 of file "
+                      "fs/xfs/libxfs/xfs_alloc.c.  Caller xfs_free_ag_extent+0x3fa/0x780 [xfs]\n"
+                      "[  712.002] XFS (sdb1): Corruption detected. Unmount and run xfs_repair\n"),
+            (V{"metadata_corruption xfs sdb1 sdb1"}));
+}
+
+TEST(KernelLogClassify, BtrfsLevelVerifyFailedThenRepairIsTwoEvents) {
+  EXPECT_EQ(events_of("BTRFS error (device sdb1): level verify failed on logical 30408704 mirror 1 wanted 0 found 1\n"
+                      "BTRFS info (device sdb1): read error corrected: ino 0 off 30408704 (dev /dev/sde1 sector 59392)\n"),
+            (V{"metadata_corruption btrfs sdb1 sdb1", "repaired btrfs sde1 sdb1"}));
+}
+
+TEST(KernelLogClassify, BtrfsStateSuffixColonAndBlankForms) {
+  for (const char* l : {"BTRFS error (device sdb1: state A): parent transid verify failed on 123 wanted 9 found 8",
+                        "BTRFS error (device sdb1 state EA): parent transid verify failed on 123 wanted 9 found 8",
+                        "BTRFS error (device sdb1:state A): parent transid verify failed on 123 wanted 9 found 8"}) {
+    auto e = classify(l);
+    ASSERT_TRUE(e) << l;
+    EXPECT_EQ(e->device, "sdb1") << l;
+    EXPECT_EQ(e->fs_device, "sdb1") << l;
   }
 }
 

@@ -1016,6 +1016,39 @@ TEST(ZfsStatusJson, FinishedScanDateStrings) {
   EXPECT_EQ(s.repaired_bytes, 432 * K);
 }
 
+// One finished scrub that was paused for 20 minutes of its hour, in both formats as OpenZFS 2.3 prints
+// them: the text from print_scan_scrub_resilver_status ("in %s" is secs_to_dhms(end - start)), the
+// JSON from the same pool_scan_stat_t (scrub_spent_paused = pss_pass_scrub_spent_paused). The duration
+// is what zpool status prints, whichever format was read.
+TEST(ZfsStatusJson, PausedFinishedScrubHasTheTextDurationInBothFormats) {
+  const std::string text =
+      "  pool: t\n state: ONLINE\n"
+      "  scan: scrub repaired 0B in 01:00:00 with 0 errors on Tue Nov 14 23:13:20 2023\n"
+      "config:\n\n\tNAME        STATE     READ WRITE CKSUM\n\tt           ONLINE       0     0     0\n"
+      "\t  sdb       ONLINE       0     0     0\n\nerrors: No known data errors\n";
+  const std::string json = R"({"output_version":{"command":"zpool status","vers_major":0,"vers_minor":1},
+    "pools":{"t":{"name":"t","state":"ONLINE","error_count":"0",
+      "scan_stats":{"function":"SCRUB","state":"FINISHED","start_time":"1700000000","end_time":"1700003600",
+        "to_examine":"1073741824","examined":"1073741824","skipped":"0","processed":"0","errors":"0",
+        "bytes_per_scan":"0","pass_start":"1700000000","scrub_pause":"0","scrub_spent_paused":"1200",
+        "issued_bytes_per_scan":"1073741824","issued":"1073741824"},
+      "vdevs":{"t":{"name":"t","vdev_type":"root","state":"ONLINE","read_errors":"0","write_errors":"0","checksum_errors":"0",
+        "vdevs":{"sdb":{"name":"sdb","vdev_type":"disk","state":"ONLINE","read_errors":"0","write_errors":"0","checksum_errors":"0"}}}}}}})";
+  auto t = status(text);
+  auto j = parse_zpool_status_json(json, ScanTimeZone::utc);
+  ASSERT_TRUE(j.ok()) << j.error();
+  ASSERT_EQ(t.pools.size(), 1u);
+  ASSERT_EQ(j->pools.size(), 1u);
+  const auto& ts = t.pools[0].scan;
+  const auto& js = j->pools[0].scan;
+  EXPECT_EQ(ts.state, ScanState::finished);
+  EXPECT_EQ(js.state, ScanState::finished);
+  EXPECT_EQ(ts.end_time, 1700003600);
+  EXPECT_EQ(js.end_time, ts.end_time);
+  EXPECT_EQ(ts.duration_seconds, 3600.0);
+  EXPECT_EQ(js.duration_seconds, ts.duration_seconds);
+}
+
 TEST(ZfsStatusJson, InvalidJsonIsAnError) {
   EXPECT_FALSE(parse_zpool_status_json("  pool: tank\n state: ONLINE\n").ok());
   auto none = parse_zpool_status_json(R"({"output_version":{"command":"zpool status"}})");
