@@ -126,6 +126,49 @@ TEST(Runbooks, EveryAlertLinksItsRunbookSection) {
   }
 }
 
+// One scrape interval (alerts/thresholds.yml scrape_interval_seconds): the Grafana datasource's
+// timeInterval says it, and every range the rules rate/increase over spans at least 4 scrapes.
+TEST(ScrapeInterval, DatasourceAndRuleWindowsFollowTheThresholdsFile) {
+  auto th = YAML::LoadFile((source_dir() / "alerts" / "thresholds.yml").string());
+  int scrape = th["scrape_interval_seconds"].as<int>();
+  auto ds = YAML::LoadFile((source_dir() / "grafana/provisioning/datasources/fsaudit-prometheus.yml").string());
+  EXPECT_EQ(ds["datasources"][0]["jsonData"]["timeInterval"].as<std::string>(), std::to_string(scrape) + "s");
+  const std::regex window(R"re((rate|increase)\(\w+(\{[^}]*\})?\[(\d+)([smhd])\]\))re");
+  const std::map<std::string, int> unit{{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+  int windows = 0;
+  for (const auto& r : load_alert_rules(rules_file()))
+    for (auto it = std::sregex_iterator(r.expr.begin(), r.expr.end(), window); it != std::sregex_iterator(); ++it) {
+      ++windows;
+      EXPECT_GE(std::stoi((*it)[3].str()) * unit.at((*it)[4].str()), 4 * scrape) << r.name << ": " << (*it)[0].str();
+    }
+  EXPECT_GT(windows, 3);
+}
+
+// Every panel says what its numbers are: a unit and a description (generate_dashboards.py refuses
+// panels without; this checks the committed JSON).
+TEST(Dashboards, EveryPanelHasAUnitAndADescription) {
+  int panels = 0;
+  for (const auto& e : fs::directory_iterator(dashboards_dir())) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    auto d = nlohmann::json::parse(in);
+    std::vector<nlohmann::json> todo(d["panels"].begin(), d["panels"].end());
+    while (!todo.empty()) {
+      auto p = todo.back();
+      todo.pop_back();
+      if (p.value("type", "") == "row") {
+        for (const auto& c : p.value("panels", nlohmann::json::array())) todo.push_back(c);
+        continue;
+      }
+      ++panels;
+      std::string where = e.path().filename().string() + " / \"" + p.value("title", "") + "\"";
+      EXPECT_FALSE(p.value("description", "").empty()) << where << ": no description";
+      EXPECT_FALSE(p["fieldConfig"]["defaults"].value("unit", "").empty()) << where << ": no unit";
+    }
+  }
+  EXPECT_GE(panels, 40);
+}
+
 TEST(Dashboards, ThreeDashboardsWithUniqueUids) {
   auto ds = load_dashboards(dashboards_dir());
   std::set<std::string> uids;
