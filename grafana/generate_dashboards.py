@@ -13,6 +13,13 @@ import json
 import os
 import sys
 
+import yaml
+
+# Shared thresholds (one owner: alerts/thresholds.yml, also read by the alert rules' generator).
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "alerts", "thresholds.yml")) as _f:
+    THRESHOLDS = yaml.safe_load(_f)
+SCRUB_OVERDUE = THRESHOLDS["scrub_overdue_days"]
+
 DS = {"type": "prometheus", "uid": "${datasource}"}
 I = 'instance=~"$instance"'
 T = 'target=~"$target"'
@@ -56,6 +63,9 @@ class Dash:
     def panel(self, ptype, title, targets, w=12, h=8, description="", unit=None, options=None,
               overrides=None, mappings=None, thresholds=None, transformations=None, custom=None, decimals=None,
               min_=None, max_=None):
+        # A number without its unit or a panel without a description leaves the reader guessing.
+        if not unit or not description:
+            raise ValueError(f"panel {title!r}: every panel needs a unit and a description")
         for i, t in enumerate(targets):
             t.setdefault("refId", chr(ord("A") + i))
         defaults = {"custom": custom or {}}
@@ -185,50 +195,50 @@ def fleet():
              [var_datasource(), instance_var(), target_var(), pool_var()])
     d.row("At a glance")
     d.panel("stat", "fsauditd up", [q(f'sum(up{{job=~".*fsaudit.*", {I}}})', instant=True)], w=4, h=4,
-            description="Number of fsauditd instances Prometheus scrapes successfully.",
+            unit="none", description="Number of fsauditd instances Prometheus scrapes successfully.",
             options=STAT, thresholds=steps((None, RED), (1, GREEN)))
     d.panel("stat", "fsauditd down", [q(f'count(up{{job=~".*fsaudit.*", {I}}} == 0) or vector(0)', instant=True)],
-            w=4, h=4, description="fsauditd instances that do not answer (no storage alert can fire for them).",
+            w=4, h=4, unit="none", description="fsauditd instances that do not answer (no storage alert can fire for them).",
             options=STAT, thresholds=steps((None, GREEN), (1, RED)))
     d.panel("stat", "fsaudit alerts firing",
             [q(f'count(ALERTS{{alertname=~"Fsaudit.*", alertstate="firing", {I}}}) or vector(0)', instant=True)],
-            w=4, h=4, description="Alerts from fsaudit.rules.yml that are firing now.",
+            w=4, h=4, unit="none", description="Alerts from fsaudit.rules.yml that are firing now.",
             options=STAT, thresholds=steps((None, GREEN), (1, RED)))
     d.panel("stat", "Canaries silent where detection was expected",
             [q(f'count((fsaudit_canary_last_verdict{{verdict="silent", {I}}} == 1) and on (instance, target) '
                f'fsaudit_canary_expected_verdict_info{{expected!="blind", {I}}}) or vector(0)', instant=True)],
-            w=4, h=4, description="Detection regressions: a checksumming stack served corrupted data silently.",
+            w=4, h=4, unit="none", description="Detection regressions: a checksumming stack served corrupted data silently.",
             options=STAT, thresholds=steps((None, GREEN), (1, RED)))
     d.panel("stat", "Probes failing", [q(f'count(fsaudit_probe_success{{{I}}} == 0) or vector(0)', instant=True)],
-            w=4, h=4, description="Probe runs whose last result was a failure (see the Pool detail dashboard for reasons).",
+            w=4, h=4, unit="none", description="Probe runs whose last result was a failure (see the Pool detail dashboard for reasons).",
             options=STAT, thresholds=steps((None, GREEN), (1, ORANGE)))
     d.panel("stat", "Filesystems without data checksums",
             [q(f'count(fsaudit_filesystem_data_checksums{{{I}, {T}}} == 0) or vector(0)', instant=True)],
-            w=4, h=4, description="Monitored filesystems whose data could rot unseen (XFS, ext4, md...).",
+            w=4, h=4, unit="none", description="Monitored filesystems whose data could rot unseen (XFS, ext4, md...).",
             options=STAT, thresholds=steps((None, GREEN), (1, YELLOW)))
 
     d.row("Health")
     d.panel("table", "ZFS pool health", [q(f'fsaudit_zfs_pool_state{{{I}, {P}}} == 1', instant=True, fmt="table")],
-            w=8, description="Current state of every ZFS pool (zpool status).",
+            w=8, unit="none", description="Current state of every ZFS pool (zpool status).",
             options=TABLE, overrides=[color_cell("state", POOL_STATE_MAP)],
             transformations=[hide_fields("Time", "Value", "__name__", "job")])
     d.panel("table", "Latest canary verdict",
             [q(f'(fsaudit_canary_last_verdict{{{I}}} == 1) * on (instance, target) group_left (expected) '
                f'fsaudit_canary_expected_verdict_info{{{I}}}', instant=True, fmt="table")],
-            w=8, description="Last verdict of each injected-corruption canary. SILENT = corrupted data was "
+            w=8, unit="none", description="Last verdict of each injected-corruption canary. SILENT = corrupted data was "
                              "returned with success: a detection regression where 'expected' is repaired or "
                              "detected, a known-blind stack where it is blind.",
             options=TABLE, overrides=[color_cell("verdict", VERDICT_MAP)],
             transformations=[hide_fields("Time", "Value", "__name__", "job")])
     d.panel("table", "Firing and pending fsaudit alerts",
             [q(f'ALERTS{{alertname=~"Fsaudit.*", {I}}}', instant=True, fmt="table")],
-            w=8, description="From Prometheus's ALERTS series (rules in fsaudit.rules.yml).",
+            w=8, unit="none", description="From Prometheus's ALERTS series (rules in fsaudit.rules.yml).",
             options=TABLE, overrides=[color_cell("alertstate", ALERTSTATE_MAP)],
             transformations=[hide_fields("Time", "Value", "__name__")])
     d.panel("bargauge", "Days since last completed scrub",
             [q(f'fsaudit_scrub_last_completed_age_seconds{{{I}, {T}}} / 86400', "{{instance}} {{target}}", instant=True)],
-            w=8, unit="d", decimals=1, description="Scrub age per target; overdue at 40 days (FsauditScrubOverdue).",
-            options=BARGAUGE, thresholds=steps((None, GREEN), (30, YELLOW), (40, RED)), min_=0)
+            w=8, unit="d", decimals=1, description=f"Scrub age per target; overdue at {SCRUB_OVERDUE} days (FsauditScrubOverdue).",
+            options=BARGAUGE, thresholds=steps((None, GREEN), (30, YELLOW), (SCRUB_OVERDUE, RED)), min_=0)
     d.panel("bargauge", "Device errors in the last 24 h",
             [q(f'sum by (instance, pool, vdev) (increase(fsaudit_zfs_vdev_errors{{{I}, {P}}}[24h]))',
                "{{instance}} zfs {{pool}} {{vdev}}", instant=True),
@@ -267,13 +277,13 @@ def fleet():
             [q(f'(fsaudit_detection_covered{{{I}, {T}}} == 0) * on (instance, target) group_left (fs, data_checksums, '
                f'redundancy, compression, kernel_release, device_model, device_transport) fsaudit_stack_info{{{I}, {T}}}',
                instant=True, fmt="table")],
-            w=14, description="Production filesystems no canary currently covers, with their stack signature "
+            w=14, unit="none", description="Production filesystems no canary currently covers, with their stack signature "
                               "(FsauditUncoveredStack after 24 h). `fsauditd canary suggest TARGET` prints the "
                               "canary config that would cover one.",
             options=TABLE, transformations=[hide_fields("Time", "Value", "__name__", "job")])
     d.panel("table", "Setup findings",
             [q(f'fsaudit_setup_finding{{{I}, {T}}} == 1', instant=True, fmt="table")],
-            w=24, description="How each filesystem is set up decides whether corruption can be seen: data not "
+            w=24, unit="none", description="How each filesystem is set up decides whether corruption can be seen: data not "
                               "checksummed, not repairable, stacked ZFS pools, overdue scrubs... (rule table in the "
                               "README; evidence and fix in the journal: journalctl FSAUDIT_PROBE=setup).",
             options=TABLE, overrides=[color_cell("severity", text_map(critical=RED, warning=ORANGE, info=BLUE))],
@@ -302,7 +312,7 @@ def pool_detail():
              [var_datasource(), instance_var(multi=False), pool_var(), target_var()])
     d.row("Devices and vdevs")
     d.panel("table", "ZFS vdev tree", [q(f'fsaudit_zfs_vdev_state{{{I}, {P}}} == 1', instant=True, fmt="table")],
-            w=12, h=9, description="Every vdev (mirror/raidz/log/cache/spare and leaves) with its current state.",
+            w=12, h=9, unit="none", description="Every vdev (mirror/raidz/log/cache/spare and leaves) with its current state.",
             options=TABLE, overrides=[color_cell("state", POOL_STATE_MAP)],
             transformations=[hide_fields("Time", "Value", "__name__", "job", "instance")])
     d.panel("timeseries", "ZFS vdev error counters",
@@ -358,7 +368,10 @@ def pool_detail():
             options=TS, custom=ts_custom())
     d.panel("bargauge", "Days since last completed scrub",
             [q(f'fsaudit_scrub_last_completed_age_seconds{{{I}, {T}}} / 86400', "{{target}}", instant=True)],
-            w=12, unit="d", decimals=1, options=BARGAUGE, thresholds=steps((None, GREEN), (30, YELLOW), (40, RED)), min_=0)
+            w=12, unit="d", decimals=1, options=BARGAUGE, min_=0,
+            description=f"Days since the last completed scrub of each target; overdue at {SCRUB_OVERDUE} days "
+                        "(FsauditScrubOverdue), +Inf = never seen completed.",
+            thresholds=steps((None, GREEN), (30, YELLOW), (SCRUB_OVERDUE, RED)))
 
     d.row("Canaries")
     d.panel("timeseries", "Canary verdicts",
@@ -378,7 +391,7 @@ def pool_detail():
     d.panel("heatmap", "fsync latency heatmap",
             [q(f'sum by (le) (increase(fsaudit_fsync_latency_seconds_bucket{{{I}}}[$__rate_interval]) {ON_STACKS})',
                "{{le}}", fmt="heatmap")],
-            w=12, h=9, description="4 KiB write+fsync samples per latency bucket (histogram fsaudit_fsync_latency_seconds) "
+            w=12, h=9, unit="short", description="4 KiB write+fsync samples per latency bucket (histogram fsaudit_fsync_latency_seconds) "
                                    "of the device stacks holding the selected targets.",
             options={"calculate": False, "yAxis": {"unit": "s", "axisPlacement": "left"},
                      "cellGap": 1, "color": {"mode": "scheme", "scheme": "Oranges", "exponent": 0.5, "steps": 64, "fill": "dark-orange", "scale": "exponential", "reverse": False},
@@ -401,7 +414,7 @@ def pool_detail():
             options=TS, custom=ts_custom(draw="bars", fill=80))
     d.panel("table", "Probe status",
             [q(f'fsaudit_probe_success{{{I}}}', instant=True, fmt="table")],
-            w=12, description="Every probe on every target: did its last run succeed. "
+            w=12, unit="none", description="Every probe on every target: did its last run succeed. "
                               "Failure reasons are in fsaudit_probe_failure_info; hung runs in fsaudit_probe_stuck.",
             options=TABLE,
             overrides=[{"matcher": {"id": "byName", "options": "Value"},
@@ -415,7 +428,7 @@ def pool_detail():
             [q(f'rate(fsaudit_probe_duration_seconds_total{{{I}}}[$__rate_interval]) / '
                f'rate(fsaudit_probe_runs_total{{{I}}}[$__rate_interval])', instant=True, fmt="table"),
              q(f'time() - fsaudit_probe_last_run_timestamp_seconds{{{I}}}', instant=True, fmt="table")],
-            w=12, description="Per probe type, over all its targets: average duration of a run (its own work, "
+            w=12, unit="s", description="Per probe type, over all its targets: average duration of a run (its own work, "
                               "not time waiting for a worker) and seconds since its last run ended.",
             options=TABLE,
             overrides=[{"matcher": {"id": "byName", "options": "Value #A"},
@@ -425,7 +438,7 @@ def pool_detail():
             transformations=[{"id": "merge", "options": {}}, hide_fields("Time", "__name__", "job", "instance")])
     d.panel("table", "Probe failure reasons",
             [q(f'fsaudit_probe_failure_info{{{I}}}', instant=True, fmt="table")],
-            w=24, h=6, description="Why a probe failed (missing tool, permission, timeout...).", options=TABLE,
+            w=24, h=6, unit="none", description="Why a probe failed (missing tool, permission, timeout...).", options=TABLE,
             transformations=[hide_fields("Time", "Value", "__name__", "job")])
     return d
 
@@ -455,7 +468,7 @@ def capacity():
     d.panel("table", "Days until full (predict_linear)",
             [q(days_to_full("fsaudit_filesystem_avail_bytes", f"{I}, {T}", "1d"), instant=True, fmt="table"),
              q(f'predict_linear(fsaudit_filesystem_avail_bytes{{{I}, {T}}}[1d], 7 * 86400)', instant=True, fmt="table")],
-            w=12, h=9, description="Linear fit over one day. 3650 = not filling. 'available in 7 days' below 0 "
+            w=12, h=9, unit="d", description="Linear fit over one day. 3650 = not filling. 'available in 7 days' below 0 "
                                    "means full within a week (FsauditFilesystemFullIn7Days).",
             options={**TABLE, "sortBy": [{"displayName": "days until full", "desc": False}]},
             overrides=[{"matcher": {"id": "byName", "options": "Value #A"},
@@ -485,7 +498,7 @@ def capacity():
                instant=True, fmt="table"),
              q(f'fsaudit_zfs_pool_capacity_ratio{{{I}, {P}}}', instant=True, fmt="table"),
              q(f'fsaudit_zfs_pool_fragmentation_ratio{{{I}, {P}}}', instant=True, fmt="table")],
-            w=12, description="Per pool: days until full (linear fit over a day, 3650 = not filling), used "
+            w=12, unit="d", description="Per pool: days until full (linear fit over a day, 3650 = not filling), used "
                               "fraction and free-space fragmentation (ZFS slows down above ~80 % full).",
             options=TABLE,
             overrides=[{"matcher": {"id": "byName", "options": "Value #A"},

@@ -64,7 +64,7 @@ with_systemd_branch dpkg -i "$deb" || fail "dpkg -i"
 # A fresh install enables the unit and starts nothing (the operator reviews the config first).
 if grep -q "^deb-systemd-invoke" "$shim/calls" 2>/dev/null; then fail "a fresh install asked: $(cat "$shim/calls")"; fi
 rm -f "$shim/calls"
-for f in /usr/share/doc/fsaudit/README.md /usr/share/doc/fsaudit/docs/operations.md /usr/share/doc/fsaudit/docs/security.md \
+for f in /usr/share/doc/fsaudit/README.md /usr/share/doc/fsaudit/docs/operations.md /usr/share/doc/fsaudit/docs/security.md /usr/share/doc/fsaudit/docs/runbooks.md \
          /usr/sbin/fsauditd /usr/bin/fsauditctl /usr/sbin/fsaudit-scrub-detach /usr/libexec/fsaudit/fsaudit-helper /usr/lib/fsaudit/fsaudit-tls.so \
          /etc/fsaudit/fsaudit.yaml /lib/systemd/system/fsaudit-helper.socket \
          /lib/systemd/system/fsauditd.service /usr/share/dbus-1/system.d/org.fsaudit.Daemon1.conf \

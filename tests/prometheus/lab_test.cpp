@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -254,22 +255,40 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
   TempDir td("fsaudit-prom-lab");
   {
     // ---- storage --------------------------------------------------------------------------------
-    for (auto d : {"mnt-btrfs", "mnt-ext4", "mnt-xfs", "canary-xfs-blind", "canary-xfs-repaired", "canary-xfs-unsigned",
-                   "state", "prom"})
+    for (auto d : {"mnt-btrfs", "mnt-ext4", "mnt-xfs", "mnt-full", "canary-xfs-blind", "canary-xfs-repaired",
+                   "canary-xfs-unsigned", "state", "prom"})
       fs::create_directories(td / d);
     LoopDevice b1(td.path(), "btrfs1.img", 128ull << 20), b2(td.path(), "btrfs2.img", 128ull << 20);
     LoopDevice e1(td.path(), "ext4.img", 64ull << 20), x1(td.path(), "xfs.img", 320ull << 20);
     LoopDevice cb(td.path(), "canary-blind.img", 320ull << 20), cr(td.path(), "canary-repaired.img", 320ull << 20);
     LoopDevice cu(td.path(), "canary-unsigned.img", 320ull << 20);
-    for (auto* l : {&b1, &b2, &e1, &x1, &cb, &cr, &cu}) ASSERT_TRUE(l->ok()) << "losetup failed";
+    LoopDevice f1(td.path(), "full.img", 32ull << 20);
+    for (auto* l : {&b1, &b2, &e1, &x1, &cb, &cr, &cu, &f1}) ASSERT_TRUE(l->ok()) << "losetup failed";
     must({"mkfs.btrfs", "-f", "-q", "-m", "raid1", "-d", "raid1", b1.device(), b2.device()});
     must({"mkfs.ext4", "-F", "-q", e1.device()});
+    must({"mkfs.ext4", "-F", "-q", "-N", "64", f1.device()});  // few inodes: cheap to use them all
     for (auto* l : {&x1, &cb, &cr, &cu}) must({"mkfs.xfs", "-f", "-q", l->device()});
     Mount mb(b1.device(), td / "mnt-btrfs", "btrfs"), me(e1.device(), td / "mnt-ext4", "ext4"),
         mx(x1.device(), td / "mnt-xfs", "xfs");
     Mount mcb(cb.device(), td / "canary-xfs-blind", "xfs"), mcr(cr.device(), td / "canary-xfs-repaired", "xfs");
     Mount mcu(cu.device(), td / "canary-xfs-unsigned", "xfs");
-    for (auto* m : {&mb, &me, &mx, &mcb, &mcr, &mcu}) ASSERT_TRUE(m->ok()) << m->dir() << ": " << m->error();
+    Mount mf(f1.device(), td / "mnt-full", "ext4");
+    for (auto* m : {&mb, &me, &mx, &mcb, &mcr, &mcu, &mf}) ASSERT_TRUE(m->ok()) << m->dir() << ": " << m->error();
+    // mnt-full: out of inodes and of space for unprivileged writers (FsauditInodesAlmostFull,
+    // FsauditFilesystemAlmostFull); root still writes into ext4's reserved blocks.
+    {
+      struct statvfs sv {};
+      ASSERT_EQ(::statvfs((td / "mnt-full").c_str(), &sv), 0);
+      must({"fallocate", "-l", std::to_string(sv.f_bavail * sv.f_frsize), (td / "mnt-full/fill").string()});
+      for (int i = 0; i < 1000; ++i) {
+        int fd = ::open((td / "mnt-full" / ("f" + std::to_string(i))).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd < 0) break;
+        ::close(fd);
+      }
+      ASSERT_EQ(::statvfs((td / "mnt-full").c_str(), &sv), 0);
+      ASSERT_EQ(sv.f_favail, 0u) << "the inodes of mnt-full should be used up";
+      ASSERT_LT(static_cast<double>(sv.f_bavail) / static_cast<double>(sv.f_blocks), 0.01) << "mnt-full should be full";
+    }
     write_text(td / "mnt-btrfs/data.bin", std::string(1 << 20, 'x'));
     must({"sync"});
     // A completed scrub, so the scrub probe has something to report for btrfs.
@@ -299,7 +318,7 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
         << "state_dir: " << (td / "state").string() << "\n"
         << "log_level: debug\n"
         << "targets:\n  discover: false\n  explicit:\n";
-    for (auto d : {"mnt-btrfs", "mnt-ext4", "mnt-xfs"}) cfg << "    - path: " << (td / d).string() << "\n";
+    for (auto d : {"mnt-btrfs", "mnt-ext4", "mnt-xfs", "mnt-full"}) cfg << "    - path: " << (td / d).string() << "\n";
     if (with_zfs) cfg << "    - path: " << (td / "mnt-zfs").string() << "\n";
     cfg << "probes:\n";
     for (auto p : {"capacity", "mount", "zfs", "btrfs", "xfs", "ext4", "md"})
@@ -439,6 +458,21 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
     // ... and not the other way round: the blind canary never pages, the regressed one is not "blind".
     EXPECT_EQ(alert_state("FsauditCanarySilentCorruption", "xfs-blind"), "");
     EXPECT_EQ(alert_state("FsauditCanaryBlindStack", "xfs-expect-repaired"), "");
+
+    // ---- full now: space and inodes of mnt-full (pending: `for` is 30 minutes), not mnt-ext4 ---------
+    {
+      const std::string full = (td / "mnt-full").string(), roomy = (td / "mnt-ext4").string();
+      std::string space, inodes;
+      poll(60, [&] {
+        space = alert_state("FsauditFilesystemAlmostFull", full);
+        inodes = alert_state("FsauditInodesAlmostFull", full);
+        return !space.empty() && !inodes.empty();
+      });
+      EXPECT_EQ(space, "pending") << prom_query(pport, "fsaudit_filesystem_avail_bytes").data.dump();
+      EXPECT_EQ(inodes, "pending") << prom_query(pport, "fsaudit_filesystem_files_free").data.dump();
+      EXPECT_EQ(alert_state("FsauditFilesystemAlmostFull", roomy), "");
+      EXPECT_EQ(alert_state("FsauditInodesAlmostFull", roomy), "");
+    }
 
     // ---- a failing probe: FsauditProbeFailing pending, with the reason in its description -----------
     {
