@@ -1,16 +1,49 @@
 #include "daemon/http/web_config.hpp"
 
 #include <crypt.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "daemon/config/reader.hpp"
+#include "daemon/core/trust.hpp"
 
 namespace fsaudit::http {
 namespace {
 
+
+// RFC 9110 5.6.2: a field name is a token.
+bool is_token(const std::string& s) {
+  if (s.empty()) return false;
+  for (unsigned char c : s) {
+    bool ok = std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+    if (!ok || c == 0) return false;
+  }
+  return true;
+}
+
+// "" when `name: value` may be added to every response, else why not. A CR or LF in a value would
+// end the header early and let the rest become headers (or a body) of its own; the framing headers
+// are fsauditd's to set.
+std::string header_problem(const std::string& name, const std::string& value) {
+  if (!is_token(name))
+    return "'" + name + "' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only); fix the name";
+  std::string lower;
+  for (unsigned char c : name) lower += static_cast<char>(std::tolower(c));
+  for (const char* own : {"content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "trailer", "te",
+                          "content-type", "content-encoding"})
+    if (lower == own) return "'" + name + "' is set by fsauditd for each response; remove it";
+  for (unsigned char c : value) {
+    if (c == '\r' || c == '\n') return "the value of '" + name + "' contains a line break (CR/LF), which would start another header; remove it";
+    if ((c < 0x20 && c != '\t') || c == 0x7f)
+      return "the value of '" + name + "' contains control character 0x" + "0123456789abcdef"[c >> 4] +
+             "0123456789abcdef"[c & 15] + "; remove it";
+  }
+  return "";
+}
 
 bool is_bcrypt(const std::string& h) {
   return h.size() == 60 && h[0] == '$' && h[1] == '2' && (h[2] == 'a' || h[2] == 'b' || h[2] == 'y') && h[3] == '$';
@@ -74,6 +107,8 @@ Result<WebConfig> parse_web_config(const std::string& yaml_text, const std::stri
       auto h = root.section("http_server_config");
       if (h.has("http2") && h.boolean("http2", false)) h.fail("http2", "HTTP/2 is not supported by fsauditd; set false or remove");
       w.headers = h.string_map("headers");
+      for (const auto& [name, value] : w.headers)
+        if (auto why = header_problem(name, value); !why.empty()) h.section("headers").fail(name, why);
       h.finish();
     }
     w.basic_auth_users = root.string_map("basic_auth_users");
@@ -91,6 +126,10 @@ Result<WebConfig> parse_web_config(const std::string& yaml_text, const std::stri
 }
 
 Result<WebConfig> load_web_config(const std::filesystem::path& file) {
+  // It decides whether /metrics needs TLS and a password: whoever may change it may remove both. The
+  // same rule as the main config (docs/security.md).
+  if (auto why = trusted_file_problem(file, ::geteuid()); !why.empty())
+    return err("refusing web config " + file.string() + ": " + why);
   std::ifstream in(file);
   if (!in) return err("cannot read web config " + file.string() + ": " + std::strerror(errno));
   std::stringstream ss;

@@ -1,5 +1,6 @@
 // The HTTP listener: exposition parsing, the status model, the web config, and the real civetweb
 // server with TLS and basic auth, checked with curl.
+#include <sys/stat.h>
 #include <crypt.h>
 #include <gtest/gtest.h>
 
@@ -225,6 +226,55 @@ TEST(WebConfig, RejectsWhatItCannotHonour) {
   bad("tls_server_config:\n  cert_file: c.pem\n  key_file: c.pem\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n", "not supported");
   bad("tls_server_confg: {}\n", "tls_server_config");  // a typo gets a "did you mean"
   bad("tls_server_config:\n  cert_file: c.pem\n  key_file: c.pem\n  min_version: SSL3\n", "min_version");
+}
+
+// A header value with a line break would end the header and inject others (Set-Cookie, a second
+// status line) into every response, 401s included: refused at load, naming the file, line and header.
+TEST(WebConfig, HeaderNamesAndValuesAreValidatedAtLoad) {
+  TempDir dir;
+  auto bad = [&](const std::string& yaml, const std::string& want) {
+    auto w = parse_web_config(yaml, "web.yml", dir.path());
+    ASSERT_FALSE(w) << yaml;
+    EXPECT_NE(w.error().find(want), std::string::npos) << w.error();
+    EXPECT_NE(w.error().find("web.yml:"), std::string::npos) << w.error();
+  };
+  bad("http_server_config:\n  headers:\n    X-A: \"ok\\r\\nSet-Cookie: injected=1\"\n", "line break");
+  bad("http_server_config:\n  headers:\n    X-A: \"ok\\nSet-Cookie: injected=1\"\n", "line break");
+  bad("http_server_config:\n  headers:\n    X-A: \"a\\x01b\"\n", "control character 0x01");
+  bad("http_server_config:\n  headers:\n    \"X A\": v\n", "not a valid header name");
+  bad("http_server_config:\n  headers:\n    \"X-A:\": v\n", "not a valid header name");
+  bad("http_server_config:\n  headers:\n    Content-Length: \"0\"\n", "set by fsauditd");
+  bad("http_server_config:\n  headers:\n    transfer-encoding: chunked\n", "set by fsauditd");
+  // The error points at the header's own line.
+  auto w = parse_web_config("http_server_config:\n  headers:\n    X-Ok: fine\n    X-Bad: \"a\\rb\"\n", "web.yml", dir.path());
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.error().find("web.yml:4:"), std::string::npos) << w.error();
+  auto ok = parse_web_config("http_server_config:\n  headers:\n    Strict-Transport-Security: \"max-age=31536000; includeSubDomains\"\n"
+                             "    X-Tab: \"a\\tb\"\n", "web.yml", dir.path());
+  ASSERT_TRUE(ok) << ok.error();
+  EXPECT_EQ(ok->headers.at("X-Tab"), "a\tb");
+}
+
+// Whoever can write the web config can remove TLS and basic auth: it is checked like the main config,
+// by load (start, reload) and by --check-config.
+TEST(WebConfig, AWebConfigOthersCanWriteIsRefusedLikeTheMainConfig) {
+  TempDir dir;
+  write_text(dir / "web.yml", "basic_auth_users:\n  prom: " + bcrypt("pw") + "\n");
+  ASSERT_TRUE(load_web_config(dir / "web.yml")) << "a private web config loads";
+  ::chmod((dir / "web.yml").c_str(), 0666);
+  auto w = load_web_config(dir / "web.yml");
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.error().find("refusing web config"), std::string::npos) << w.error();
+  EXPECT_NE(w.error().find("chmod"), std::string::npos) << w.error();
+  std::filesystem::create_directories(dir / "data");
+  write_text(dir / "check.yaml", "state_dir: " + (dir / "state").string() + "\nweb_config_file: " + (dir / "web.yml").string() +
+                                     "\ntargets: {discover: false}\nlatency: {enabled: false}\n");
+  auto r = fsaudit::testing::run({FSAUDITD_BINARY, "--check-config", (dir / "check.yaml").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("refusing web config"), std::string::npos) << r.err;
+  ::chmod((dir / "web.yml").c_str(), 0600);
+  r = fsaudit::testing::run({FSAUDITD_BINARY, "--check-config", (dir / "check.yaml").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST(WebConfig, BcryptCheck) {
