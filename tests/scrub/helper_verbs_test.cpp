@@ -37,6 +37,15 @@ struct HelperHost {
   nlohmann::json ask(const std::string& line) {
     return nlohmann::json::parse(canary::handle_helper_request(line, own, runner));
   }
+  // The helper's own state: a scrub of /mnt/r1 it started, detached job 4242.
+  void record_job_4242() {
+    std::filesystem::create_directories(own.state_dir / "scrub");
+    TargetState st;
+    st.running = st.by_us = true;
+    st.job_pid = 4242;
+    st.job_dir = (own.state_dir / "scrub/jobs/btrfs__mnt_r1").string();
+    write_text(own.state_dir / "scrub/btrfs__mnt_r1.state", st.serialize());
+  }
   int scrub_commands() const {
     int n = 0;
     for (const auto& c : runner.calls) n += c.find(" scrub ") != std::string::npos && c.find(" status ") == std::string::npos;
@@ -117,12 +126,7 @@ TEST(ScrubHelperVerbs, RefusesAJobItDidNotStart) {
   }
   EXPECT_EQ(h.scrub_commands(), 0) << "a refused request ran a scrub command";
   // The helper's own record names job 4242: that one, and only that one, is canceled.
-  std::filesystem::create_directories(h.own.state_dir / "scrub");
-  TargetState st;
-  st.running = st.by_us = true;
-  st.job_pid = 4242;
-  st.job_dir = (h.own.state_dir / "scrub/jobs/btrfs__mnt_r1").string();
-  write_text(h.own.state_dir / "scrub/btrfs__mnt_r1.state", st.serialize());
+  h.record_job_4242();
   auto j = h.ask(R"({"verb": "scrub-cancel", "target": "/mnt/r1", "job": "4243"})");
   EXPECT_NE(j.value("refused", "").find("job 4243 is not a scrub job started here for /mnt/r1 (recorded: 4242)"),
             std::string::npos)
@@ -214,12 +218,7 @@ TEST(ScrubHelperVerbs, PauseAndCancelNeedTheRecordedJob) {
   h.runner.answer("btrfs scrub status -d -R /mnt/r1",
                   testing::fixture("written/btrfs/scrub-status-running-large-fs-progs-6.17.txt"));
   h.runner.answer("btrfs scrub cancel /mnt/r1", "");
-  std::filesystem::create_directories(h.own.state_dir / "scrub");
-  TargetState st;
-  st.running = st.by_us = true;
-  st.job_pid = 4242;
-  st.job_dir = (h.own.state_dir / "scrub/jobs/btrfs__mnt_r1").string();
-  write_text(h.own.state_dir / "scrub/btrfs__mnt_r1.state", st.serialize());
+  h.record_job_4242();
   for (const std::string req : {R"({"verb": "scrub-cancel", "target": "/mnt/r1"})", R"({"verb": "scrub-pause", "target": "/mnt/r1"})"}) {
     auto j = h.ask(req);
     EXPECT_FALSE(j.value("ok", true)) << req << " -> " << j.dump();
