@@ -39,4 +39,17 @@ std::string trusted_file_problem(const fs::path& p, uid_t euid) {
   return "";
 }
 
+std::string trusted_executable_problem(const fs::path& p, uid_t euid) {
+  if (!p.is_absolute()) return p.string() + " is not an absolute path";
+  std::error_code ec;
+  fs::path real = fs::canonical(p, ec);
+  if (ec) return "cannot resolve " + p.string() + ": " + ec.message();
+  for (const fs::path& path : {p.lexically_normal(), real}) {
+    // trusted_file_problem checks a file and its directory: walking up, each directory in turn.
+    for (fs::path x = path; x.has_relative_path(); x = x.parent_path())
+      if (auto why = trusted_file_problem(x, euid); !why.empty()) return why;
+  }
+  return "";
+}
+
 }  // namespace fsaudit

@@ -18,4 +18,9 @@ std::string trusted_file_problem(const std::filesystem::path& p, uid_t euid);
 // The same for a process that must trust root only (fsaudit-helper, root CLI commands).
 inline std::string trusted_file_problem(const std::filesystem::path& p) { return trusted_file_problem(p, 0); }
 
+// A program a process with effective uid `euid` is about to run: the same rules for the file and for
+// every directory above it up to "/", both along `p` as written and along the path its symlinks
+// resolve to (any of them writable by another user could swap the program). "" when it may run.
+std::string trusted_executable_problem(const std::filesystem::path& p, uid_t euid);
+
 }  // namespace fsaudit

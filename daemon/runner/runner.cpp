@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "daemon/core/trust.hpp"
+
 extern char** environ;
 
 namespace fsaudit {
@@ -108,6 +110,14 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
   if (exe.empty() || ::access(exe.c_str(), X_OK) != 0) {
     r.spawn_error = spec.argv[0] + ": not found (is the package installed and in PATH?)";
     return r;
+  }
+  // Root runs only what root alone can change (tools: in a config, PATH): a zpool another user can
+  // rewrite would be that user's code running as root.
+  if (::geteuid() == 0) {
+    if (auto why = trusted_executable_problem(exe, 0); !why.empty()) {
+      r.spawn_error = "refusing to run " + exe + " as root: " + why;
+      return r;
+    }
   }
 
   int out_pipe[2], err_pipe[2], in_pipe[2] = {-1, -1};

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -69,8 +70,9 @@ std::string answer(bool ok, const std::string& what, const json& body = nullptr)
 
 }  // namespace
 
-std::string handle_helper_request(std::string_view line, const config::Config& own, CommandRunner& runner) {
-  if (auto scrub = scrub::handle_scrub_helper_request(line, own, runner)) return *scrub;
+std::string handle_helper_request(std::string_view line, const config::Config& own, CommandRunner& runner,
+                                  uid_t peer_uid, gid_t peer_gid) {
+  if (auto scrub = scrub::handle_scrub_helper_request(line, own, runner, peer_uid, peer_gid)) return *scrub;
   auto req = parse_helper_request(line);
   if (!req) return answer(false, req.error());
   if (auto why = check_helper_request(*req, own); !why.empty()) return answer(false, why);
@@ -107,6 +109,11 @@ Result<CycleReport> run_cycle_via_helper(const std::string& socket_path, const s
     return err("unreadable answer from the fsaudit helper");
   }
 }
+
+namespace {
+int serve_request(const std::string& line, const config::Config& own, const ucred& cred,
+                  const std::function<void(const std::string&)>& say);
+}  // namespace
 
 int helper_main(int argc, char** argv) {
   std::string config_path = "/etc/fsaudit/fsaudit.yaml";
@@ -157,23 +164,54 @@ int helper_main(int argc, char** argv) {
     say(answer(false, std::string("the helper's config does not load: ") + e.what()));
     return 1;
   }
+  auto line = read_helper_request(0, kHelperRequestDeadline);
+  if (!line) {
+    say(answer(false, line.error()));
+    sd_journal_send("MESSAGE=fsaudit-helper: uid %u pid %d: %s", cred.uid, cred.pid, line.error().c_str(), "PRIORITY=4",
+                    "SYSLOG_IDENTIFIER=fsaudit-helper", nullptr);
+    return 1;
+  }
+  return serve_request(*line, own, cred, say);
+}
+
+Result<std::string> read_helper_request(int fd, std::chrono::milliseconds deadline) {
+  // One deadline for the whole line, not per read: a client that sends a byte every few seconds
+  // would otherwise hold a root process (and its slot) as long as it likes.
+  const auto until = std::chrono::steady_clock::now() + deadline;
   std::string line;
   char buf[512];
-  while (line.find('\n') == std::string::npos && line.size() <= kMaxHelperRequest) {
-    pollfd p{0, POLLIN, 0};
-    if (::poll(&p, 1, 10000) <= 0) break;
-    ssize_t got = ::read(0, buf, sizeof buf);
-    if (got <= 0) break;
+  while (line.find('\n') == std::string::npos) {
+    if (line.size() > kMaxHelperRequest)
+      return err("request longer than " + std::to_string(kMaxHelperRequest) + " bytes");
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count()) + 1) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0)
+      return err("no complete request line within " + std::to_string(deadline.count()) + " ms: cut off, nothing done");
+    ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // the client closed: what it sent is the request
     line.append(buf, static_cast<std::size_t>(got));
   }
   if (auto nl = line.find('\n'); nl != std::string::npos) line.resize(nl);
+  if (line.size() > kMaxHelperRequest) return err("request longer than " + std::to_string(kMaxHelperRequest) + " bytes");
+  return line;
+}
+
+namespace {
+
+int serve_request(const std::string& line, const config::Config& own, const ucred& cred,
+                  const std::function<void(const std::string&)>& say) {
   ProcessRunner runner;
   auto host_verb = handle_host_verb(line, own, runner, cred.uid, cred.gid);
-  std::string out = host_verb ? *host_verb : handle_helper_request(line, own, runner);
+  std::string out = host_verb ? *host_verb : handle_helper_request(line, own, runner, cred.uid, cred.gid);
   sd_journal_send("MESSAGE=fsaudit-helper: uid %u pid %d asked %s: %s", cred.uid, cred.pid, line.substr(0, 200).c_str(),
                   out.substr(0, 200).c_str(), "PRIORITY=6", "SYSLOG_IDENTIFIER=fsaudit-helper", nullptr);
   say(out);
   return 0;
 }
+
+}  // namespace
 
 }  // namespace fsaudit::canary

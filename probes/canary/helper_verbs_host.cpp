@@ -20,6 +20,7 @@
 #include "probes/latency/probe.hpp"
 #include "probes/latency/sampler.hpp"
 #include "probes/latency/stacks.hpp"
+#include "probes/scrub/helper_verbs.hpp"
 
 namespace fsaudit::canary {
 
@@ -90,7 +91,7 @@ std::string btrfs_read(const Args& a, const config::Config& own, CommandRunner& 
   return done({{"mountpoint", mp}, {"exit", r.exit_code}, {"out", r.out}});
 }
 
-std::string md_sync_action(const Args& a, const config::Config& own) {
+std::string md_sync_action(const Args& a, const config::Config& own, CommandRunner& runner, uid_t peer_uid) {
   const auto& dev = a.at("device");
   const auto& action = a.at("action");
   // Only starting and stopping a check: "repair" rewrites data, "idle" only ends a check.
@@ -102,20 +103,21 @@ std::string md_sync_action(const Args& a, const config::Config& own) {
   std::string l = level ? std::string(trim(*level)) : "";
   if (l.empty() || l == "raid0" || l == "linear" || l == "container" || l == "multipath")
     return refuse("\"" + dev + "\" is not an md array with redundancy on this host");
-  if (!own.scrub.enabled || !own.scrub.covers("md") || own.scrub.policy_for(dev).observe_only)
-    return refuse("the helper's config (" + own.source + ") does not let fsaudit scrub md array " + dev);
   auto now = read_file(md / "sync_action");
   if (!now) return refuse("cannot read " + (md / "sync_action").string() + ": " + now.error());
   std::string cur(trim(*now));
   // Never interrupt a resync or recovery the kernel started: idle only ends a check.
   if (action == "idle" && cur != "check") return refuse(dev + " is running \"" + cur + "\", not a check: left alone");
   if (action == "check" && cur != "idle") return refuse(dev + " is busy (" + cur + ")");
-  int fd = ::open((md / "sync_action").c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return refuse("open " + (md / "sync_action").string() + ": " + std::strerror(errno));
-  bool ok = ::write(fd, action.data(), action.size()) == static_cast<ssize_t>(action.size());
-  int e = errno;
-  ::close(fd);
-  if (!ok) return refuse("write " + (md / "sync_action").string() + ": " + std::strerror(e));
+  // The act is the scrub verbs': the same targets (scrub:, targets: exclude), policy (observe_only,
+  // allow_degraded) and record of which check fsaudit started, so this older verb is no way around them.
+  // md only: nothing else is discovered (no zpool runs for an md request).
+  config::Config md_only = own;
+  md_only.scrub.filesystems = {"md"};
+  auto r = scrub::carry_out_helper_scrub(action == "check" ? "start" : "cancel", dev, md_only, runner, peer_uid == 0,
+                                         std::nullopt);
+  if (!r.ok)
+    return refuse("the helper's config (" + own.source + ") does not let fsaudit scrub md array " + dev + " now: " + r.text);
   return done({{"device", dev}, {"action", action}, {"was", cur}});
 }
 
@@ -191,7 +193,7 @@ std::optional<std::string> handle_host_verb(std::string_view line, const config:
   if (v == "counters-clear") return counters_clear(args, own, runner);
   if (v == "btrfs-device-stats") return btrfs_read(args, own, runner, {"device", "stats"});
   if (v == "btrfs-scrub-status") return btrfs_read(args, own, runner, {"scrub", "status", "-d", "-R"});
-  if (v == "md-sync-action") return md_sync_action(args, own);
+  if (v == "md-sync-action") return md_sync_action(args, own, runner, peer_uid);
   return latency_file_create(args, own, peer_uid, peer_gid);
 }
 

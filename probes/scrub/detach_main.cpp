@@ -1,4 +1,4 @@
-// fsaudit-scrub-detach DIR -- COMMAND [ARGS...]
+// fsaudit-scrub-detach [--group GID] DIR -- COMMAND [ARGS...]
 //
 // Starts a long-running scrub command (btrfs scrub start -B, xfs_scrub, bcachefs scrub) detached
 // from the caller, so the scrub probe, which runs it through the CommandRunner with a short timeout,
@@ -11,8 +11,11 @@
 //   * the watcher holds an exclusive flock on DIR/lock while it lives: a reader that cannot see
 //     the watcher in /proc (fsauditd under ProtectProc=invisible, the job fsaudit-helper's, as root)
 //     still tells a running job from one that vanished;
-//   * DIR is 0755 and its files 0644 whatever the umask: the unprivileged daemon reads the jobs
-//     fsaudit-helper starts for it (it can write none of them).
+//   * DIR is made here (it must not exist: the caller removed the last job's) and every file in it
+//     with O_EXCL, never through a symlink. DIR is 0700 and its files 0600 whatever the umask; with
+//     --group (fsaudit-helper names the daemon's group), DIR is 0750 and its files 0640 of that group:
+//     the unprivileged daemon reads the jobs the helper starts for it, nobody else can, and it can
+//     write none of them.
 //   * this process prints "pid=<pgid>" and exits 0 once the watcher is set up.
 // It never uses a shell. Exit 2: usage; 1: could not set up.
 #include <fcntl.h>
@@ -25,21 +28,32 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 namespace {
 
+gid_t group = static_cast<gid_t>(-1);  // --group: the one group that may read the job
+
+// A new file only: an existing one (planted, or left over) is an error, not something to reuse.
 int open_file(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd >= 0) ::fchmod(fd, 0644);
+  int fd = ::open(path.c_str(), flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  bool ok = group == static_cast<gid_t>(-1) ? ::fchmod(fd, 0600) == 0
+                                            : ::fchown(fd, static_cast<uid_t>(-1), group) == 0 && ::fchmod(fd, 0640) == 0;
+  if (!ok) {
+    ::close(fd);
+    return -1;
+  }
   return fd;
 }
 
 bool write_atomic(const std::string& path, const std::string& data) {
   std::string tmp = path + ".tmp";
-  int fd = open_file(tmp, O_WRONLY | O_TRUNC);
+  ::unlink(tmp.c_str());  // our own leftover (a watcher killed mid-write): DIR is ours alone
+  int fd = open_file(tmp, O_WRONLY);
   if (fd < 0) return false;
   bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
   ok = ::fsync(fd) == 0 && ok;
@@ -50,24 +64,38 @@ bool write_atomic(const std::string& path, const std::string& data) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[1], "--group") == 0) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long g = std::strtoul(argv[2], &end, 10);
+    if (errno != 0 || !end || *end != '\0' || argv[2][0] == '\0' || argv[2][0] == '-' || g >= 0xffffffffUL) {
+      std::fprintf(stderr, "fsaudit-scrub-detach: --group needs a numeric group id, not \"%s\"\n", argv[2]);
+      return 2;
+    }
+    group = static_cast<gid_t>(g);
+    argc -= 2;
+    argv += 2;
+  }
   if (argc < 4 || std::strcmp(argv[2], "--") != 0) {
-    std::fprintf(stderr, "usage: fsaudit-scrub-detach DIR -- COMMAND [ARGS...]\n");
+    std::fprintf(stderr, "usage: fsaudit-scrub-detach [--group GID] DIR -- COMMAND [ARGS...]\n");
     return 2;
   }
   std::string dir = argv[1];
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    std::fprintf(stderr, "cannot create %s: %s\n", dir.c_str(), std::strerror(errno));
+  if (::mkdir(dir.c_str(), 0700) != 0) {
+    std::fprintf(stderr, "cannot create %s: %s (it must not exist yet)\n", dir.c_str(), std::strerror(errno));
     return 1;
   }
   {
     int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0 || ::fchmod(dfd, 0755) != 0) {
+    bool ok = dfd >= 0 && (group == static_cast<gid_t>(-1)
+                               ? ::fchmod(dfd, 0700) == 0
+                               : ::fchown(dfd, static_cast<uid_t>(-1), group) == 0 && ::fchmod(dfd, 0750) == 0);
+    if (!ok) {
       std::fprintf(stderr, "cannot use %s: %s\n", dir.c_str(), std::strerror(errno));
       return 1;
     }
     ::close(dfd);
   }
-  ::unlink((dir + "/status").c_str());
   int sync[2];
   if (::pipe2(sync, O_CLOEXEC) != 0) {
     std::perror("pipe");
@@ -93,7 +121,7 @@ int main(int argc, char** argv) {
   ::close(sync[0]);
   ::setsid();
   int devnull = ::open("/dev/null", O_RDWR);
-  int out = open_file(dir + "/output", O_WRONLY | O_TRUNC | O_APPEND);
+  int out = open_file(dir + "/output", O_WRONLY | O_APPEND);
   int lock = open_file(dir + "/lock", O_RDONLY);
   if (devnull < 0 || out < 0 || lock < 0 || ::flock(lock, LOCK_EX) != 0) {
     ssize_t ignored = ::write(sync[1], "e", 1);

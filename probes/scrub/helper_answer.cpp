@@ -1,8 +1,11 @@
 #include "probes/scrub/helper_answer.hpp"
 
 #include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+
+#include "daemon/core/strings.hpp"
 
 namespace fsaudit::scrub {
 
@@ -13,6 +16,31 @@ std::string scrub_helper_request(const std::string& verb, const std::string& tar
   json j{{"verb", verb}, {"target", target}};
   if (job > 0) j["job"] = std::to_string(job);
   return j.dump();
+}
+
+std::optional<Result<ScrubHelperRequest>> parse_scrub_helper_request(std::string_view line) {
+  json j = json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("verb") || !j["verb"].is_string()) return std::nullopt;
+  ScrubHelperRequest r;
+  r.verb = j["verb"].get<std::string>();
+  if (r.verb != "scrub-start" && r.verb != "scrub-pause" && r.verb != "scrub-cancel") return std::nullopt;
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "verb" && it.key() != "target" && !(it.key() == "job" && r.verb != "scrub-start"))
+      return Result<ScrubHelperRequest>(err("unknown key \"" + it.key() + "\" for " + r.verb +
+                                            ": a scrub request names a verb, a target and (pause, cancel) the job, nothing else"));
+  if (!j.contains("target") || !j["target"].is_string())
+    return Result<ScrubHelperRequest>(err("\"target\" (a string) is required"));
+  r.target = j["target"].get<std::string>();
+  if (j.contains("job")) {
+    const auto digits = j["job"].is_string() ? j["job"].get<std::string>() : std::string();
+    auto pid = !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos && digits.size() <= 10
+                   ? parse_i64(digits)
+                   : std::nullopt;
+    if (!pid || *pid <= 0 || *pid > INT32_MAX)
+      return Result<ScrubHelperRequest>(err("\"job\" must be a process id (a string of digits)"));
+    r.job = static_cast<int>(*pid);
+  }
+  return Result<ScrubHelperRequest>(std::move(r));
 }
 
 std::string scrub_helper_answer(const ScrubHelperAnswer& a) {

@@ -13,6 +13,17 @@ namespace fsaudit::scrub {
 // detached job the caller means; the helper refuses one it did not start).
 std::string scrub_helper_request(const std::string& verb, const std::string& target, int job);
 
+// A scrub verb's request as the helper reads it: "verb" one of scrub-start|scrub-pause|scrub-cancel,
+// "target" a string, "job" (pause, cancel only) a string of digits, a pid in 1..INT32_MAX; nothing else.
+struct ScrubHelperRequest {
+  std::string verb;
+  std::string target;
+  int job = 0;  // 0: none named
+};
+// nullopt when `line` is not a request with a scrub verb (another verb's: not ours to judge); else
+// the request or why it is refused.
+std::optional<Result<ScrubHelperRequest>> parse_scrub_helper_request(std::string_view line);
+
 // A scrub verb's answer, typed:
 //   {"ok": true, "result": TEXT, ["job": {"pid": N, "dir": ABSOLUTE PATH}], ["pause_unsupported": BOOL]}
 //   {"ok": false, "refused": WHY, ["pause_unsupported": BOOL]}

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "daemon/core/clock.hpp"
 #include "daemon/core/strings.hpp"
@@ -18,15 +17,14 @@
 namespace fsaudit::scrub {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace {
 
 std::string refuse(const std::string& why) { return scrub_helper_answer({false, why, 0, "", std::nullopt}); }
 
-// The unprivileged daemon reads the jobs the helper starts (fsaudit-scrub-detach makes them 0755,
-// their files 0644): each directory down to <state>/scrub/jobs is 0711, passable by others but not
-// listable. All of them are the helper's own (root's); a symlink or a foreign owner is refused.
+// The unprivileged daemon reads the jobs the helper starts (fsaudit-scrub-detach makes them 0750,
+// their files 0640, of the daemon's group): each directory down to <state>/scrub/jobs is 0711,
+// passable by others but not listable. All of them are the helper's own (root's); a symlink or a foreign owner is refused.
 std::string open_jobs_path(const fs::path& state_dir) {
   std::error_code ec;
   fs::create_directories(state_dir / "scrub" / "jobs", ec);
@@ -53,33 +51,33 @@ const std::vector<std::string>& scrub_helper_verbs() {
 }
 
 std::optional<std::string> handle_scrub_helper_request(std::string_view line, const config::Config& own,
-                                                       CommandRunner& runner) {
-  json j = json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("verb") || !j["verb"].is_string()) return std::nullopt;
-  const auto verb = j["verb"].get<std::string>();
-  const auto& verbs = scrub_helper_verbs();
-  if (std::find(verbs.begin(), verbs.end(), verb) == verbs.end()) return std::nullopt;
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "verb" && it.key() != "target" && !(it.key() == "job" && verb != "scrub-start"))
-      return refuse("unknown key \"" + it.key() + "\" for " + verb +
-                    ": a scrub request names a verb, a target and (pause, cancel) the job, nothing else");
-  if (!j.contains("target") || !j["target"].is_string()) return refuse("\"target\" (a string) is required");
-  int job = 0;
-  if (j.contains("job")) {
-    auto pid = j["job"].is_string() ? parse_i64(j["job"].get<std::string>()) : std::nullopt;
-    if (!pid || *pid <= 0 || *pid > INT32_MAX) return refuse("\"job\" must be a process id (a string of digits)");
-    job = static_cast<int>(*pid);
-  }
-  if (auto why = open_jobs_path(own.state_dir); !why.empty()) return refuse("the helper's job directory: " + why);
-  // Everything below comes from the helper's own config: its targets, tools, host paths and state.
-  ScrubProbe probe(own.scrub, own.targets);
-  probe.exclude_canaries(own.canary);
-  ProbeContext ctx{own.host, runner, SystemClock::instance(), own.tools, own.state_dir, {},
-                   std::chrono::steady_clock::now() + std::chrono::seconds(60)};
-  auto done = probe.carry_out_request(verb.substr(6), j["target"].get<std::string>(), ctx, job);
+                                                       CommandRunner& runner, uid_t peer_uid, gid_t peer_gid) {
+  auto req = parse_scrub_helper_request(line);
+  if (!req) return std::nullopt;
+  if (!*req) return refuse(req->error());
+  const auto& [verb, target, job] = **req;
+  auto done = carry_out_helper_scrub(verb.substr(6), target, own, runner, peer_uid == 0,
+                                     peer_uid == 0 ? std::nullopt : std::optional<gid_t>(peer_gid), job);
   ScrubHelperAnswer a{done.ok, done.text, done.ok ? done.job_pid : 0, done.job_dir, done.pause_unsupported};
   if (!a.ok) a.text += " (helper config " + own.source + ")";
   return scrub_helper_answer(a);
+}
+
+ScrubProbe::RequestDone carry_out_helper_scrub(const std::string& action, const std::string& target,
+                                               const config::Config& own, CommandRunner& runner, bool operator_request,
+                                               std::optional<gid_t> job_group, int job) {
+  if (auto why = open_jobs_path(own.state_dir); !why.empty()) {
+    ScrubProbe::RequestDone no;
+    no.text = "the helper's job directory: " + why;
+    return no;
+  }
+  // Everything below comes from the helper's own config: its targets, tools, host paths and state.
+  ScrubProbe probe(own.scrub, own.targets);
+  probe.exclude_canaries(own.canary);
+  if (job_group) probe.set_job_group(*job_group);
+  ProbeContext ctx{own.host, runner, SystemClock::instance(), own.tools, own.state_dir, {},
+                   std::chrono::steady_clock::now() + std::chrono::seconds(60)};
+  return probe.carry_out_request(action, target, ctx, operator_request, job);
 }
 
 }  // namespace fsaudit::scrub

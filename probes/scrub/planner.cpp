@@ -50,6 +50,9 @@ void close_run(TargetState& st, const Observation& obs, double start, double end
   st.job_pid = 0;
 }
 
+constexpr const char* kDegradedReason = "target is degraded (allow_degraded: false)";
+constexpr const char* kObserveOnlyReason = "observe_only is set: fsaudit never starts scrubs here";
+
 std::string fmt_time(double t) {
   char b[64];
   std::snprintf(b, sizeof b, "%.0f", t);
@@ -191,7 +194,7 @@ Decision plan(const PlanInput& in, const TargetState& st, const Observation& obs
   }
   if (d.mode != Mode::scheduled) {
     d.code = d.mode == Mode::observe_only ? "observe_only" : "timer";
-    d.reason = d.mode == Mode::observe_only ? "observe_only is set: fsaudit never starts scrubs here"
+    d.reason = d.mode == Mode::observe_only ? kObserveOnlyReason
                                             : "scrubbed by " + in.timer + ": observing instead of scheduling";
     return d;
   }
@@ -203,7 +206,7 @@ Decision plan(const PlanInput& in, const TargetState& st, const Observation& obs
   }
   if (obs.degraded && !p.allow_degraded) {
     d.code = "degraded";
-    d.reason = "target is degraded (allow_degraded: false)";
+    d.reason = kDegradedReason;
     return d;
   }
   if (!resuming) {
@@ -242,6 +245,23 @@ Decision plan(const PlanInput& in, const TargetState& st, const Observation& obs
   d.code = action_name(d.action);
   d.reason = resuming ? "resuming the paused scrub inside the window" : "scrub due and allowed: starting";
   return d;
+}
+
+std::string request_refusal(const config::ScrubPolicy& p, const std::string& action, const std::string& target,
+                            const TargetState& st, const Observation& obs, bool operator_request) {
+  if (operator_request) return "";
+  const bool ours = st.running && st.by_us;
+  if (action == "start") {
+    if (p.observe_only) return target + ": " + kObserveOnlyReason;
+    if (obs.degraded && !p.allow_degraded) return target + ": " + kDegradedReason;
+    if (st.running && !ours && obs.phase != Phase::running)
+      return "the paused scrub of " + target + " was not started by fsaudit: only an operator (root) resumes it";
+    return "";
+  }
+  if (!ours)
+    return "the scrub of " + target + " was not started by fsaudit (its state records no run of fsaudit's): only an "
+           "operator (root) may " + action + " it";
+  return "";
 }
 
 }  // namespace fsaudit::scrub

@@ -48,6 +48,17 @@ double due_time(const config::ScrubPolicy& p, const TargetState& st, const std::
 
 Decision plan(const PlanInput& in, const TargetState& st, const Observation& obs);
 
+// The scrub policy for a start, pause or cancel that comes outside the planner: "" when `action`
+// may be carried out on `target`, else why not. The same function in fsauditd and in fsaudit-helper
+// (which applies it from its own config, whoever asks). An operator's request (root: fsauditctl
+// scrub to a root fsauditd, or a root client of the helper) is the operator's call and always
+// passes. Anybody else's (fsauditd's own, and everything an unprivileged daemon sends the helper):
+//  * start/resume: never under observe_only, never on a degraded target without allow_degraded,
+//    and a paused scrub is resumed only when fsaudit started it;
+//  * pause/cancel: only a scrub fsaudit started (the state records it), never somebody else's.
+std::string request_refusal(const config::ScrubPolicy& policy, const std::string& action, const std::string& target,
+                            const TargetState& st, const Observation& obs, bool operator_request);
+
 // Wait before retrying a start that failed.
 inline constexpr double kRetryAfterFailureSeconds = 15 * 60;
 

@@ -40,6 +40,14 @@ void ScrubProbe::exclude_canaries(const config::CanaryConfig& canaries) {
   }
 }
 
+// Pools and md arrays are not mounts, so `targets.include` (mount point globs) does not select
+// them; `targets.exclude` leaves one out by its name ("tank", "md0") or device ("/dev/md0").
+bool ScrubProbe::excluded_by_selection(const std::string& name) const {
+  for (const auto& g : selection_.exclude)
+    if (glob_match(g, name) || glob_match(g, "/dev/" + name)) return true;
+  return false;
+}
+
 namespace {
 // How old the zfs probe's `zpool status` may be to stand for this pass's own: its interval (30 s by
 // default) and a jitter. What it says of a scrub's end is zpool's own record, exact at any age.
@@ -61,16 +69,20 @@ std::string ScrubProbe::detach_helper(ProbeContext& ctx) const {
 std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std::string>& notes,
                                                std::map<std::string, Observation>* discovered, bool shared) {
   std::vector<ScrubTarget> out;
-  std::set<std::string> canary_arrays;  // md arrays mounted at a canary's mount point
+  // md arrays mounted where the selection does not look (a canary's mount point, an excluded one):
+  // the exclusion of the mount covers the array under it.
+  std::set<std::string> left_out_arrays;
   if (auto mounts = mount_table(ctx)) {  // the cycle's snapshot when the daemon runs this
+    std::set<std::string> selected_sources;
     for (const auto& t : select_targets(**mounts, selection_)) {
+      selected_sources.insert(t.source);
       if ((t.fstype == "btrfs" || t.fstype == "xfs" || t.fstype == "bcachefs") && cfg_.covers(t.fstype))
         out.push_back(ScrubTarget{t.name, t.fstype, t.mountpoint, "", "", t.source});
     }
-    if (!canary_mounts_.empty())
-      for (const auto& m : **mounts)
-        if (canary_mounts_.count(m.mountpoint) && m.source.starts_with("/dev/"))
-          canary_arrays.insert(fs::path(m.source).filename().string());
+    for (const auto& m : **mounts)
+      if (m.source.starts_with("/dev/md") && !selected_sources.count(m.source) &&
+          (canary_mounts_.count(m.mountpoint) || excluded_by_selection(m.mountpoint)))
+        left_out_arrays.insert(fs::path(m.source).filename().string());
   } else {
     notes.push_back("mountinfo: " + mounts.error());
   }
@@ -86,7 +98,7 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
     std::error_code ec;
     for (auto it = fs::directory_iterator(ctx.host.sys("block"), ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
       auto n = it->path().filename().string();
-      if (n.rfind("md", 0) != 0 || canary_arrays.count(n)) continue;
+      if (n.rfind("md", 0) != 0 || left_out_arrays.count(n) || excluded_by_selection(n)) continue;
       auto level = read_file(it->path() / "md/level");
       if (!level) continue;
       auto l = std::string(trim(*level));
@@ -101,7 +113,7 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
 void ScrubProbe::add_pools(const zfs::ZfsStatusReport& rep, std::vector<ScrubTarget>& out,
                            std::map<std::string, Observation>* discovered) const {
   for (const auto& pool : rep.pools) {
-    if (canary_pools_.count(pool.name)) continue;
+    if (canary_pools_.count(pool.name) || excluded_by_selection(pool.name)) continue;
     ScrubTarget t{pool.name, "zfs", "", pool.name, "", ""};
     if (pool.complete && discovered) (*discovered)[t.key()] = zfs::observation_from_pool(pool);
     out.push_back(std::move(t));
@@ -140,7 +152,9 @@ void ScrubProbe::discover_pools(ProbeContext& ctx, std::vector<std::string>& not
   if (l.ok()) {
     for (auto line : lines(l.out)) {
       auto n = trim(line);
-      if (!n.empty() && n != "no pools available" && !canary_pools_.count(std::string(n))) out.push_back(ScrubTarget{std::string(n), "zfs", "", std::string(n), "", ""});
+      if (!n.empty() && n != "no pools available" && !canary_pools_.count(std::string(n)) &&
+          !excluded_by_selection(std::string(n)))
+        out.push_back(ScrubTarget{std::string(n), "zfs", "", std::string(n), "", ""});
     }
   } else if (l.spawn_error.empty()) {
     notes.push_back("zpool list: " + l.describe());
@@ -191,6 +205,7 @@ ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
   Pass pass{ctx, now, tz_offset_ ? *tz_offset_ : CalendarWindow::local_offset(), dir,
             DriverEnv{ctx, dir / "jobs", detach_helper(ctx), privileged_helper_, now}, scan_distro_schedulers(ctx.host.rootfs),
             std::nullopt, "", 0, {}, transport_ ? &transport_ : nullptr, &saved_};
+  pass.env.job_group = job_group_;
   if (zpool_share_) {
     // An action on a pool makes every status begun before it too old to stand for ours.
     pass.acting = [share = zpool_share_, &clock = ctx.clock](const ScrubTarget& t) {
@@ -483,13 +498,14 @@ ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
 }
 
 Result<std::string> ScrubProbe::request(const std::string& action, const std::string& target, ProbeContext& ctx) {
-  auto done = carry_out_request(action, target, ctx);
+  // fsauditctl's Scrub(ss) is root's (the D-Bus policy): the operator's call.
+  auto done = carry_out_request(action, target, ctx, /*operator_request=*/true);
   if (!done.ok) return err(done.text);
   return done.text;
 }
 
 ScrubProbe::RequestDone ScrubProbe::carry_out_request(const std::string& action, const std::string& target,
-                                                      ProbeContext& ctx, int job) {
+                                                      ProbeContext& ctx, bool operator_request, int job) {
   RequestDone out;
   auto fail = [&](std::string why) {
     out.text = std::move(why);
@@ -511,10 +527,24 @@ ScrubProbe::RequestDone ScrubProbe::carry_out_request(const std::string& action,
   if (job > 0 && job != it.recorded_job)
     return fail("job " + std::to_string(job) + " is not a scrub job started here for " + target + " (recorded: " +
                 (it.recorded_job > 0 ? std::to_string(it.recorded_job) : std::string("none")) + ")");
+  // Anybody but an operator names the job it stops: the one fsaudit started, not just the target.
+  if (!operator_request && action != "start" && it.recorded_job > 0 && job != it.recorded_job)
+    return fail(action + " of " + target + " names no job: the scrub job started here is " +
+                std::to_string(it.recorded_job) + ", and only that job is paused or canceled");
   out.pause_unsupported = it.state.pause_unsupported;
   if (!it.observed) return fail("cannot read the scrub state of " + target + ": " + it.error);
   if (!it.obs.supported) return fail(target + " cannot be scrubbed here: " + it.obs.unsupported_reason);
+  if (auto why = request_refusal(*it.policy, action, target, it.state, it.obs, operator_request); !why.empty())
+    return fail(why);
   auto done = carry_out(action, it.target, *it.driver, it.state, it.obs, pass);
+  // A stop that took effect at once (md idle, zpool scrub -s) ends the run now: left "running" in
+  // the state, the next scrub somebody else starts there would pass for fsaudit's.
+  if (done && action != "start") {
+    if (auto o = it.driver->observe(it.target, it.state, pass.env); o && absorb(it.state, *o, pass.now)) {
+      it.state.job_dir.clear();
+      it.state.job_pid = 0;
+    }
+  }
   save_state(it, pass);
   out.pause_unsupported = it.state.pause_unsupported;
   out.job_pid = it.state.job_pid;

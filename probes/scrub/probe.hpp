@@ -35,7 +35,9 @@ class ScrubProbe final : public Probe {
   Result<std::string> request(const std::string& action, const std::string& target, ProbeContext& ctx) override;
   // The same request as fsaudit-helper carries it out for an unprivileged fsauditd: `job` (when
   // > 0) must be the detached job this probe's state records for the target, else it is refused;
-  // the answer also says which job the target has now and what the driver learned.
+  // unless `operator_request`, the scrub policy (request_refusal, planner.hpp) applies and a pause
+  // or cancel must name the recorded job when there is one. The answer also says which job the
+  // target has now and what the driver learned.
   struct RequestDone {
     bool ok = false;
     std::string text;  // what was done, or why not
@@ -43,11 +45,15 @@ class ScrubProbe final : public Probe {
     std::string job_dir;
     bool pause_unsupported = false;
   };
-  RequestDone carry_out_request(const std::string& action, const std::string& target, ProbeContext& ctx, int job = 0);
+  RequestDone carry_out_request(const std::string& action, const std::string& target, ProbeContext& ctx,
+                                bool operator_request, int job = 0);
 
   // Tests: start, pause, resume and cancel through `t` as fsauditd does when it is not root and
   // names a helper (actions_via_helper), whoever runs the test.
   void set_helper_transport(HelperTransport t) { transport_ = std::move(t); }
+
+  // fsaudit-helper: the detached jobs it starts are readable by this group (its caller's) alone.
+  void set_job_group(gid_t g) { job_group_ = g; }
 
   // Canary filesystems and pools are corrupted on purpose and scrubbed by their own cycle: never
   // this probe's targets (a scheduled scrub there would race the canary's). Their mount points leave
@@ -72,6 +78,7 @@ class ScrubProbe final : public Probe {
                  std::map<std::string, Observation>* discovered) const;
   void discover_pools(ProbeContext& ctx, std::vector<std::string>& notes, std::vector<ScrubTarget>& out,
                       std::map<std::string, Observation>* discovered);
+  bool excluded_by_selection(const std::string& name) const;
   std::optional<double> io_load(ProbeContext& ctx, std::string& source);
   std::string detach_helper(ProbeContext& ctx) const;
 
@@ -81,6 +88,7 @@ class ScrubProbe final : public Probe {
   std::string privileged_helper_;
   std::shared_ptr<zfs::StatusShare> zpool_share_;
   HelperTransport transport_;  // empty: the drivers act in this process
+  std::optional<gid_t> job_group_;
   std::optional<long> tz_offset_;
   std::mutex run_mu_;  // a scheduled run and a request never overlap
   std::mutex mu_;

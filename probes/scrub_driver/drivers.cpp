@@ -11,6 +11,7 @@
 
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
+#include "daemon/core/trust.hpp"
 
 namespace fsaudit::scrub {
 namespace fs = std::filesystem;
@@ -152,11 +153,17 @@ Result<int> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st
   if (argv.empty() || argv[0].empty()) return err("scrub tool not found");
   if (env.detach_helper.empty() || ::access(env.detach_helper.c_str(), X_OK) != 0)
     return err("fsaudit-scrub-detach helper not found (set tools.fsaudit-scrub-detach)");
+  // The runner checks fsaudit-scrub-detach; the scrub tool it starts must pass the same check.
+  if (auto exe = find_tool(argv[0]); ::geteuid() == 0 && !exe.empty())
+    if (auto why = trusted_executable_problem(exe, 0); !why.empty())
+      return err("refusing to run " + exe + " as root: " + why);
   fs::path dir = env.jobs_dir / t.key();
   std::error_code ec;
   fs::create_directories(env.jobs_dir, ec);
   fs::remove_all(dir, ec);
-  std::vector<std::string> full = {env.detach_helper, dir.string(), "--"};
+  std::vector<std::string> full = {env.detach_helper};
+  if (env.job_group) full.insert(full.end(), {"--group", std::to_string(*env.job_group)});
+  full.insert(full.end(), {dir.string(), "--"});
   full.insert(full.end(), argv.begin(), argv.end());
   CommandSpec spec;
   spec.argv = full;

@@ -4,6 +4,8 @@
 // scrub_driver.*); this header holds what they share. Every command goes through ctx.runner, every
 // host path through ctx.host. Long commands (btrfs scrub start -B, xfs_scrub, bcachefs scrub) run
 // detached through fsaudit-scrub-detach so a probe run never waits for a scrub.
+#include <sys/types.h>
+
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -50,6 +52,8 @@ struct DriverEnv {
   std::string detach_helper;       // path of fsaudit-scrub-detach
   std::string privileged_helper;   // fsaudit-helper's socket (canary.helper), for what the host refuses us
   double now = 0;
+  // The group that may read the detached jobs (fsaudit-helper: its caller's); none: owner only.
+  std::optional<gid_t> job_group = std::nullopt;
   // The host's processes, listed from /proc at most once per pass (process_running), not per target.
   std::optional<std::vector<ProcessEntry>> processes = std::nullopt;
   // What the pass's discovery already read, by ScrubTarget::key() (ZFS: one `zpool status` of every

@@ -174,10 +174,10 @@ TEST(HelperHostVerbs, MdSyncActionStartsAndEndsOnlyACheckOfAnArrayItFoundItself)
   HelperSocket sock(d.path(), {FSAUDIT_HELPER_BINARY, "--config", cfg.string(), "--allow-user", nobody.name});
   auto out = ask_as(nobody.uid, nobody.gid, sock.path(), "md-sync-action", {{"device", "md0"}, {"action", "check"}});
   EXPECT_NE(out.find("ok: action=check device=md0 was=idle"), std::string::npos) << out;
-  EXPECT_EQ(read_file(d / "sys/block/md0/md/sync_action").value_or("?"), "check");
+  EXPECT_EQ(read_file(d / "sys/block/md0/md/sync_action").value_or("?"), "check\n");
   out = ask_as(nobody.uid, nobody.gid, sock.path(), "md-sync-action", {{"device", "md0"}, {"action", "idle"}});
   EXPECT_NE(out.find("ok: action=idle device=md0 was=check"), std::string::npos) << out;
-  EXPECT_EQ(read_file(d / "sys/block/md0/md/sync_action").value_or("?"), "idle");
+  EXPECT_EQ(read_file(d / "sys/block/md0/md/sync_action").value_or("?"), "idle\n");
   // The kernel's own resync is never interrupted, and only arrays in sysfs exist.
   out = ask_as(nobody.uid, nobody.gid, sock.path(), "md-sync-action", {{"device", "md1"}, {"action", "idle"}});
   EXPECT_NE(out.find("running \"resync\", not a check"), std::string::npos) << out;

@@ -152,3 +152,14 @@ TEST(Config, FailOnAnAbsentKeyNamesTheSection) {
     EXPECT_EQ(std::string(e.what()), "f.yaml: key 'scrub.window': bad");
   }
 }
+
+// A btrfs canary's other members go into `mount -o device=PATH`: a comma there would start another
+// mount option, as root mounts it. Refused when the config loads, naming the device and the fix.
+TEST(Config, CanaryDevicePathWithACommaIsRefused) {
+  const std::string canary = "canary:\n  canaries:\n    - name: mirror\n      fs: btrfs\n      layout: raid1\n"
+                             "      mountpoint: /srv/canary\n      devices: [/dev/loop1, ";
+  EXPECT_EQ(error_of(canary + "/dev/loop2]\n"), "(no error)");
+  auto why = error_of(canary + "\"/dev/loop2,subvol=/x\"]\n");
+  EXPECT_NE(why.find("device path \"/dev/loop2,subvol=/x\" contains a comma"), std::string::npos) << why;
+  EXPECT_NE(why.find("/dev/disk/by-id/"), std::string::npos) << why;
+}

@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 
 #include <thread>
 
@@ -96,4 +100,38 @@ TEST(Runner, StopTokenCancels) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_FALSE(res.ok());
   EXPECT_EQ(res.describe(), "cancelled (daemon stopping)");
+}
+
+// Root runs only a program that root alone can change: a tool others may write (or one in a
+// directory others may write) is refused with the file and the fix, and does not run.
+TEST(Runner, RootRefusesAToolOthersCanWrite) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the check is root's (an unprivileged runner runs what its user may)";
+  fsaudit::testing::TempDir d("runner-trust");
+  ASSERT_EQ(::chmod(d.path().c_str(), 0755), 0);
+  auto tool = d / "zpool";
+  fsaudit::testing::write_text(tool, "#!/bin/sh\ntouch " + (d / "ran").string() + "\n");
+  ASSERT_EQ(::chmod(tool.c_str(), 0755), 0);
+  ProcessRunner r;
+  CommandSpec spec;
+  spec.argv = {tool.string()};
+  EXPECT_TRUE(r.run(spec).ok());
+  std::filesystem::remove(d / "ran");
+  ASSERT_EQ(::chmod(tool.c_str(), 0777), 0);
+  auto res = r.run(spec);
+  EXPECT_FALSE(res.ok());
+  EXPECT_NE(res.describe().find("refusing to run " + tool.string() + " as root"), std::string::npos) << res.describe();
+  EXPECT_NE(res.describe().find("chmod go-w " + tool.string()), std::string::npos) << res.describe();
+  EXPECT_FALSE(std::filesystem::exists(d / "ran"));
+  // The file is fine, a directory above it is not.
+  ASSERT_EQ(::chmod(tool.c_str(), 0755), 0);
+  std::filesystem::create_directories(d / "sub");
+  auto deep = d / "sub" / "zpool";
+  std::filesystem::copy_file(tool, deep);
+  ASSERT_EQ(::chmod(deep.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(d.path().c_str(), 0777), 0);
+  spec.argv = {deep.string()};
+  res = r.run(spec);
+  EXPECT_NE(res.describe().find("chmod go-w " + d.path().string()), std::string::npos) << res.describe();
+  EXPECT_FALSE(std::filesystem::exists(d / "ran"));
+  ASSERT_EQ(::chmod(d.path().c_str(), 0755), 0);
 }

@@ -64,3 +64,38 @@ TEST(TrustedFile, RootTrustsRootOnlyAnUnprivilegedProcessAlsoItself) {
 
 }  // namespace
 }  // namespace fsaudit
+
+namespace fsaudit {
+namespace {
+
+// Every directory from / down to the program counts, along the path as written and along the path
+// its symlinks resolve to: whoever can write any of them can swap the program.
+TEST(TrustedExecutable, EveryDirectoryAboveItAndBehindItsSymlinksCounts) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the files must be root's";
+  TempDir d("trust-exe");
+  ASSERT_EQ(::chmod(d.path().c_str(), 0755), 0);
+  std::filesystem::create_directories(d / "a/b");
+  std::filesystem::create_directories(d / "open");
+  auto tool = d / "a/b/zpool";
+  testing::write_text(tool, "#!/bin/sh\n");
+  ASSERT_EQ(::chmod(tool.c_str(), 0755), 0);
+  EXPECT_EQ(trusted_executable_problem(tool, 0), "");
+  EXPECT_EQ(trusted_executable_problem("/bin/sh", 0), "");
+  ASSERT_EQ(::chmod((d / "a").c_str(), 0775), 0);  // two levels up: trusted_file_problem alone misses it
+  EXPECT_EQ(trusted_file_problem(tool), "");
+  auto why = trusted_executable_problem(tool, 0);
+  EXPECT_TRUE(has(why, (d / "a").string() + " (owner") && has(why, "chmod go-w " + (d / "a").string())) << why;
+  ASSERT_EQ(::chmod((d / "a").c_str(), 0755), 0);
+  // A symlink in a trusted place to a program in an open one.
+  ASSERT_EQ(::chmod((d / "open").c_str(), 0777), 0);
+  testing::write_text(d / "open/real", "#!/bin/sh\n");
+  ASSERT_EQ(::chmod((d / "open/real").c_str(), 0755), 0);
+  std::filesystem::create_symlink(d / "open/real", d / "a/b/link");
+  why = trusted_executable_problem(d / "a/b/link", 0);
+  EXPECT_TRUE(has(why, "chmod go-w " + (d / "open").string())) << why;
+  EXPECT_TRUE(has(trusted_executable_problem("zpool", 0), "not an absolute path"));
+  EXPECT_TRUE(has(trusted_executable_problem(d / "missing", 0), "cannot resolve"));
+}
+
+}  // namespace
+}  // namespace fsaudit

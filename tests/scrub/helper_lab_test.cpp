@@ -195,6 +195,14 @@ TEST_F(ScrubThroughHelperLab, UnprivilegedProbeStartsPausesResumesAndCancelsThro
   ASSERT_EQ(::stat((dir_ / "helper-state/scrub/jobs").c_str(), &sb), 0);
   EXPECT_EQ(sb.st_uid, 0u);
   EXPECT_EQ(sb.st_mode & 0777, 0711u);
+  // The job itself is readable by the caller's group alone (the daemon read it as nobody above).
+  auto job = dir_ / "helper-state/scrub/jobs" / ScrubTarget{mnt_.string(), "btrfs", mnt_.string(), "", "", ""}.key();
+  ASSERT_EQ(::stat(job.c_str(), &sb), 0) << job;
+  EXPECT_EQ(sb.st_mode & 0777, 0750u);
+  EXPECT_EQ(sb.st_gid, nobody_.gid);
+  ASSERT_EQ(::stat((job / "output").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0640u);
+  EXPECT_EQ(sb.st_gid, nobody_.gid);
   std::printf("%s", log.c_str());
 }
 

@@ -10,6 +10,8 @@
 #include "probes/scrub/helper_route.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
+#include "daemon/core/files.hpp"
+#include "probes/scrub/model.hpp"
 
 namespace fsaudit::scrub {
 namespace {
@@ -34,6 +36,15 @@ struct HelperHost {
   }
   nlohmann::json ask(const std::string& line) {
     return nlohmann::json::parse(canary::handle_helper_request(line, own, runner));
+  }
+  // The helper's own state: a scrub of /mnt/r1 it started, detached job 4242.
+  void record_job_4242() {
+    std::filesystem::create_directories(own.state_dir / "scrub");
+    TargetState st;
+    st.running = st.by_us = true;
+    st.job_pid = 4242;
+    st.job_dir = (own.state_dir / "scrub/jobs/btrfs__mnt_r1").string();
+    write_text(own.state_dir / "scrub/btrfs__mnt_r1.state", st.serialize());
   }
   int scrub_commands() const {
     int n = 0;
@@ -74,12 +85,16 @@ TEST(ScrubHelperVerbs, RefusesTargetsNotInItsOwnConfigAndExtraKeys) {
   EXPECT_FALSE(h.ask(R"({"verb": "scrub-now", "target": "/mnt/r1"})").value("ok", true));
 }
 
-TEST(ScrubHelperVerbs, CancelsAScrubOfATargetItsConfigHas) {
+// An operator (a root client) may cancel a scrub of a target the config has, whoever started it.
+TEST(ScrubHelperVerbs, CancelsAScrubOfATargetItsConfigHasForAnOperator) {
   HelperHost h("scrub:\n  filesystems: [btrfs]\n");
   h.runner.answer("btrfs scrub status -d -R /mnt/r1",
                   testing::fixture("written/btrfs/scrub-status-running-large-fs-progs-6.17.txt"));
   h.runner.answer("btrfs scrub cancel /mnt/r1", "");
-  auto j = h.ask(R"({"verb": "scrub-cancel", "target": "/mnt/r1"})");
+  const std::string req = R"({"verb": "scrub-cancel", "target": "/mnt/r1"})";
+  EXPECT_FALSE(h.ask(req).value("ok", true)) << "not started by fsaudit, and the daemon asks";
+  EXPECT_EQ(h.runner.count("btrfs scrub cancel /mnt/r1"), 0);
+  auto j = nlohmann::json::parse(canary::handle_helper_request(req, h.own, h.runner, 0, 0));
   EXPECT_TRUE(j.value("ok", false)) << j.dump();
   EXPECT_EQ(j.value("result", ""), "canceled the scrub of /mnt/r1");
   EXPECT_EQ(h.runner.count("btrfs scrub cancel /mnt/r1"), 1);
@@ -111,12 +126,7 @@ TEST(ScrubHelperVerbs, RefusesAJobItDidNotStart) {
   }
   EXPECT_EQ(h.scrub_commands(), 0) << "a refused request ran a scrub command";
   // The helper's own record names job 4242: that one, and only that one, is canceled.
-  std::filesystem::create_directories(h.own.state_dir / "scrub");
-  TargetState st;
-  st.running = st.by_us = true;
-  st.job_pid = 4242;
-  st.job_dir = (h.own.state_dir / "scrub/jobs/btrfs__mnt_r1").string();
-  write_text(h.own.state_dir / "scrub/btrfs__mnt_r1.state", st.serialize());
+  h.record_job_4242();
   auto j = h.ask(R"({"verb": "scrub-cancel", "target": "/mnt/r1", "job": "4243"})");
   EXPECT_NE(j.value("refused", "").find("job 4243 is not a scrub job started here for /mnt/r1 (recorded: 4242)"),
             std::string::npos)
@@ -129,6 +139,92 @@ TEST(ScrubHelperVerbs, RefusesAJobItDidNotStart) {
   auto a = parse_scrub_helper_answer(j.dump());
   ASSERT_TRUE(a) << a.error();
   EXPECT_EQ(a->text, "canceled the scrub of /mnt/r1");
+}
+
+// An md array in the fixture's sysfs (no md driver on the test machines).
+void md_array(const std::filesystem::path& root, const std::string& dev, const std::string& action,
+              const std::string& degraded = "0") {
+  auto md = root / "sys/block" / dev / "md";
+  std::filesystem::create_directories(md);
+  write_text(md / "level", "raid1\n");
+  write_text(md / "sync_action", action + "\n");
+  write_text(md / "degraded", degraded + "\n");
+  write_text(md / "mismatch_cnt", "0\n");
+}
+std::string sync_action(const std::filesystem::path& root, const std::string& dev) {
+  return read_file(root / "sys/block" / dev / "md/sync_action").value_or("?");
+}
+
+// The helper applies the scrub policy of its own config to the daemon's requests: what the daemon
+// may not do itself (observe_only, a degraded array, an excluded target, a check somebody else
+// started) it cannot have the helper do either. Nothing is written for a refused request.
+TEST(ScrubHelperVerbs, AppliesTheScrubPolicyOfItsOwnConfig) {
+  HelperHost h(
+      "targets: {exclude: [md2, /mnt/r1]}\n"
+      "scrub:\n  filesystems: [md]\n  targets:\n    - match: md5\n      observe_only: true\n");
+  md_array(h.dir.path(), "md1", "check");  // somebody else's check
+  md_array(h.dir.path(), "md2", "idle");   // excluded by name
+  md_array(h.dir.path(), "md3", "idle", "1");
+  md_array(h.dir.path(), "md5", "idle");
+  md_array(h.dir.path(), "md7", "idle");  // mounted at an excluded mount point
+  write_text(h.dir / "proc/self/mountinfo",
+             "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+             "40 22 9:7 / /mnt/r1 rw,relatime shared:20 - ext4 /dev/md7 rw\n");
+  struct Case {
+    std::string req, why;
+  };
+  for (const auto& c : std::vector<Case>{
+           {R"({"verb": "scrub-start", "target": "md5"})", "md5: observe_only is set: fsaudit never starts scrubs here"},
+           {R"({"verb": "scrub-start", "target": "md3"})", "md3: target is degraded (allow_degraded: false)"},
+           {R"({"verb": "scrub-start", "target": "md2"})", "no scrub target named 'md2'"},
+           {R"({"verb": "scrub-start", "target": "md7"})", "no scrub target named 'md7'"},
+           {R"({"verb": "scrub-cancel", "target": "md1"})", "the scrub of md1 was not started by fsaudit"},
+           {R"({"verb": "scrub-pause", "target": "md1"})", "the scrub of md1 was not started by fsaudit"},
+           {R"({"verb": "md-sync-action", "device": "md1", "action": "idle"})", "the scrub of md1 was not started by fsaudit"},
+           {R"({"verb": "md-sync-action", "device": "md2", "action": "check"})", "no scrub target named 'md2'"},
+           {R"({"verb": "md-sync-action", "device": "md5", "action": "check"})", "observe_only"},
+       }) {
+    auto host = canary::handle_host_verb(c.req, h.own, h.runner, 65534, 65534);  // as the daemon's user
+    auto j = host ? nlohmann::json::parse(*host) : h.ask(c.req);
+    EXPECT_FALSE(j.value("ok", true)) << c.req << " -> " << j.dump();
+    EXPECT_NE(j.value("refused", "").find(c.why), std::string::npos) << c.req << " -> " << j.dump();
+  }
+  EXPECT_EQ(sync_action(h.dir.path(), "md1"), "check\n") << "somebody else's check was stopped";
+  for (const char* dev : {"md2", "md3", "md5", "md7"}) EXPECT_EQ(sync_action(h.dir.path(), dev), "idle\n") << dev;
+}
+
+// A check the helper started is the one it may end; the scrub of another target or one it did not
+// start stays untouched.
+TEST(ScrubHelperVerbs, EndsOnlyTheCheckItStarted) {
+  HelperHost h("scrub:\n  filesystems: [md]\n");
+  md_array(h.dir.path(), "md0", "idle");
+  auto j = h.ask(R"({"verb": "scrub-start", "target": "md0"})");
+  ASSERT_TRUE(j.value("ok", false)) << j.dump();
+  EXPECT_EQ(sync_action(h.dir.path(), "md0"), "check\n");
+  j = h.ask(R"({"verb": "scrub-cancel", "target": "md0"})");
+  EXPECT_TRUE(j.value("ok", false)) << j.dump();
+  EXPECT_EQ(sync_action(h.dir.path(), "md0"), "idle\n");
+  // Somebody else starts a check now: it is theirs.
+  write_text(h.dir / "sys/block/md0/md/sync_action", "check\n");
+  j = h.ask(R"({"verb": "scrub-cancel", "target": "md0"})");
+  EXPECT_FALSE(j.value("ok", true)) << j.dump();
+  EXPECT_EQ(sync_action(h.dir.path(), "md0"), "check\n");
+}
+
+// A detached job the helper recorded must be named to be paused or canceled: the target alone is
+// not enough.
+TEST(ScrubHelperVerbs, PauseAndCancelNeedTheRecordedJob) {
+  HelperHost h("scrub:\n  filesystems: [btrfs]\n");
+  h.runner.answer("btrfs scrub status -d -R /mnt/r1",
+                  testing::fixture("written/btrfs/scrub-status-running-large-fs-progs-6.17.txt"));
+  h.runner.answer("btrfs scrub cancel /mnt/r1", "");
+  h.record_job_4242();
+  for (const std::string req : {R"({"verb": "scrub-cancel", "target": "/mnt/r1"})", R"({"verb": "scrub-pause", "target": "/mnt/r1"})"}) {
+    auto j = h.ask(req);
+    EXPECT_FALSE(j.value("ok", true)) << req << " -> " << j.dump();
+    EXPECT_NE(j.value("refused", "").find("the scrub job started here is 4242"), std::string::npos) << j.dump();
+  }
+  EXPECT_EQ(h.scrub_commands(), 0);
 }
 
 TEST(ScrubHelperAnswer, TypedAndChecked) {

@@ -763,7 +763,7 @@ struct FakeHelper {
   HelperTransport transport() {
     return [this](const std::string& req, std::chrono::milliseconds) -> Result<std::string> {
       requests.push_back(req);
-      auto out = handle_scrub_helper_request(req, own, runner);
+      auto out = handle_scrub_helper_request(req, own, runner, 65534, 65534);  // the daemon, not root
       if (!out) return err("not a scrub verb");
       return out->substr(0, out->find('\n'));
     };
@@ -856,7 +856,7 @@ TEST(ScrubProbe, ThroughTheHelperTheDaemonFollowsAndCancelsTheHelpersJob) {
   auto r = h.run(p);
   ASSERT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "/mnt/r1"}, {"code", "start"}}));
   auto job_dir = helper.own.state_dir / "scrub/jobs/btrfs__mnt_r1";
-  EXPECT_EQ(helper.runner.count("/bin/true " + job_dir.string() + " -- btrfs scrub start -B -R /mnt/r1"), 1);
+  EXPECT_EQ(helper.runner.count("/bin/true --group 65534 " + job_dir.string() + " -- btrfs scrub start -B -R /mnt/r1"), 1);
   EXPECT_EQ(h.runner.count("/bin/true " + (h.state / "scrub/jobs/btrfs__mnt_r1").string() + " -- btrfs scrub start -B -R /mnt/r1"), 0);
   auto st = TargetState::parse(read_file(h.state / "scrub/btrfs__mnt_r1.state").value_or(""));
   EXPECT_EQ(st.job_pid, 4242);
@@ -906,14 +906,16 @@ TEST(ScrubProbe, ThroughTheHelperTheDaemonFollowsAndCancelsTheHelpersJob) {
 }
 
 // The real fsaudit-scrub-detach under a umask like the helper unit's (0077): the job directory and
-// files stay readable by others (the unprivileged daemon reads the helper's jobs), and the job reads
-// as alive from its watcher's lock alone (no pid to look up in /proc), then as finished.
-TEST(ScrubDetach, JobReadableWhateverTheUmaskAndAliveByItsLock) {
+// files are readable by the one group named with --group (the daemon's, as the helper passes it) and
+// by nobody else, or by the owner alone without it; and the job reads as alive from its watcher's
+// lock alone (no pid to look up in /proc), then as finished.
+TEST(ScrubDetach, JobReadableByItsGroupOnlyAndAliveByItsLock) {
   testing::TempDir d("scrub-detach");
   auto dir = d / "job";
   ProcessRunner runner;
   CommandSpec spec;
-  spec.argv = {FSAUDIT_SCRUB_DETACH_BINARY, dir.string(), "--", "sh", "-c", "echo scrubbing; sleep 2"};
+  spec.argv = {FSAUDIT_SCRUB_DETACH_BINARY, "--group", std::to_string(::getegid()), dir.string(), "--", "sh", "-c",
+               "echo scrubbing; sleep 2"};
   spec.timeout = std::chrono::seconds(60);
   mode_t old = ::umask(077);
   auto r = runner.run(spec);
@@ -926,10 +928,12 @@ TEST(ScrubDetach, JobReadableWhateverTheUmaskAndAliveByItsLock) {
   EXPECT_FALSE(job.finished);
   struct stat sb {};
   ASSERT_EQ(::stat(dir.c_str(), &sb), 0);
-  EXPECT_EQ(sb.st_mode & 0777, 0755u);
+  EXPECT_EQ(sb.st_mode & 0777, 0750u);
+  EXPECT_EQ(sb.st_gid, ::getegid());
   for (const char* f : {"output", "lock", "pid"}) {
     ASSERT_EQ(::stat((dir / f).c_str(), &sb), 0) << f;
-    EXPECT_EQ(sb.st_mode & 0777, 0644u) << f;
+    EXPECT_EQ(sb.st_mode & 0777, 0640u) << f;
+    EXPECT_EQ(sb.st_gid, ::getegid()) << f;
   }
   for (int i = 0; i < 600 && !(job = read_job(nowhere, dir, 0)).finished; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -938,7 +942,21 @@ TEST(ScrubDetach, JobReadableWhateverTheUmaskAndAliveByItsLock) {
   EXPECT_EQ(job.exit_code, 0);
   EXPECT_EQ(job.output, "scrubbing\n");
   ASSERT_EQ(::stat((dir / "status").c_str(), &sb), 0);
-  EXPECT_EQ(sb.st_mode & 0777, 0644u);
+  EXPECT_EQ(sb.st_mode & 0777, 0640u);
+  // A directory that is already there (planted, or the last job's left behind) is not reused.
+  r = runner.run(spec);
+  EXPECT_FALSE(r.ok()) << r.out;
+  EXPECT_NE(r.err.find("must not exist yet"), std::string::npos) << r.err;
+  // Without --group: the owner's alone.
+  auto own_dir = d / "own";
+  spec.argv = {FSAUDIT_SCRUB_DETACH_BINARY, own_dir.string(), "--", "true"};
+  ASSERT_TRUE(runner.run(spec).ok());
+  ASSERT_EQ(::stat(own_dir.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((own_dir / "output").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0600u);
+  spec.argv = {FSAUDIT_SCRUB_DETACH_BINARY, "--group", "-1", (d / "bad").string(), "--", "true"};
+  EXPECT_EQ(runner.run(spec).exit_code, 2);
   // The watcher is gone: its lock is free, and a job without a status is not alive.
   std::filesystem::remove(dir / "status");
   EXPECT_FALSE(read_job(nowhere, dir, 0).alive);

@@ -34,8 +34,14 @@ CanaryTarget parse_one(Section& e, std::set<std::string>& seen) {
   t.layout = e.string("layout", "single");
   t.devices = e.strings("devices", {});
   if (t.devices.empty()) e.fail(e.has("devices") ? "devices" : "", "list the canary's member devices (e.g. [/dev/disk/by-id/...-part9])");
-  for (const auto& d : t.devices)
+  for (const auto& d : t.devices) {
     if (d.empty() || d[0] != '/') e.fail("devices", "device paths must be absolute, found \"" + d + "\"");
+    // A btrfs canary's other members go into `mount -o device=PATH`, where a comma starts another
+    // mount option: refused here rather than split into options as root mounts it.
+    if (d.find_first_of(",\n") != std::string::npos)
+      e.fail("devices", "device path \"" + d + "\" contains a comma or newline, which mount options cannot carry; "
+                        "name the device by a path without one (e.g. a /dev/disk/by-id/ link)");
+  }
   t.mountpoint = e.string("mountpoint", "");
   if (t.mountpoint.empty() || t.mountpoint[0] != '/' || t.mountpoint == "/")
     e.fail(e.has("mountpoint") ? "mountpoint" : "", "key 'mountpoint': the canary's own mount point (absolute, not /) is required");
