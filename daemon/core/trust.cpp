@@ -52,4 +52,12 @@ std::string trusted_executable_problem(const fs::path& p, uid_t euid) {
   return "";
 }
 
+std::string trusted_directory_problem(const fs::path& dir, uid_t euid) {
+  if (!dir.is_absolute()) return dir.string() + " is not an absolute path";
+  fs::path x = dir.lexically_normal();
+  std::error_code ec;
+  while (x.has_relative_path() && !fs::exists(fs::symlink_status(x, ec))) x = x.parent_path();
+  return trusted_executable_problem(x, euid);
+}
+
 }  // namespace fsaudit

@@ -23,4 +23,11 @@ inline std::string trusted_file_problem(const std::filesystem::path& p) { return
 // resolve to (any of them writable by another user could swap the program). "" when it may run.
 std::string trusted_executable_problem(const std::filesystem::path& p, uid_t euid);
 
+// State that a process with effective uid `euid` reads and acts on (root's canary records: which
+// device, which offset, which bytes to restore): the directory, or its nearest existing ancestor
+// when it does not exist yet, and every directory above it, checked as trusted_executable_problem
+// checks a program. A state directory another user can write would let that user choose what
+// root writes.
+std::string trusted_directory_problem(const std::filesystem::path& dir, uid_t euid);
+
 }  // namespace fsaudit

@@ -9,6 +9,7 @@
 
 #include "daemon/core/clock.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/core/trust.hpp"
 #include "daemon/core/units.hpp"
 #include "probes/canary/cycle.hpp"
 #include "probes/canary/helper_protocol.hpp"
@@ -163,6 +164,16 @@ int canary_cli(int argc, char** argv, const SuggestCommand& suggest) {
     }
     auto cfg = config::load_config_file(config_path);
     if (!state_dir_override.empty()) cfg.state_dir = state_dir_override;  // e.g. fsaudit-helper's
+    // Root acts on what the state says (an in-flight marker names a device, an offset and the bytes to
+    // put back): it reads no state that another user, the unprivileged daemon included, can write.
+    if (::geteuid() == 0) {
+      if (auto why = trusted_directory_problem(cfg.state_dir, 0); !why.empty()) {
+        std::cerr << "fsauditd canary " << cmd << ": refusing state directory " << cfg.state_dir
+                  << " that another user can write (" << why
+                  << "); as root use a root-only one, e.g. --state-dir /var/lib/fsaudit-helper (fsaudit-helper's)\n";
+        return 2;
+      }
+    }
     ProcessRunner runner;
     if (cmd == "init") {
       auto r = init_canary(cfg, positional, runner, init_opts);

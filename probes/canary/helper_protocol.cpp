@@ -164,6 +164,12 @@ int helper_main(int argc, char** argv) {
     say(answer(false, std::string("the helper's config does not load: ") + e.what()));
     return 1;
   }
+  // Root acts on what its state says (an in-flight marker names a device, an offset, the bytes to put
+  // back): a state directory another user can write would let that user choose what root writes.
+  if (auto why = trusted_directory_problem(own.state_dir, 0); !why.empty()) {
+    say(answer(false, "the helper does not trust its state directory " + own.state_dir.string() + ": " + why));
+    return 1;
+  }
   auto line = read_helper_request(0, kHelperRequestDeadline);
   if (!line) {
     say(answer(false, line.error()));
