@@ -985,6 +985,53 @@ TEST(CanaryHelper, BinaryServesOneRequestOnItsSocket) {
   ::chmod(cfgf.c_str(), 0666);
   out = ask(R"({"verb": "canary-status", "canary": "only"})");
   EXPECT_NE(out.find("does not trust its config"), std::string::npos) << out;
+  // Root reads no state another user can write (a forged in-flight marker names what root writes
+  // back): a state directory owned by another user is refused before any request is read.
+  ::chmod(cfgf.c_str(), 0644);
+  std::filesystem::create_directories(d / "state");
+  ASSERT_EQ(::chown((d / "state").c_str(), 65534, 65534), 0);
+  out = ask(R"({"verb": "canary-status", "canary": "only"})");
+  EXPECT_NE(out.find("does not trust its state directory"), std::string::npos) << out;
+}
+
+TEST(CanaryCli, RootRefusesAStateDirOthersCanWrite) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the check applies to root";
+  TempDir d("canary-unit");
+  ::chmod(d.path().c_str(), 0755);
+  auto f = d / "fsaudit.yaml";
+  testing::write_text(f, "state_dir: " + (d / "state").string() +
+                             "\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/c}]}\n");
+  ::chmod(f.c_str(), 0644);
+  auto cli = [&](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    std::stringstream err;
+    auto* old = std::cerr.rdbuf(err.rdbuf());
+    int rc = canary_cli(static_cast<int>(argv.size()), argv.data());
+    std::cerr.rdbuf(old);
+    return std::pair{rc, err.str()};
+  };
+  // The daemon's user owns the state directory (as /var/lib/fsaudit under the unit): refused, for
+  // every command, with the way out.
+  std::filesystem::create_directories(d / "state" / "canary" / "c");
+  ASSERT_EQ(::chown((d / "state").c_str(), 65534, 65534), 0);
+  for (const char* cmd : {"run", "status", "init"}) {
+    auto [rc, err] = cli({"canary", cmd, "c", "--config", f.string()});
+    EXPECT_EQ(rc, 2) << cmd << ": " << err;
+    EXPECT_NE(err.find("refusing state directory"), std::string::npos) << cmd << ": " << err;
+    EXPECT_NE(err.find("--state-dir"), std::string::npos) << err;
+  }
+  // A directory below the state directory another user owns counts too, and so does a symlink to one.
+  ASSERT_EQ(::chown((d / "state").c_str(), 0, 0), 0);
+  std::filesystem::create_directories(d / "elsewhere");
+  ASSERT_EQ(::chown((d / "elsewhere").c_str(), 65534, 65534), 0);
+  std::filesystem::create_directory_symlink(d / "elsewhere", d / "linked");
+  auto [rc, err] = cli({"canary", "status", "c", "--config", f.string(), "--state-dir", (d / "linked").string()});
+  EXPECT_EQ(rc, 2) << err;
+  EXPECT_NE(err.find("refusing state directory"), std::string::npos) << err;
+  // Root's own directory is fine: the command gets past the check (and then says what it has).
+  auto ok = cli({"canary", "status", "c", "--config", f.string()});
+  EXPECT_EQ(ok.second.find("refusing state directory"), std::string::npos) << ok.second;
 }
 
 }  // namespace
