@@ -11,7 +11,7 @@
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
 #include "daemon/core/files.hpp"
-#include "probes/scrub/model.hpp"
+#include "probes/scrub_driver/model.hpp"
 
 namespace fsaudit::scrub {
 namespace {
