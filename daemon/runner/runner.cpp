@@ -27,25 +27,8 @@ std::string first_line(const std::string& s) {
   return l;
 }
 
-std::string resolve(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string p = path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  // Storage tools live in sbin, which a service's PATH may lack.
-  p += ":/usr/sbin:/sbin";
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find(':', start);
-    if (end == std::string::npos) end = p.size();
-    std::string dir = p.substr(start, end - start);
-    if (!dir.empty()) {
-      std::string cand = dir + "/" + name;
-      if (::access(cand.c_str(), X_OK) == 0) return cand;
-    }
-    start = end + 1;
-  }
-  return {};
-}
+// A path is run as given (a missing or non-executable one is the spawn's error, with its errno).
+std::string resolve(const std::string& name) { return name.find('/') != std::string::npos ? name : find_tool(name); }
 
 class KeyGuard {
  public:
@@ -148,8 +131,7 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   std::vector<std::string> envs = {"LC_ALL=C", "LANG=C"};
-  const char* path = std::getenv("PATH");
-  envs.push_back(std::string("PATH=") + (path ? path : "/usr/sbin:/usr/bin:/sbin:/bin") + ":/usr/sbin:/sbin");
+  envs.push_back("PATH=" + tool_search_path());
   for (const auto& [k, v] : spec.env) envs.push_back(k + "=" + v);
   std::vector<char*> envp;
   for (auto& e : envs) envp.push_back(e.data());
@@ -260,6 +242,27 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
   }
   r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return r;
+}
+
+std::string tool_search_path() {
+  const char* path = std::getenv("PATH");
+  return std::string(path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") +
+         ":/usr/sbin:/sbin";
+}
+
+std::string find_tool(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  std::string p = tool_search_path();
+  for (std::size_t start = 0; start <= p.size();) {
+    std::size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    if (end > start) {
+      std::string cand = p.substr(start, end - start) + "/" + name;
+      if (::access(cand.c_str(), X_OK) == 0) return cand;
+    }
+    start = end + 1;
+  }
+  return "";
 }
 
 }  // namespace fsaudit

@@ -58,4 +58,11 @@ class ProcessRunner final : public CommandRunner {
   std::set<std::string> running_;
 };
 
+// The PATH commands run with and are looked up in: the process's own (the system default where it has
+// none) plus /usr/sbin:/sbin, where storage tools live and a service's PATH may lack.
+std::string tool_search_path();
+// What `name` runs: itself when it is a path and executable, else the first executable of that name
+// in tool_search_path(); "" when there is none.
+std::string find_tool(const std::string& name);
+
 }  // namespace fsaudit

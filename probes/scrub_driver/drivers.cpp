@@ -104,18 +104,6 @@ std::string ScrubTarget::key() const {
   return k;
 }
 
-std::string find_tool(const std::string& name) {
-  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = std::getenv("PATH");
-  std::string p = std::string(path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") +
-                  ":/usr/sbin:/sbin";
-  for (auto dir : split(p, ':')) {
-    if (dir.empty()) continue;
-    std::string cand = std::string(dir) + "/" + name;
-    if (::access(cand.c_str(), X_OK) == 0) return cand;
-  }
-  return "";
-}
 
 JobStatus read_job(const HostPaths& host, const fs::path& dir, int pid) {
   JobStatus j;

@@ -102,7 +102,7 @@ bool process_running(const HostPaths& host, const std::string& exe, const std::s
                      const std::string& also_arg = "");
 // The same on the pass's process table (env.processes, read on first use).
 bool process_running(DriverEnv& env, const std::string& exe, const std::string& arg, const std::string& also_arg = "");
-// PATH lookup as the runner does it (plus /usr/sbin:/sbin); "" if absent.
-std::string find_tool(const std::string& name);
+// PATH lookup: the runner's own (daemon/runner/runner.hpp), so a detached job finds what a run would.
+using fsaudit::find_tool;
 
 }  // namespace fsaudit::scrub
