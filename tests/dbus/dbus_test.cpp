@@ -6,17 +6,24 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include <grp.h>
+#include <poll.h>
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <csignal>
+#include <sstream>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "daemon/core/files.hpp"
 #include "daemon/dbus/service.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/private_bus.hpp"
 #include "tests/support/support.hpp"
 
 using namespace fsaudit::testing;
+using fsaudit::read_file;
 using nlohmann::json;
 
 namespace {
@@ -108,9 +115,12 @@ TEST_F(DBusApi, EveryMethodAnswers) {
   EXPECT_STREQ(state, "done");
   sd_bus_message_unref(m);
 
-  EXPECT_EQ(bus.call("Reload", &m, &msg, ""), "") << msg;
+  // Reload answers once the daemon has reloaded: the log already says so when the reply arrives.
+  ASSERT_EQ(bus.call("Reload", &m, &msg, ""), "") << msg;
+  const char* said = nullptr;
+  ASSERT_GE(sd_bus_message_read(m, "s", &said), 0);
+  EXPECT_EQ(std::string(said), "configuration reloaded from " + daemon_->config_path().string());
   sd_bus_message_unref(m);
-  EXPECT_EQ(daemon_->wait_for([](const std::string&) { return false; }, 1).empty(), false);
   EXPECT_NE(daemon_->log().find("configuration reloaded"), std::string::npos) << daemon_->log();
 
   // No canary is configured here: RunCanary and InitCanary name what is.
@@ -205,4 +215,232 @@ TEST(DBusCtl, SaysWhenTheDaemonIsNotRunning) {
   r = run({ctl_binary(), "--bus", "unix:path=" + (dir / "no-such-socket").string(), "status"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("cannot connect"), std::string::npos) << r.err;
+}
+
+// Issue 30: `fsauditctl reload` exited 0 when the daemon then rejected the file; the reason was only
+// in the journal. The reply now carries the verdict of the reload the call caused.
+TEST_F(DBusApi, ReloadSaysWhetherTheConfigurationWasAccepted) {
+  std::string good = read_file(daemon_->config_path()).value();
+  auto r = ctl({"reload"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "configuration reloaded from " + daemon_->config_path().string() + "\n");
+
+  write_text(daemon_->config_path(), good + "workers: many\n");
+  r = ctl({"reload"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("configuration rejected, the previous one keeps running"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("workers"), std::string::npos) << "the reason names the bad key: " << r.err;
+  Bus bus(bus_->address());
+  sd_bus_message* m = nullptr;
+  std::string msg;
+  EXPECT_EQ(bus.call("Reload", &m, &msg, ""), "org.fsaudit.Error.ReloadRejected");
+  EXPECT_NE(msg.find("workers"), std::string::npos) << msg;
+  r = ctl({"--json", "reload"});
+  EXPECT_EQ(r.exit_code, 1);
+  // The rejected reload kept the daemon answering with the old configuration.
+  EXPECT_EQ(ctl({"status"}).exit_code, 0);
+
+  write_text(daemon_->config_path(), good);
+  r = ctl({"--json", "reload"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = json::parse(r.out);
+  EXPECT_EQ(j["reload"], "accepted");
+  EXPECT_EQ(j["message"], "configuration reloaded from " + daemon_->config_path().string());
+}
+
+// `jobs` and `job ID` (text and --json) show the jobs this test caused, as the daemon reports them.
+TEST_F(DBusApi, JobsAndJobShowWhatWasAsked) {
+  auto r = ctl({"run", "capacity", "scratch", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  unsigned long long id = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "job %llu done", &id), 1) << r.out;
+  r = ctl({"run", "mount", "scratch", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  r = ctl({"--json", "jobs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto jobs = json::parse(r.out);
+  ASSERT_EQ(jobs.size(), 2u) << r.out;
+  EXPECT_EQ(jobs[0]["job"], id);
+  EXPECT_EQ(jobs[0]["kind"], "probe");
+  EXPECT_EQ(jobs[0]["subject"], "capacity on scratch");
+  EXPECT_EQ(jobs[0]["state"], "done");
+  EXPECT_EQ(jobs[0]["result"], "ok");
+  EXPECT_LE(jobs[0]["queued_at"].get<double>(), jobs[0]["finished_at"].get<double>());
+  EXPECT_EQ(jobs[1]["subject"], "mount on scratch");
+
+  r = ctl({"jobs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header, first, second, extra;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  EXPECT_FALSE(std::getline(lines, extra)) << r.out;
+  EXPECT_EQ(header.rfind("JOB", 0), 0u) << header;
+  for (const char* col : {"STATE", "KIND", "SUBJECT", "QUEUED", "TOOK", "RESULT"}) EXPECT_NE(header.find(col), std::string::npos) << col;
+  EXPECT_EQ(first.rfind(std::to_string(id) + " ", 0), 0u) << first;
+  EXPECT_NE(first.find("done"), std::string::npos) << first;
+  EXPECT_NE(first.find("capacity on scratch"), std::string::npos) << first;
+  EXPECT_NE(second.find("mount on scratch"), std::string::npos) << second;
+
+  r = ctl({"job", std::to_string(id)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "job " + std::to_string(id) + " done: capacity on scratch: ok\n");
+  r = ctl({"--json", "job", std::to_string(id)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = json::parse(r.out);
+  EXPECT_EQ(j["job"], id);
+  EXPECT_EQ(j["state"], "done");
+  EXPECT_EQ(j["subject"], "capacity on scratch");
+
+  r = ctl({"job", "999999"});
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_NE(r.err.find("no job 999999"), std::string::npos) << r.err;
+  EXPECT_EQ(ctl({"job", "seven"}).exit_code, 2);
+  // Reading jobs is for group adm too, as GetJob.
+  r = ctl({"jobs"}, "adm");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ctl({"jobs"}, "nobody").exit_code, 4);
+}
+
+// Permission denied says who may do it and how, not the bus's policy text.
+TEST_F(DBusApi, PermissionDeniedSaysWhoMayAndHow) {
+  auto r = ctl({"status"}, "nobody");
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_NE(r.err.find("reading fsauditd's state is for root and the members of group adm; you are nobody (uid 65534), not in group adm"),
+            std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sudo fsauditctl status"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sudo usermod -aG adm nobody"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Rejected send message"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("usage:"), std::string::npos) << r.err;
+  for (std::vector<std::string> change : {std::vector<std::string>{"reload"}, {"run", "capacity", "scratch"}, {"scrub", "start", "scratch"}}) {
+    r = ctl(change, "adm");
+    EXPECT_EQ(r.exit_code, 4) << change[0];
+    std::string words = change[0] == "scrub" ? "scrub start" : change[0];
+    EXPECT_NE(r.err.find("`fsauditctl " + words + "` changes what fsauditd does, which only root may do; you are nobody"),
+              std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("Run it as root: sudo fsauditctl " + words), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("Rejected send message"), std::string::npos) << r.err;
+  }
+}
+
+// explain prints whole sentences: the daemon reports read-write without a mount state here, which
+// printed a stray ", read-write." line.
+TEST_F(DBusApi, ExplainPrintsWholeSentences) {
+  auto r = ctl({"explain", "scratch"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("scratch is ", 0), 0u) << r.out;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);) {
+    EXPECT_FALSE(l.empty()) << r.out;
+    EXPECT_NE(l[0], ',') << "a sentence fragment: " << l;
+  }
+  auto t = json::parse(ctl({"--json", "explain", "scratch"}).out);
+  if (t["readonly"].is_boolean()) {
+    EXPECT_NE(r.out.find(t["readonly"].get<bool>() ? "read-only." : "read-write."), std::string::npos) << r.out;
+  }
+}
+
+namespace {
+
+// A subscriber to JobFinished in a child process with the given credentials; reports the job ids
+// it received within `seconds`, one a line, on the returned pipe.
+struct Listener {
+  int pid = -1, fd = -1;
+  Listener(const std::string& address, bool adm, int seconds) {
+    int p[2];
+    if (::pipe(p) != 0) return;
+    pid = ::fork();
+    if (pid == 0) {
+      ::close(p[0]);
+      gid_t groups[] = {4};
+      if (::setgroups(adm ? 1 : 0, groups) != 0 || ::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+        ::_exit(3);
+      sd_bus* b = nullptr;
+      if (sd_bus_new(&b) < 0 || sd_bus_set_address(b, address.c_str()) < 0 || sd_bus_set_bus_client(b, 1) < 0 || sd_bus_start(b) < 0)
+        ::_exit(4);
+      if (sd_bus_match_signal(b, nullptr, nullptr, fsaudit::dbus::kObjectPath, fsaudit::dbus::kInterface, "JobFinished", nullptr,
+                              nullptr) < 0)
+        ::_exit(5);
+      [[maybe_unused]] auto n = ::write(p[1], "ready\n", 6);
+      auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+      while (std::chrono::steady_clock::now() < end) {
+        sd_bus_message* m = nullptr;
+        while (sd_bus_process(b, &m) > 0) {
+          std::uint64_t id = 0;
+          if (m && sd_bus_message_is_signal(m, fsaudit::dbus::kInterface, "JobFinished") && sd_bus_message_read(m, "t", &id) > 0) {
+            std::string line = std::to_string(id) + "\n";
+            n = ::write(p[1], line.data(), line.size());
+          }
+          sd_bus_message_unref(m);
+          m = nullptr;
+        }
+        sd_bus_wait(b, 100000);
+      }
+      ::_exit(0);
+    }
+    ::close(p[1]);
+    fd = p[0];
+  }
+  std::string read_line(int timeout_ms) {
+    std::string l;
+    char c = 0;
+    pollfd pf{fd, POLLIN, 0};
+    while (::poll(&pf, 1, timeout_ms) > 0 && ::read(fd, &c, 1) == 1 && c != '\n') l += c;
+    return l;
+  }
+  std::string rest() {  // after the child exits
+    std::string out;
+    char buf[256];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+    return out;
+  }
+  int wait() {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  ~Listener() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+// Issue 29 item 6: JobFinished carries what GetJob returns, so it reaches GetJob's audience (root and
+// group adm) and no one else, whatever match rule they add.
+TEST_F(DBusApi, JobFinishedReachesOnlyWhoMayReadJobs) {
+  Listener nobody(bus_->address(), false, 6), adm(bus_->address(), true, 6);
+  ASSERT_EQ(nobody.read_line(5000), "ready");
+  ASSERT_EQ(adm.read_line(5000), "ready");
+  auto r = ctl({"run", "capacity", "scratch", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  unsigned long long id = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "job %llu done", &id), 1) << r.out;
+  EXPECT_EQ(nobody.wait(), 0);
+  EXPECT_EQ(adm.wait(), 0);
+  EXPECT_EQ(adm.rest(), std::to_string(id) + "\n") << "group adm receives the signal";
+  EXPECT_EQ(nobody.rest(), "") << "a user outside adm received JobFinished";
+}
+
+// Usage errors are exit 2 before anything is asked of the bus: no daemon, no bus needed.
+TEST(DBusCtl, UsageErrorsAreUsageErrorsWithoutABus) {
+  TempDir dir;
+  std::string nowhere = "unix:path=" + (dir / "no-such-socket").string();
+  for (std::vector<std::string> args : {std::vector<std::string>{"frobnicate"}, {"jobs", "extra"}, {"job"}, {"job", "seven"},
+                                        {"status", "--wait"}, {"--bogus", "status"}, {"scrub", "explode", "x"}, {"canary", "frob", "x"},
+                                        {"canary", "run"}, {"run"}, {"reload", "now"}, {}}) {
+    std::vector<std::string> argv = {ctl_binary(), "--bus", nowhere};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run(argv);
+    EXPECT_EQ(r.exit_code, 2) << (args.empty() ? "(none)" : args[0]) << ": " << r.err;
+    EXPECT_NE(r.err.find("usage: fsauditctl"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(run({ctl_binary(), "status", "--bus"}).exit_code, 2);
+  for (std::vector<std::string> args : {std::vector<std::string>{"jobs"}, {"job", "7"}, {"reload"}}) {
+    std::vector<std::string> argv = {ctl_binary(), "--bus", nowhere};
+    argv.insert(argv.end(), args.begin(), args.end());
+    EXPECT_EQ(run(argv).exit_code, 3) << args[0];
+  }
 }

@@ -11,6 +11,9 @@
    with a CMakeLists.txt that defines a library) belongs to a target that links that library, directly
    or through PUBLIC dependencies. Every header is reachable from the one include root (the repository,
    declared by fsaudit_core), so the compiler cannot refuse such an include: this rule does.
+6. fsauditctl links nothing of the HTTP server, the config reader or yaml-cpp (issue 28): a client
+   of the bus needs the bus, not the daemon. Static libraries bring their PRIVATE dependencies into
+   the link, so every dependency counts.
 
 Usage: layering.py SOURCE_DIR        exit 0 when every rule holds, 1 with one line per violation.
        layering.py --self-test       shows that each rule catches a planted violation.
@@ -146,6 +149,36 @@ def dependency_problems(root, rels):
     return found
 
 
+CLIENTS = {"fsauditctl": ("daemon/http", "daemon/config")}
+CLIENT_FORBIDDEN_LIBS = ("yaml-cpp", "yaml_cpp", "OpenSSL")
+
+
+def client_problems(root):
+    """What each client program links (transitively) that it must not."""
+    targets = cmake_graph(root)
+    found = {}
+    for client, folders in CLIENTS.items():
+        if client not in targets:
+            continue
+        seen, todo, path = set(), list(targets[client][2]), {}
+        for t in todo:
+            path[t] = client + " -> " + t
+        while todo:
+            t = todo.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            bad = (t in targets and targets[t][0] in folders) or t.startswith(CLIENT_FORBIDDEN_LIBS)
+            if bad:
+                found[targets[client][0] + "/CMakeLists.txt"] = "links " + path[t] + " (a bus client links no daemon internals)"
+                break
+            for d in (targets[t][2] if t in targets else ()):
+                if d not in path:
+                    path[d] = path[t] + " -> " + d
+                todo.append(d)
+    return found
+
+
 def check(root, notes=None):
     notes = [] if notes is None else notes
     found = {"parse": {}, "daemon": {}, "prometheus": {}, "mountinfo": {}}
@@ -167,6 +200,7 @@ def check(root, notes=None):
         if rel != MOUNTINFO_READER and MOUNTINFO_OPEN.search(text):
             found["mountinfo"][rel] = "opens mountinfo itself; use mount_table(ctx) or read_mount_table(host)"
     found["deps"] = dependency_problems(root, list(sources(root)))
+    found["client"] = client_problems(root)
     problems = []
     for rule, hits in found.items():
         for rel, why in sorted(hits.items()):
@@ -188,6 +222,9 @@ def self_test():
         "probes/z/CMakeLists.txt": 'add_library(z STATIC z.cpp)\n',
         "probes/z/z.cpp": '#include "probes/y/parse.hpp"\n',
         "probes/x/uses.cpp": '#include "probes/y/parse.hpp"\n#include "probes/z/z.hpp"\n',
+        "ctl/CMakeLists.txt": 'add_executable(fsauditctl main.cpp)\ntarget_link_libraries(fsauditctl PRIVATE bus)\n',
+        "daemon/dbus/CMakeLists.txt": 'add_library(bus STATIC s.cpp)\ntarget_link_libraries(bus PRIVATE web)\n',
+        "daemon/http/CMakeLists.txt": 'add_library(web STATIC w.cpp)\n',
     }
     with tempfile.TemporaryDirectory() as d:
         for rel, text in planted.items():
@@ -201,7 +238,8 @@ def self_test():
             "probes/x/probe.cpp: includes <prometheus/counter.h> outside",
             "probes/x/probe.cpp: opens mountinfo itself",
             "probes/z/z.cpp: includes probes/y/parse.hpp but z does not link a library of probes/y",
-            "probes/x/uses.cpp: includes probes/z/z.hpp but x does not link a library of probes/z"]
+            "probes/x/uses.cpp: includes probes/z/z.hpp but x does not link a library of probes/z",
+            "ctl/CMakeLists.txt: links fsauditctl -> bus -> web"]
     missing = [w for w in want if w not in got]
     clean = ("probes/y/parse.hpp:" not in got and MOUNTINFO_READER + ":" not in got
              and "probes/y/y.cpp" not in got and "uses.cpp: includes probes/y" not in got)
