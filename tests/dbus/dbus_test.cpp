@@ -1,22 +1,24 @@
-// fsauditd on a private dbus-daemon with the shipped policy: every method, the JobFinished signal,
-// refused callers (nobody; group adm may read but not change), bad arguments, and fsauditctl's
-// exit codes and messages.
+// fsauditd on a private dbus-daemon with the shipped policy: every method, the JobFinished signal and
+// who receives it, refused callers (nobody; group adm may read but not change), bad arguments, and
+// fsauditctl's exit codes, messages, tables and sentences against what the daemon itself reports.
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
-#include <grp.h>
-#include <poll.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <csignal>
-#include <sstream>
+#include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "daemon/core/files.hpp"
+#include "daemon/core/units.hpp"
 #include "daemon/dbus/service.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/private_bus.hpp"
@@ -49,11 +51,31 @@ class DBusApi : public ::testing::Test {
     for (int i = 0; i < 50 && ctl({"status"}).exit_code != 0; ++i) DaemonProcess::sleep_ms(100);
   }
   Cmd ctl(std::vector<std::string> args, const std::string& as = "") { return run_ctl(ctl_binary(), bus_->address(), args, as); }
+  json ctl_json(std::vector<std::string> args) {
+    args.insert(args.begin(), "--json");
+    auto r = ctl(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out);
+  }
   TempDir dir_;
   std::unique_ptr<PrivateBus> bus_;
   std::unique_ptr<DaemonProcess> daemon_;
   int port_ = 0;
 };
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+std::vector<std::string> words(const std::string& l) {
+  std::vector<std::string> v;
+  std::istringstream in(l);
+  for (std::string w; in >> w;) v.push_back(w);
+  return v;
+}
 
 }  // namespace
 
@@ -325,23 +347,6 @@ TEST_F(DBusApi, PermissionDeniedSaysWhoMayAndHow) {
   }
 }
 
-// explain prints whole sentences: the daemon reports read-write without a mount state here, which
-// printed a stray ", read-write." line.
-TEST_F(DBusApi, ExplainPrintsWholeSentences) {
-  auto r = ctl({"explain", "scratch"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("scratch is ", 0), 0u) << r.out;
-  std::istringstream lines(r.out);
-  for (std::string l; std::getline(lines, l);) {
-    EXPECT_FALSE(l.empty()) << r.out;
-    EXPECT_NE(l[0], ',') << "a sentence fragment: " << l;
-  }
-  auto t = json::parse(ctl({"--json", "explain", "scratch"}).out);
-  if (t["readonly"].is_boolean()) {
-    EXPECT_NE(r.out.find(t["readonly"].get<bool>() ? "read-only." : "read-write."), std::string::npos) << r.out;
-  }
-}
-
 namespace {
 
 // A subscriber to JobFinished in a child process with the given credentials; reports the job ids
@@ -422,6 +427,98 @@ TEST_F(DBusApi, JobFinishedReachesOnlyWhoMayReadJobs) {
   EXPECT_EQ(adm.wait(), 0);
   EXPECT_EQ(adm.rest(), std::to_string(id) + "\n") << "group adm receives the signal";
   EXPECT_EQ(nobody.rest(), "") << "a user outside adm received JobFinished";
+}
+
+// fsauditctl's text from the real daemon: the tables and sentences say what the daemon's JSON says
+// about the filesystem this test made, and what the kernel says about it (statvfs). Nothing here is
+// a stored copy of fsaudit's output.
+TEST_F(DBusApi, CtlStatusTableSaysWhatTheDaemonAndTheKernelSay) {
+  json s = ctl_json({"status"});
+  ASSERT_EQ(s["schema"], "fsaudit.status/v1");
+  ASSERT_EQ(s["targets"].size(), 1u) << s.dump(2);
+  const json& t = s["targets"][0];
+  EXPECT_EQ(t["name"], "scratch");
+  struct statvfs v {};
+  ASSERT_EQ(::statvfs((dir_ / "scratch").c_str(), &v), 0);
+  double size = static_cast<double>(v.f_blocks) * static_cast<double>(v.f_frsize);
+  ASSERT_TRUE(t["size_bytes"].is_number()) << t.dump(2);
+  EXPECT_DOUBLE_EQ(t["size_bytes"].get<double>(), size);
+
+  auto r = ctl({"status"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto ls = lines_of(r.out);
+  ASSERT_GE(ls.size(), 4u) << r.out;
+  EXPECT_EQ(ls[0].rfind("fsaudit " + s["version"].get<std::string>() + ": " + s["overall"].get<std::string>() + " (", 0), 0u) << ls[0];
+  EXPECT_TRUE(ls[1].empty());
+  EXPECT_EQ(words(ls[2]), (std::vector<std::string>{"FILESYSTEM", "FS", "HEALTH", "USED", "DAYS-TO-FULL", "CANARY", "LAST-SCRUB", "FSYNC-P99"}));
+  auto row = words(ls[3]);
+  ASSERT_GE(row.size(), 4u) << ls[3];
+  EXPECT_EQ(row[0], "scratch");
+  EXPECT_EQ(row[1], t["fs"].get<std::string>());
+  EXPECT_EQ(row[2], t["health"].get<std::string>());
+  char used[16];
+  std::snprintf(used, sizeof used, "%.0f%%", t["used_ratio"].get<double>() * 100);
+  EXPECT_EQ(row[3], used);
+  // Columns line up: each header starts where its column's cells start.
+  EXPECT_EQ(ls[2].find("HEALTH"), ls[3].find(row[2], row[0].size() + row[1].size()));
+
+  // Colour only when asked, and never in --json.
+  EXPECT_EQ(r.out.find("\x1b["), std::string::npos);
+  auto coloured = ctl({"--color=always", "status"});
+  EXPECT_NE(coloured.out.find("\x1b["), std::string::npos);
+  EXPECT_EQ(lines_of(coloured.out).size(), ls.size());
+  EXPECT_EQ(ctl({"--color=always", "--json", "status"}).out.find("\x1b["), std::string::npos);
+
+  json targets = ctl_json({"targets"});
+  EXPECT_EQ(targets, s["targets"]);
+  r = ctl({"targets"});
+  ls = lines_of(r.out);
+  ASSERT_EQ(ls.size(), 2u) << r.out;
+  EXPECT_EQ(words(ls[0]), (std::vector<std::string>{"TARGET", "FS", "DEVICE", "HEALTH", "PROBLEMS"}));
+  EXPECT_EQ(words(ls[1])[0], "scratch");
+}
+
+// The daemon reported read-write without a mount state, which printed a stray ", read-write." line.
+TEST_F(DBusApi, CtlExplainSaysWhatTheDaemonKnowsInSentences) {
+  json t = ctl_json({"explain", "scratch"});
+  // The mount probe's first run may come after the capacity probe's: wait for what it reports.
+  for (int i = 0; i < 100 && !t["readonly"].is_boolean(); ++i) {
+    DaemonProcess::sleep_ms(100);
+    t = ctl_json({"explain", "scratch"});
+  }
+  auto r = ctl({"explain", "scratch"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto ls = lines_of(r.out);
+  ASSERT_GE(ls.size(), 4u) << r.out;
+  std::string fs = t["fs"].get<std::string>();
+  EXPECT_EQ(ls[0].rfind("scratch is a" + std::string(std::string("aeiox").find(fs[0]) != std::string::npos ? "n " : " ") + fs + " filesystem", 0), 0u) << ls[0];
+  for (const auto& l : ls) {
+    ASSERT_FALSE(l.empty()) << r.out;
+    EXPECT_NE(l[0], ',') << "a fragment: " << l;
+  }
+  if (t["readonly"].is_boolean()) {
+    EXPECT_NE(r.out.find(t["readonly"].get<bool>() ? "read-only." : "read-write."), std::string::npos) << r.out;
+  }
+  // The free-space sentence carries the daemon's numbers.
+  std::string space = fsaudit::format_bytes(t["avail_bytes"].get<double>()) + " of " + fsaudit::format_bytes(t["size_bytes"].get<double>()) + " are free";
+  EXPECT_NE(r.out.find(space), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(t["health"] == "ok" ? "Its health is ok" : "Its health is " + t["health"].get<std::string>() + " because:"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("No canary tests"), std::string::npos) << "no canary is configured here: " << r.out;
+}
+
+TEST_F(DBusApi, CtlProbesTableListsTheSchedule) {
+  json p = ctl_json({"probes"});
+  ASSERT_GE(p.size(), 3u);
+  auto r = ctl({"probes"});
+  auto ls = lines_of(r.out);
+  ASSERT_EQ(ls.size(), p.size() + 1) << r.out;
+  EXPECT_EQ(words(ls[0]), (std::vector<std::string>{"PROBE", "SCOPE", "INTERVAL", "TIMEOUT", "TARGETS"}));
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    auto row = words(ls[i + 1]);
+    EXPECT_EQ(row[0], p[i]["name"].get<std::string>());
+    EXPECT_EQ(row[1], p[i]["scope"].get<std::string>());
+  }
 }
 
 // Usage errors are exit 2 before anything is asked of the bus: no daemon, no bus needed.
