@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cstring>
 
-
 namespace fsaudit::dbus {
 namespace {
 
