@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "daemon/http/status.hpp"
+#include "daemon/core/units.hpp"
 
 namespace fsaudit::ctl {
 namespace {
@@ -80,7 +80,7 @@ std::string scrub_age(const json& t) {
   }
   auto a = num(s["age_seconds"]);
   if (!a) return "unknown";
-  return std::isfinite(*a) ? http::format_duration(*a) + " ago" : "never";
+  return std::isfinite(*a) ? format_seconds(*a) + " ago" : "never";
 }
 
 std::string scrub_findings(const json& t) {
@@ -92,7 +92,7 @@ std::string scrub_findings(const json& t) {
 
 std::string fsync(const json& t) {
   auto p = num(t["fsync_seconds"]["p99"]);
-  return p ? http::format_duration(*p) : "-";
+  return p ? format_seconds(*p) : "-";
 }
 
 std::string canaries_of(const json& status, const json& t, const Style& st) {
@@ -109,7 +109,7 @@ std::string article(const std::string& fs) {
 
 std::string ago(const json& ts, double now) {
   auto t = num(ts);
-  return t ? http::format_duration(now - *t) + " ago" : "never";
+  return t ? format_seconds(now - *t) + " ago" : "never";
 }
 
 }  // namespace
@@ -165,8 +165,8 @@ std::string render_probes(const json& probes, const Style&) {
   for (const auto& p : probes) {
     std::string targets;
     for (const auto& t : p["targets"]) targets += (targets.empty() ? "" : ", ") + t.get<std::string>();
-    rows.push_back({str(p, "name"), str(p, "scope"), http::format_duration(p["interval_ms"].get<double>() / 1000),
-                    http::format_duration(p["timeout_ms"].get<double>() / 1000), targets});
+    rows.push_back({str(p, "name"), str(p, "scope"), format_seconds(p["interval_ms"].get<double>() / 1000),
+                    format_seconds(p["timeout_ms"].get<double>() / 1000), targets});
   }
   return table({"PROBE", "SCOPE", "INTERVAL", "TIMEOUT", "TARGETS"}, rows);
 }
@@ -209,6 +209,18 @@ std::string render_job(const json& j, bool finished) {
   return out + (finished ? ": " + str(j, "result") : "") + "\n";
 }
 
+std::string render_jobs(const json& jobs, double now) {
+  if (jobs.empty()) return "no jobs since fsauditd started (run, canary run|init and scrub start|pause|cancel make them)\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& j : jobs) {
+    auto finished = num(j["finished_at"]);
+    std::string took = finished ? format_seconds(*finished - num(j["queued_at"]).value_or(*finished)) : "-";
+    rows.push_back({std::to_string(j["job"].get<std::uint64_t>()), str(j, "state"), str(j, "kind"), str(j, "subject"),
+                    ago(j["queued_at"], now), took, str(j, "result").empty() ? "-" : str(j, "result")});
+  }
+  return table({"JOB", "STATE", "KIND", "SUBJECT", "QUEUED", "TOOK", "RESULT"}, rows);
+}
+
 std::string render_explain(const json& t, double now) {
   std::string name = str(t, "name"), fs = str(t, "fs");
   std::string out = name + " is " + article(fs) + fs + " filesystem" +
@@ -219,12 +231,16 @@ std::string render_explain(const json& t, double now) {
     out += "Its health is " + h + " because:\n";
     for (const auto& p : t["problems"]) out += "  - " + p.get<std::string>() + "\n";
   }
-  if (t["mounted"].is_boolean()) out += t["mounted"].get<bool>() ? "It is mounted" : "It is NOT mounted";
-  if (t["readonly"].is_boolean()) out += t["readonly"].get<bool>() ? ", read-only.\n" : ", read-write.\n";
-  else out += ".\n";
+  // One sentence from whichever of the two the daemon knows: a missing half is left out, not
+  // printed as a fragment (", read-write." alone).
+  std::string mount = !t["mounted"].is_boolean() ? "" : t["mounted"].get<bool>() ? "mounted" : "NOT mounted";
+  std::string mode = !t["readonly"].is_boolean() ? "" : t["readonly"].get<bool>() ? "read-only" : "read-write";
+  if (!mount.empty() || !mode.empty())
+    out += "It is " + mount + (!mount.empty() && !mode.empty() ? ", " : "") + mode + ".\n";
+  else out += "fsaudit has no mount state for it.\n";
   auto size = num(t["size_bytes"]), avail = num(t["avail_bytes"]);
   if (size && avail)
-    out += http::format_bytes(*avail) + " of " + http::format_bytes(*size) + " are free (" + used(t) + " used); " +
+    out += format_bytes(*avail) + " of " + format_bytes(*size) + " are free (" + used(t) + " used); " +
            (num(t["days_to_full"]) ? "at the recent rate it is full in " + days(t) + " days.\n"
                                    : "it is not filling up (or fsaudit has not watched it long enough to tell).\n");
   if (t["data_checksums"].is_boolean())
@@ -244,11 +260,11 @@ std::string render_explain(const json& t, double now) {
     const auto& s = t["scrub"];
     auto a = num(s["age_seconds"]);
     out += "Scrub: " + std::string(s["running"].get<bool>() ? "running now; " : "") +
-           (a ? (std::isfinite(*a) ? "last completed " + http::format_duration(*a) + " ago" : "never completed") : "age unknown") +
+           (a ? (std::isfinite(*a) ? "last completed " + format_seconds(*a) + " ago" : "never completed") : "age unknown") +
            ", findings: " + scrub_findings(t) + (str(s, "mode").empty() ? "" : ", mode " + str(s, "mode")) + ".\n";
   }
   auto p50 = num(t["fsync_seconds"]["p50"]), p99 = num(t["fsync_seconds"]["p99"]);
-  if (p99) out += "fsync latency over the recent window: p50 " + (p50 ? http::format_duration(*p50) : "?") + ", p99 " + http::format_duration(*p99) + ".\n";
+  if (p99) out += "fsync latency over the recent window: p50 " + (p50 ? format_seconds(*p50) : "?") + ", p99 " + format_seconds(*p99) + ".\n";
   else out += "fsync latency is not sampled here.\n";
   if (!t["setup_findings"].empty()) {
     out += "Setup findings:\n";

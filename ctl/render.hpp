@@ -23,6 +23,8 @@ std::string render_canary(const nlohmann::json& canary, const Style& s, double n
 std::string render_scrubs(const nlohmann::json& status, const Style& s);
 // A job (GetJob as JSON: job, kind, subject, state, result); `finished`: the caller waited for it.
 std::string render_job(const nlohmann::json& job, bool finished);
+// `jobs`: ListJobs as JSON (job, kind, subject, state, result, queued_at, finished_at), oldest first.
+std::string render_jobs(const nlohmann::json& jobs, double now);
 // Everything about one filesystem, in sentences. `target` is GetTarget's JSON.
 std::string render_explain(const nlohmann::json& target, double now);
 

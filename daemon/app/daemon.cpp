@@ -19,7 +19,9 @@
 #include "daemon/core/pipe_child.hpp"
 #include "daemon/core/trust.hpp"
 #include "daemon/dbus/service.hpp"
+#include "daemon/http/exposition.hpp"
 #include "daemon/http/server.hpp"
+#include "daemon/http/status.hpp"
 #include "daemon/metrics/store.hpp"
 #include "daemon/probe/targets.hpp"
 #include "daemon/runner/runner.hpp"
@@ -136,7 +138,11 @@ class Daemon {
   void publish_job_locked(const JobOutcome& o);
   void publish_probe_totals_locked(const std::string& probe, ProbeSelf& ps);
   void flush_probe_totals();  // the main loop, every wake (at least once a second)
-  void reload();
+  struct ReloadVerdict {
+    bool ok = true;
+    std::string message;  // what an operator reads from `fsauditctl reload`
+  };
+  ReloadVerdict reload();
   std::string status_line();
 
   std::string config_path_;
@@ -439,7 +445,8 @@ std::string Daemon::status_line() {
          std::to_string(failing) + " failing, " + std::to_string(stuck) + " stuck; metrics on " + (exposer_ ? exposer_->url() : std::string("(none)"));
 }
 
-void Daemon::reload() {
+Daemon::ReloadVerdict Daemon::reload() {
+  ReloadVerdict v;
   systemd::notify_reloading();
   std::string path = config_path_.empty() ? resolve_config_path("") : config_path_;
   try {
@@ -456,6 +463,7 @@ void Daemon::reload() {
     cfg_ = std::move(next);
     if (listen_changed && !start_exposer()) {
       logging::log(spdlog::level::err, "config reload: keeping the old listen address");
+      v.message = "; but the new listen address could not be opened, so the old one is kept (the journal says why)";
       cfg_.listen_address = old.listen_address;
       cfg_.listen_port = old.listen_port;
       cfg_.web_config_file = old.web_config_file;
@@ -468,19 +476,35 @@ void Daemon::reload() {
     apply_config();
     refresh_targets(true);
     spdlog::info("configuration reloaded from {}", path.empty() ? "(defaults)" : path);
+    v.message = "configuration reloaded from " + (path.empty() ? std::string("(defaults)") : path) + v.message;
   } catch (const std::exception& e) {
     logging::log(spdlog::level::err, std::string("config reload rejected, keeping the running config: ") + e.what());
     last_reload_ok_ = false;
     publish_build_info();
+    v = {false, "configuration rejected, the previous one keeps running: " + std::string(e.what())};
   }
   systemd::notify_reloaded();
   systemd::notify_status(status_line());
+  return v;
 }
 
 void Daemon::start_bus() {
   if (cfg_.dbus_address == "none") return;
   dbus::Hooks h;
-  h.exposition = [store = store_] { return store->text(); };
+  h.status = [store = store_]() -> Result<nlohmann::json> {
+    auto ex = http::parse_exposition(store->text());
+    if (!ex) return err(ex.error());
+    return http::to_json(http::build_status(*ex, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()));
+  };
+  // The scrub probe's discovery under the scrub config, as it last published it; the probe checks
+  // again when it carries a request out.
+  h.scrub_targets = [store = store_]() -> Result<std::vector<std::string>> {
+    auto ex = http::parse_exposition(store->text());
+    if (!ex) return err(ex.error());
+    std::vector<std::string> targets;
+    for (const auto* s : ex->find("fsaudit_scrub_mode_info")) targets.push_back(s->label("target"));
+    return targets;
+  };
   h.probes = [this] {
     std::lock_guard l(ctl_mu_);
     return probe_snapshot_;
@@ -674,7 +698,11 @@ int Daemon::run(bool once) {
     if (sig_->reload) {
       sig_->reload = false;
       l.unlock();
-      reload();
+      // Taken after clearing the flag: a Reload call counted here is answered by this reload; one
+      // after it set the flag again and gets the next.
+      std::uint64_t asked = bus_ ? bus_->reload_requests() : 0;
+      auto verdict = reload();
+      if (bus_) bus_->reload_finished(asked, verdict.ok, verdict.message);
     }
   }
 

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 namespace fsaudit {
 namespace {
@@ -62,6 +63,30 @@ std::string format_duration(std::chrono::milliseconds d) {
   if (ms % 60000 == 0 && ms) return std::to_string(ms / 60000) + "m";
   if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
   return std::to_string(ms) + "ms";
+}
+
+std::string format_seconds(double s) {
+  constexpr double kDay = 86400;
+  if (!std::isfinite(s)) return "never";
+  char buf[32];
+  if (s < 1) std::snprintf(buf, sizeof buf, "%.2g ms", s * 1000);
+  else if (s < 120) std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else if (s < 7200) std::snprintf(buf, sizeof buf, "%.0f min", s / 60);
+  else if (s < 2 * kDay) std::snprintf(buf, sizeof buf, "%.0f h", s / 3600);
+  else std::snprintf(buf, sizeof buf, "%.0f d", s / kDay);
+  return buf;
+}
+
+std::string format_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (std::fabs(b) >= 1024 && u < 5) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
 }
 
 Result<std::uint64_t> parse_size(std::string_view text) {

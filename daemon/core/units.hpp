@@ -12,6 +12,12 @@ namespace fsaudit {
 Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 std::string format_duration(std::chrono::milliseconds d);
 
+// For people (the status page, fsauditctl): "1.3 ms", "40 s", "12 min", "5 h", "3 d"; "never" for
+// infinity (a scrub that never completed).
+std::string format_seconds(double seconds);
+// "512 B", "1.5 KiB", "372.5 GiB".
+std::string format_bytes(double bytes);
+
 // Config sizes: "4096", "64KiB", "64MiB", "1GiB", "2TiB" (IEC), "64KB"/"1GB" (SI, x1000), "512B".
 Result<std::uint64_t> parse_size(std::string_view text);
 

@@ -10,9 +10,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "daemon/http/exposition.hpp"
-#include "daemon/http/status.hpp"
-
 namespace fsaudit::dbus {
 namespace {
 
@@ -39,10 +36,27 @@ int require_root(sd_bus_message* m, sd_bus_error* e) {
   return 1;
 }
 
-Result<http::Status> status_of(Service* s) {
-  auto ex = http::parse_exposition(s->hooks_.exposition());
-  if (!ex) return err(ex.error());
-  return http::build_status(*ex, now_unix());
+using nlohmann::json;
+
+Result<json> status_of(Service* s) {
+  auto st = s->hooks_.status();
+  if (!st) return st;
+  if (!st->is_object() || !(*st)["targets"].is_array() || !(*st)["canaries"].is_array())
+    return err("the status document has no targets or canaries list");
+  return st;
+}
+
+std::string text_of(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// A problem is a sentence, or an object that carries one (and e.g. a runbook link).
+std::string problem_text(const json& p) {
+  if (p.is_string()) return p.get<std::string>();
+  for (const char* k : {"text", "message", "problem"})
+    if (auto t = text_of(p, k); !t.empty()) return t;
+  return p.dump();
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -54,7 +68,7 @@ std::string join(const std::vector<std::string>& v) {
 int m_get_status(sd_bus_message* m, void* u, sd_bus_error* e) {
   auto st = status_of(self(u));
   if (!st) return fail(e, "org.fsaudit.Error.Failed", st.error());
-  return sd_bus_reply_method_return(m, "s", http::to_json(*st).dump().c_str());
+  return sd_bus_reply_method_return(m, "s", st->dump().c_str());
 }
 
 int m_list_targets(sd_bus_message* m, void* u, sd_bus_error* e) {
@@ -64,10 +78,13 @@ int m_list_targets(sd_bus_message* m, void* u, sd_bus_error* e) {
   int r = sd_bus_message_new_method_return(m, &reply);
   if (r < 0) return r;
   r = sd_bus_message_open_container(reply, 'a', "(ssss)");
-  for (const auto& t : st->targets) {
+  for (const auto& t : (*st)["targets"]) {
     std::string problems;
-    for (const auto& p : t.problems) problems += (problems.empty() ? "" : "; ") + p;
-    if (r >= 0) r = sd_bus_message_append(reply, "(ssss)", t.name.c_str(), t.fs.c_str(), http::to_string(t.health).c_str(), problems.c_str());
+    if (t.contains("problems") && t["problems"].is_array())
+      for (const auto& p : t["problems"]) problems += (problems.empty() ? "" : "; ") + problem_text(p);
+    if (r >= 0)
+      r = sd_bus_message_append(reply, "(ssss)", text_of(t, "name").c_str(), text_of(t, "fs").c_str(), text_of(t, "health").c_str(),
+                                problems.c_str());
   }
   if (r >= 0) r = sd_bus_message_close_container(reply);
   if (r >= 0) r = sd_bus_send(nullptr, reply, nullptr);
@@ -81,17 +98,19 @@ int m_get_target(sd_bus_message* m, void* u, sd_bus_error* e) {
   if (r < 0) return r;
   auto st = status_of(self(u));
   if (!st) return fail(e, "org.fsaudit.Error.Failed", st.error());
-  const auto* t = st->target(name);
-  if (!t) {
-    std::vector<std::string> names;
-    for (const auto& x : st->targets) names.push_back(x.name);
-    return fail(e, "org.fsaudit.Error.UnknownTarget", "no filesystem named '" + std::string(name) + "'; known: " + join(names));
+  std::vector<std::string> names;
+  for (const auto& t : (*st)["targets"]) {
+    names.push_back(text_of(t, "name"));
+    if (names.back() != name) continue;
+    json j = t;
+    j["canary_details"] = json::array();
+    if (t.contains("canaries") && t["canaries"].is_array())
+      for (const auto& c : t["canaries"])
+        for (const auto& cs : (*st)["canaries"])
+          if (cs.is_object() && cs.value("name", json()) == c) j["canary_details"].push_back(cs);
+    return sd_bus_reply_method_return(m, "s", j.dump().c_str());
   }
-  auto j = http::to_json(*t);
-  j["canary_details"] = nlohmann::json::array();
-  for (const auto& c : t->canaries)
-    if (const auto* cs = st->canary(c)) j["canary_details"].push_back(http::to_json(*cs));
-  return sd_bus_reply_method_return(m, "s", j.dump().c_str());
+  return fail(e, "org.fsaudit.Error.UnknownTarget", "no filesystem named '" + std::string(name) + "'; known: " + join(names));
 }
 
 int m_list_probes(sd_bus_message* m, void* u, sd_bus_error*) {
@@ -181,10 +200,9 @@ int m_scrub(sd_bus_message* m, void* u, sd_bus_error* e) {
     return fail(e, SD_BUS_ERROR_INVALID_ARGS, "scrub action must be start, pause or cancel, not '" + a + "'");
   // The scrub probe's targets as it last published them (its discovery under the scrub config);
   // the probe checks again when it carries the request out.
-  auto ex = http::parse_exposition(self(u)->hooks_.exposition());
-  if (!ex) return fail(e, "org.fsaudit.Error.Failed", ex.error());
-  std::vector<std::string> targets;
-  for (const auto* s : ex->find("fsaudit_scrub_mode_info")) targets.push_back(s->label("target"));
+  auto found = self(u)->hooks_.scrub_targets();
+  if (!found) return fail(e, "org.fsaudit.Error.Failed", found.error());
+  const std::vector<std::string>& targets = *found;
   if (std::find(targets.begin(), targets.end(), target) == targets.end())
     return fail(e, "org.fsaudit.Error.UnknownTarget",
                 "no scrub target named '" + std::string(target) + "'; scrub targets: " + join(targets) +
@@ -201,16 +219,35 @@ int m_get_job(sd_bus_message* m, void* u, sd_bus_error* e) {
   auto it = s->jobs_.find(id);
   if (it == s->jobs_.end()) return fail(e, "org.fsaudit.Error.UnknownJob", "no job " + std::to_string(id) + " (jobs are kept until fsauditd restarts)");
   const auto& j = it->second;
-  std::string subject = j.request.kind == "probe" ? j.request.probe + " on " + j.request.target
-                        : j.request.kind == "scrub" ? j.request.action + " " + j.request.target
-                                                    : j.request.target;
-  return sd_bus_reply_method_return(m, "ssss", j.request.kind.c_str(), subject.c_str(), j.state.c_str(), j.result.c_str());
+  return sd_bus_reply_method_return(m, "ssss", j.request.kind.c_str(), job_subject(j.request).c_str(), j.state.c_str(), j.result.c_str());
 }
 
+int m_list_jobs(sd_bus_message* m, void* u, sd_bus_error*) {
+  auto jobs = self(u)->jobs();
+  sd_bus_message* reply = nullptr;
+  int r = sd_bus_message_new_method_return(m, &reply);
+  if (r < 0) return r;
+  r = sd_bus_message_open_container(reply, 'a', "(tssssdd)");
+  for (const auto& j : jobs)
+    if (r >= 0)
+      r = sd_bus_message_append(reply, "(tssssdd)", j.request.id, j.request.kind.c_str(), job_subject(j.request).c_str(), j.state.c_str(),
+                                j.result.c_str(), j.queued_at, j.finished_at);
+  if (r >= 0) r = sd_bus_message_close_container(reply);
+  if (r >= 0) r = sd_bus_send(nullptr, reply, nullptr);
+  sd_bus_message_unref(reply);
+  return r;
+}
+
+// No reply here: emit_pending() answers once the main loop has reloaded (Service::reload_finished).
 int m_reload(sd_bus_message* m, void* u, sd_bus_error* e) {
   if (int r = require_root(m, e); r < 0) return r;
-  self(u)->hooks_.reload();
-  return sd_bus_reply_method_return(m, "");
+  auto* s = self(u);
+  {
+    std::lock_guard l(s->mu_);
+    s->pending_reloads_.push_back({sd_bus_message_ref(m), ++s->reload_requests_});
+  }
+  s->hooks_.reload();
+  return 1;
 }
 
 int p_version(sd_bus*, const char*, const char*, const char*, sd_bus_message* reply, void* u, sd_bus_error*) {
@@ -229,11 +266,29 @@ const sd_bus_vtable kVtable[] = {
     SD_BUS_METHOD_WITH_NAMES("RunCanary", "s", SD_BUS_PARAM(name), "t", SD_BUS_PARAM(job), m_run_canary, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD_WITH_NAMES("InitCanary", "s", SD_BUS_PARAM(name), "t", SD_BUS_PARAM(job), m_init_canary, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_METHOD_WITH_NAMES("Scrub", "ss", SD_BUS_PARAM(action) SD_BUS_PARAM(target), "t", SD_BUS_PARAM(job), m_scrub, SD_BUS_VTABLE_UNPRIVILEGED),
-    SD_BUS_METHOD("Reload", "", "", m_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("ListJobs", "", , "a(tssssdd)", SD_BUS_PARAM(jobs), m_list_jobs, SD_BUS_VTABLE_UNPRIVILEGED),
+    SD_BUS_METHOD_WITH_NAMES("Reload", "", , "s", SD_BUS_PARAM(message), m_reload, SD_BUS_VTABLE_UNPRIVILEGED),
     SD_BUS_SIGNAL_WITH_NAMES("JobFinished", "tss", SD_BUS_PARAM(id) SD_BUS_PARAM(state) SD_BUS_PARAM(result), 0),
     SD_BUS_VTABLE_END};
 
 }  // namespace
+
+std::string job_subject(const JobRequest& r) {
+  return r.kind == "probe" ? r.probe + " on " + r.target : r.kind == "scrub" ? r.action + " " + r.target : r.target;
+}
+
+std::uint64_t Service::reload_requests() const {
+  std::lock_guard l(mu_);
+  return reload_requests_;
+}
+
+void Service::reload_finished(std::uint64_t up_to, bool ok, const std::string& message) {
+  {
+    std::lock_guard l(mu_);
+    reload_verdicts_.push_back({up_to, ok, message});
+  }
+  wake();
+}
 
 std::uint64_t Service::new_job(JobRequest r) {
   std::lock_guard l(mu_);
@@ -306,14 +361,29 @@ Result<std::unique_ptr<Service>> Service::start(const std::string& address, Hook
 
 void Service::emit_pending() {
   std::vector<std::pair<std::uint64_t, JobInfo>> todo;
+  std::vector<std::pair<sd_bus_message*, ReloadVerdict>> answers;
   {
     std::lock_guard l(mu_);
     for (auto id : finished_unsignalled_)
       if (auto it = jobs_.find(id); it != jobs_.end()) todo.emplace_back(id, it->second);
     finished_unsignalled_.clear();
+    for (const auto& v : reload_verdicts_)
+      std::erase_if(pending_reloads_, [&](const PendingReload& p) {
+        if (p.request > v.up_to) return false;
+        answers.emplace_back(p.call, v);
+        return true;
+      });
+    reload_verdicts_.clear();
   }
+  // The signal goes to everyone subscribed whom the bus policy lets receive it: root and group adm,
+  // as for GetJob (dbus/org.fsaudit.Daemon1.conf).
   for (const auto& [id, j] : todo)
     sd_bus_emit_signal(bus_, kObjectPath, kInterface, "JobFinished", "tss", id, j.state.c_str(), j.result.c_str());
+  for (auto& [call, v] : answers) {
+    if (v.ok) sd_bus_reply_method_return(call, "s", v.message.c_str());
+    else sd_bus_reply_method_errorf(call, "org.fsaudit.Error.ReloadRejected", "%s", v.message.c_str());
+    sd_bus_message_unref(call);
+  }
 }
 
 void Service::loop(std::stop_token st) {
@@ -349,6 +419,8 @@ Service::~Service() {
   if (wake_fd_ >= 0) wake();
   if (thread_.joinable()) thread_.join();
   if (wake_fd_ >= 0) ::close(wake_fd_);
+  // Reloads still waiting get no answer: the caller sees the daemon leave the bus.
+  for (auto& p : pending_reloads_) sd_bus_message_unref(p.call);
   if (bus_) {
     sd_bus_flush(bus_);
     sd_bus_close_unref(bus_);

@@ -90,29 +90,6 @@ std::string verdict_meaning(const std::string& v) {
   return "verdict " + v;
 }
 
-std::string format_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (std::fabs(b) >= 1024 && u < 5) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
-}
-
-std::string format_duration(double s) {
-  if (!std::isfinite(s)) return "never";
-  char buf[32];
-  if (s < 1) std::snprintf(buf, sizeof buf, "%.2g ms", s * 1000);
-  else if (s < 120) std::snprintf(buf, sizeof buf, "%.0f s", s);
-  else if (s < 7200) std::snprintf(buf, sizeof buf, "%.0f min", s / 60);
-  else if (s < 2 * kDay) std::snprintf(buf, sizeof buf, "%.0f h", s / 3600);
-  else std::snprintf(buf, sizeof buf, "%.0f d", s / kDay);
-  return buf;
-}
-
 const TargetStatus* Status::target(const std::string& name) const {
   for (const auto& t : targets)
     if (t.name == name) return &t;

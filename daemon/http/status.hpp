@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/core/units.hpp"
 #include "daemon/http/exposition.hpp"
 
 namespace fsaudit::http {
@@ -100,7 +101,7 @@ std::string render_html(const Status& s, int refresh_seconds = 30);
 
 // Plain-words helpers shared with fsauditctl.
 std::string verdict_meaning(const std::string& verdict);
-std::string format_bytes(double bytes);
-std::string format_duration(double seconds);
+using fsaudit::format_bytes;  // daemon/core/units.hpp: fsauditctl shares them without the HTTP server
+inline std::string format_duration(double seconds) { return format_seconds(seconds); }
 
 }  // namespace fsaudit::http

@@ -16,6 +16,9 @@
    or higher rank is an upward include; a component without a rank is an error too.
 7. No cycles: not between components (through their includes), and not between libraries (through
    target_link_libraries), also libraries of one folder.
+8. fsauditctl links nothing of the HTTP server, the config reader or yaml-cpp (issue 28): a client
+   of the bus needs the bus, not the daemon. Static libraries bring their PRIVATE dependencies into
+   the link, so every dependency counts.
 
 Usage: layering.py SOURCE_DIR        exit 0 when every rule holds, 1 with one line per violation.
        layering.py --self-test       shows that each rule catches a planted violation.
@@ -244,6 +247,36 @@ def layer_problems(root, rels):
     return found
 
 
+CLIENTS = {"fsauditctl": ("daemon/http", "daemon/config")}
+CLIENT_FORBIDDEN_LIBS = ("yaml-cpp", "yaml_cpp", "OpenSSL")
+
+
+def client_problems(root):
+    """What each client program links (transitively) that it must not."""
+    targets = cmake_graph(root)
+    found = {}
+    for client, folders in CLIENTS.items():
+        if client not in targets:
+            continue
+        seen, todo, path = set(), list(targets[client][2]), {}
+        for t in todo:
+            path[t] = client + " -> " + t
+        while todo:
+            t = todo.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            bad = (t in targets and targets[t][0] in folders) or t.startswith(CLIENT_FORBIDDEN_LIBS)
+            if bad:
+                found[targets[client][0] + "/CMakeLists.txt"] = "links " + path[t] + " (a bus client links no daemon internals)"
+                break
+            for d in (targets[t][2] if t in targets else ()):
+                if d not in path:
+                    path[d] = path[t] + " -> " + d
+                todo.append(d)
+    return found
+
+
 def check(root, notes=None):
     notes = [] if notes is None else notes
     found = {"parse": {}, "daemon": {}, "prometheus": {}, "mountinfo": {}}
@@ -266,6 +299,7 @@ def check(root, notes=None):
             found["mountinfo"][rel] = "opens mountinfo itself; use mount_table(ctx) or read_mount_table(host)"
     found["deps"] = dependency_problems(root, list(sources(root)))
     found["layers"] = layer_problems(root, list(sources(root)))
+    found["client"] = client_problems(root)
     problems = []
     for rule, hits in found.items():
         for rel, why in sorted(hits.items()):
@@ -303,6 +337,9 @@ def self_test():
         "probes/btrfs/b.cpp": '#include "probes/zfs/a.hpp"\n',
         "probes/w/CMakeLists.txt": 'add_library(w STATIC w.cpp)\n',
         "probes/w/w.cpp": '\n',
+        "ctl/CMakeLists.txt": 'add_executable(fsauditctl main.cpp)\ntarget_link_libraries(fsauditctl PRIVATE bus)\n',
+        "daemon/dbus/CMakeLists.txt": 'add_library(bus STATIC s.cpp)\ntarget_link_libraries(bus PRIVATE web)\n',
+        "daemon/http/CMakeLists.txt": 'add_library(web STATIC w.cpp)\n',
     }
     with tempfile.TemporaryDirectory() as d:
         for rel, text in planted.items():
@@ -321,7 +358,8 @@ def self_test():
             "probes/zfs/a.cpp: upward include of probes/btrfs/b.hpp: probes/btrfs (rank 5) is not below probes/zfs (rank 5)",
             "probes/btrfs: component cycle through includes: probes/btrfs <-> probes/zfs",
             "library cycle through target_link_libraries: btrfsl <-> zp <-> zq",
-            "component probes/w has no rank"]
+            "component probes/w has no rank",
+            "ctl/CMakeLists.txt: links fsauditctl -> bus -> web"]
     missing = [w for w in want if w not in got]
     clean = ("probes/y/parse.hpp:" not in got and MOUNTINFO_READER + ":" not in got
              and "probes/y/y.cpp" not in got and "uses.cpp: includes probes/y" not in got)
