@@ -6,6 +6,8 @@ set -eu
 src=$1 fsauditd=$2 helper=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/../support/repo_manpath.sh"
+repo_manpath "$dir"
 fail=0
 check() {  # unit-file limit
   unit=$1 limit=$2
