@@ -111,7 +111,9 @@ class Ext4Probe final : public Probe {
         count = read_sysfs_attribute(base / dev / "errors_count", 4096);
       }
       // Shut down is not an error the kernel counts: the options file is read every run.
-      auto shutdown = ext4::read_ext4_shutdown(ctx.host.proc("fs/ext4") / dev / "options");
+      // A procfs seq_file: read to its end, not taken whole from the first read as a sysfs attribute.
+      static const AttributeReader proc_reader = [](const fs::path& p) { return read_attribute(p, 64 << 10, true); };
+      auto shutdown = ext4::read_ext4_shutdown(ctx.host.proc("fs/ext4") / dev / "options", proc_reader);
       if (!shutdown) return ProbeResult::failed(shutdown.error());
       // The kernel sets the first/last error records only when it adds to errors_count: while the
       // count and warning_count read as last time, nothing the metrics show has changed, and the other

@@ -25,8 +25,7 @@ Result<std::map<std::string, std::string>> read_ext4_sysfs_files(const std::file
 
 // Shut down or not from /proc/fs/ext4/<dev>/options: nullopt when the file is absent (no procfs
 // entry on this kernel), an error when it is unreadable or malformed.
-Result<std::optional<bool>> read_ext4_shutdown(const std::filesystem::path& options_file,
-                                               const AttributeReader& read = sysfs_reader());
+Result<std::optional<bool>> read_ext4_shutdown(const std::filesystem::path& options_file, const AttributeReader& read);
 
 metrics::Batch ext4_metrics(const Target& t, const std::string& device, const ErrorState& s);
 
