@@ -77,7 +77,7 @@ metrics::Batch ext4_metrics(const Target& t, const std::string& device, const Er
   }
   if (s.shutdown)
     b.gauge("fsaudit_ext4_shutdown",
-            "1 if the ext4 filesystem has been shut down (EXT4_IOC_SHUTDOWN, \"shutdown\" in "
+            "1 if the ext4 filesystem has been shut down (EXT4_IOC_SHUTDOWN; the shutdown option in "
             "/proc/fs/ext4/<dev>/options): every read and write fails with EIO until it is unmounted.",
             l, *s.shutdown ? 1 : 0);
   if (s.warning_count)

@@ -1,6 +1,7 @@
 // ext4 probe: the sysfs parser on captured trees, the adapter on fixture trees.
 #include <gtest/gtest.h>
 
+#include "daemon/metrics/store.hpp"
 #include "probes/ext4/block_name.hpp"
 #include "probes/ext4/probe.hpp"
 #include "tests/support/probe_fixture.hpp"
@@ -229,6 +230,9 @@ TEST(Ext4Adapter, ShutdownFromProcOptionsIsReported) {
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_FALSE(r.unchanged);
   EXPECT_EQ(r.metrics.value("fsaudit_ext4_shutdown", {{"target", "/"}, {"device", "loop1"}}), 1);
+  testing::write_text(dir / "scrape.txt", metrics::serialize(r.metrics));
+  auto check = testing::run({"sh", "-c", "promtool check metrics < '" + (dir / "scrape.txt").string() + "'"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   // Cut or empty options text is a failure, not "up".
   for (const char* bad : {"rw\nerrors=contin", ""}) {
     testing::write_text(opts, bad);

@@ -1,6 +1,7 @@
 // md probe: the mdstat parser on captured and written fixtures, the adapter on fixture trees.
 #include <gtest/gtest.h>
 
+#include "daemon/metrics/store.hpp"
 #include "probes/md/probe.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/support.hpp"
@@ -192,6 +193,9 @@ TEST(MdAdapter, CutMdstatKeepsTheWholeArraysAndFails) {
     EXPECT_EQ(r.metrics.value("fsaudit_md_array_active", {{"device", "md0"}}), 1) << n;
     const bool md1_whole = n > full.find("unused");
     EXPECT_EQ(r.metrics.has("fsaudit_md_degraded", {{"device", "md1"}}), md1_whole) << n;
+    testing::write_text(dir / "scrape.txt", metrics::serialize(r.metrics));
+    auto check = testing::run({"sh", "-c", "promtool check metrics < '" + (dir / "scrape.txt").string() + "'"});
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   }
 }
 
