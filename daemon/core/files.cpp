@@ -8,6 +8,8 @@
 #include <cstring>
 #include <random>
 
+#include "daemon/core/strings.hpp"
+
 namespace fsaudit {
 namespace {
 std::string errno_text(const std::string& what, const std::filesystem::path& p) {
@@ -17,9 +19,9 @@ std::string errno_text(const std::string& what, const std::filesystem::path& p) 
 // Reads straight into the string, growing it as needed: no 64 KiB buffer on the caller's stack (a
 // worker's stack pages stay touched for good, and a profiler's stack copy lost every caller).
 // `short_read_ends`: a read that returns less than it asked for is the end (sysfs attributes).
-Result<std::string> read_whole(const std::filesystem::path& path, std::size_t max_bytes, bool short_read_ends) {
+FileRead read_whole(const std::filesystem::path& path, std::size_t max_bytes, bool short_read_ends) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return err(errno_text("cannot open", path));
+  if (fd < 0) return FileRead::failure(path, errno);
   std::string out(std::min<std::size_t>(max_bytes + 1, 4096), '\0');
   std::size_t len = 0;
   while (true) {
@@ -27,30 +29,93 @@ Result<std::string> read_whole(const std::filesystem::path& path, std::size_t ma
     ssize_t n = ::read(fd, out.data() + len, out.size() - len);
     if (n < 0) {
       if (errno == EINTR) continue;
-      auto e = errno_text("cannot read", path);
+      int e = errno;
       ::close(fd);
-      return err(e);
+      // ENOENT from read() (a sysfs attribute whose object went away) is still a failed read.
+      auto r = FileRead::failure(path, e);
+      r.state = FileRead::State::unreadable;
+      return r;
     }
     len += static_cast<std::size_t>(n);
     if (len > max_bytes) {
       ::close(fd);
-      return err("file too large: " + path.string());
+      return FileRead::failure(path, EFBIG);
     }
     if (n == 0 || (short_read_ends && len < out.size())) break;
   }
   ::close(fd);
   out.resize(len);
-  return out;
+  return FileRead::content(path, std::move(out));
+}
+
+template <class T>
+Result<std::optional<T>> read_number(const FileRead& r, std::optional<T> (*parse)(std::string_view)) {
+  if (r.absent()) return std::optional<T>();
+  if (!r.ok()) return err(r.reason());
+  auto t = trim(r.text);
+  if (auto n = parse(t)) return std::optional<T>(*n);
+  return err(r.path.string() + " is '" + std::string(t.substr(0, 40)) + (t.size() > 40 ? "...'" : "'") +
+             ", not a number");
 }
 
 }  // namespace
 
+FileRead FileRead::content(std::filesystem::path p, std::string text) {
+  FileRead r;
+  r.state = State::ok;
+  r.path = std::move(p);
+  r.text = std::move(text);
+  return r;
+}
+
+FileRead FileRead::failure(std::filesystem::path p, int error) {
+  FileRead r;
+  r.state = error == ENOENT ? State::absent : State::unreadable;
+  r.path = std::move(p);
+  r.error = error;
+  return r;
+}
+
+std::string FileRead::reason() const {
+  switch (state) {
+    case State::ok: return "";
+    case State::absent: return "cannot open " + path.string() + ": " + std::strerror(ENOENT);
+    case State::unreadable:
+      if (error == EFBIG) return "file too large: " + path.string();
+      return "cannot read " + path.string() + ": " + std::strerror(error) + " (errno " + std::to_string(error) + ")";
+  }
+  return "";
+}
+
+Result<std::optional<std::string>> FileRead::optional_text() const {
+  if (absent()) return std::optional<std::string>();
+  if (!ok()) return err(reason());
+  return std::optional<std::string>(text);
+}
+
+Result<std::string> FileRead::required_text() const {
+  if (!ok()) return err(reason());
+  return text;
+}
+
+FileRead read_attribute(const std::filesystem::path& path, std::size_t max_bytes, bool whole_file) {
+  return read_whole(path, max_bytes, !whole_file);
+}
+
+const AttributeReader& sysfs_reader() {
+  static const AttributeReader r = [](const std::filesystem::path& p) { return read_attribute(p); };
+  return r;
+}
+
+Result<std::optional<std::uint64_t>> read_u64(const FileRead& r) { return read_number<std::uint64_t>(r, parse_u64); }
+Result<std::optional<std::int64_t>> read_i64(const FileRead& r) { return read_number<std::int64_t>(r, parse_i64); }
+
 Result<std::string> read_file(const std::filesystem::path& path, std::size_t max_bytes) {
-  return read_whole(path, max_bytes, false);
+  return read_whole(path, max_bytes, false).required_text();
 }
 
 Result<std::string> read_sysfs_attribute(const std::filesystem::path& path, std::size_t max_bytes) {
-  return read_whole(path, max_bytes, true);
+  return read_whole(path, max_bytes, true).required_text();
 }
 
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view data, int mode) {

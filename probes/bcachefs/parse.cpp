@@ -75,12 +75,27 @@ std::string parse_state(std::string_view text) {
   return std::string(t);
 }
 
-std::map<std::string, std::uint64_t> parse_sb_errors(std::string_view text) {
+Result<std::map<std::string, std::uint64_t>> parse_sb_errors(std::string_view text) {
   std::map<std::string, std::uint64_t> out;
   for (auto raw : lines(text)) {
-    auto ws = split_ws(raw);
-    if (ws.size() < 2) continue;
-    if (auto n = parse_u64(ws[1])) out[std::string(ws[0])] += *n;
+    auto line = trim(raw);
+    if (line.empty()) continue;
+    std::string_view id, rest;
+    if (line.starts_with("(")) {  // "(unknown error 412)  7 ..." : the id has blanks in it
+      auto close = line.find(')');
+      if (close == std::string_view::npos) return err("errors: '" + std::string(line.substr(0, 80)) + "' has no ')'");
+      id = line.substr(0, close + 1);
+      rest = line.substr(close + 1);
+    } else {
+      auto ws = split_ws(line);
+      id = ws[0];
+      rest = line.substr(static_cast<std::size_t>(ws[0].data() + ws[0].size() - line.data()));
+    }
+    auto ws = split_ws(rest);
+    if (ws.empty()) return err("errors: '" + std::string(line.substr(0, 80)) + "' has no count (cut short?)");
+    auto n = parse_u64(ws[0]);
+    if (!n) return err("errors: count of '" + std::string(id.substr(0, 80)) + "' is '" + std::string(ws[0].substr(0, 40)) + "', not a number");
+    out[std::string(id)] += *n;
   }
   return out;
 }

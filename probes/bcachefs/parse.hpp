@@ -28,8 +28,10 @@ Result<Counter> parse_counter(std::string_view text);
 // "[rw] ro evacuating failed spare" -> "rw"; a bare "rw" -> "rw".
 std::string parse_state(std::string_view text);
 
-// The `errors` file: error id -> count.
-std::map<std::string, std::uint64_t> parse_sb_errors(std::string_view text);
+// The `errors` file: error id -> count. Each line is "<id> <count> <date> <time>" (bch2_sb_errors_to_text);
+// an id this bcachefs has no name for is printed "(unknown error <n>)" and kept as printed. A line
+// without a count, or a count that is not a number, is an error (not a dropped line).
+Result<std::map<std::string, std::uint64_t>> parse_sb_errors(std::string_view text);
 
 // Counters worth exporting for health: names containing error, fail, retry, poison, corrupt, fsck.
 bool error_counter(std::string_view name);

@@ -25,11 +25,6 @@ std::vector<std::string> list_dir(const fs::path& p) {
   return out;
 }
 
-std::optional<std::string> read_trimmed(const fs::path& p) {
-  auto r = read_file(p, 64 << 10);
-  if (!r) return std::nullopt;
-  return std::string(trim(*r));
-}
 
 std::string block_name(const fs::path& dev_dir) {
   std::error_code ec;
@@ -63,40 +58,69 @@ Result<std::string> find_uuid(const HostPaths& host, const std::string& source) 
   return err("no bcachefs filesystem under " + root.string() + " has a member device of mount source '" + source + "'");
 }
 
-Result<Filesystem> read_filesystem(const HostPaths& host, const std::string& uuid) {
+Result<Filesystem> read_filesystem(const HostPaths& host, const std::string& uuid, const AttributeReader& read) {
   auto root = host.sys("fs/bcachefs") / uuid;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return err(root.string() + " does not exist");
   Filesystem f;
   f.uuid = uuid;
+  // Text of a file that may be absent; unreadable goes to `problems` and reads as absent.
+  auto text = [&](const fs::path& p, std::vector<std::string>& problems) -> std::optional<std::string> {
+    auto r = read(p).optional_text();
+    if (!r) {
+      problems.push_back(r.error());
+      return std::nullopt;
+    }
+    return *r;
+  };
+  auto number = [&](const fs::path& p, std::vector<std::string>& problems) -> std::optional<std::uint64_t> {
+    auto r = read_u64(read(p));
+    if (!r) {
+      problems.push_back(r.error());
+      return std::nullopt;
+    }
+    return *r;
+  };
   for (const auto& d : list_dir(root)) {
     if (!d.starts_with("dev-")) continue;
     Device dev;
     dev.dir = d;
     dev.name = block_name(root / d);
     if (dev.name.empty()) dev.name = d;
-    dev.label = read_trimmed(root / d / "label").value_or("");
-    if (auto s = read_trimmed(root / d / "state_rw")) dev.state = parse_state(*s);
-    else if (auto s2 = read_trimmed(root / d / "state")) dev.state = parse_state(*s2);
-    if (auto v = read_trimmed(root / d / "durability")) dev.durability = parse_u64(*v);
-    auto io = read_file(root / d / "io_errors", 64 << 10);
-    if (io) {
-      auto parsed = parse_io_errors(*io);
+    std::vector<std::string> problems;
+    dev.label = std::string(trim(text(root / d / "label", problems).value_or("")));
+    const auto before = problems.size();
+    if (auto s = text(root / d / "state_rw", problems)) dev.state = parse_state(*s);
+    else if (problems.size() == before)  // absent: older kernels name it "state"
+      if (auto s2 = text(root / d / "state", problems)) dev.state = parse_state(*s2);
+    dev.durability = number(root / d / "durability", problems);
+    auto io = read(root / d / "io_errors");
+    if (io.ok()) {
+      auto parsed = parse_io_errors(io.text);
       if (parsed) dev.io_errors = std::move(*parsed);
-      else dev.problem = d + "/io_errors: " + parsed.error();
+      else problems.push_back(d + "/io_errors: " + parsed.error());
     } else {
-      dev.problem = io.error();
+      problems.push_back(io.reason());
     }
+    for (const auto& p : problems) dev.problem += (dev.problem.empty() ? "" : "; ") + p;
     f.devices.push_back(std::move(dev));
   }
-  if (auto e = read_file(root / "errors", 1 << 20)) f.sb_errors = parse_sb_errors(*e);
+  if (auto e = text(root / "errors", f.problems)) {
+    auto parsed = parse_sb_errors(*e);
+    if (parsed) f.sb_errors = std::move(*parsed);
+    else f.problems.push_back((root / "errors").string() + ": " + parsed.error());
+  }
   for (const auto& c : list_dir(root / "counters")) {
     if (!error_counter(c)) continue;
-    if (auto t = read_file(root / "counters" / c, 4096))
-      if (auto parsed = parse_counter(*t)) f.counters[c] = *parsed;
+    const auto p = root / "counters" / c;
+    auto t = text(p, f.problems);
+    if (!t) continue;  // gone since the listing, or unreadable (in problems)
+    auto parsed = parse_counter(*t);
+    if (parsed) f.counters[c] = *parsed;
+    else f.problems.push_back(p.string() + ": " + parsed.error());
   }
-  if (auto v = read_trimmed(root / "options/data_replicas")) f.data_replicas = parse_u64(*v);
-  if (auto v = read_trimmed(root / "options/metadata_replicas")) f.metadata_replicas = parse_u64(*v);
+  f.data_replicas = number(root / "options/data_replicas", f.problems);
+  f.metadata_replicas = number(root / "options/metadata_replicas", f.problems);
   return f;
 }
 
@@ -175,8 +199,11 @@ class BcachefsProbe final : public Probe {
       auto f = bcachefs::read_filesystem(ctx.host, *uuid);
       if (!f) return ProbeResult::failed(f.error());
       auto batch = bcachefs::bcachefs_metrics(t, *f);
+      std::string why;
       for (const auto& d : f->devices)
-        if (!d.io_errors) return ProbeResult::failed(d.problem, std::move(batch));
+        if (!d.problem.empty()) why += (why.empty() ? "" : "; ") + d.problem;
+      for (const auto& p : f->problems) why += (why.empty() ? "" : "; ") + p;
+      if (!why.empty()) return ProbeResult::failed(why, std::move(batch));
       return ProbeResult::ok(std::move(batch));
     } catch (const std::exception& e) {
       return ProbeResult::failed(std::string("bcachefs probe: ") + e.what());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/files.hpp"
 #include "daemon/core/host_paths.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
@@ -40,6 +41,9 @@ struct Filesystem {
   std::map<std::string, std::uint64_t> sb_errors;
   std::map<std::string, Counter> counters;  // only the error-related ones (see error_counter())
   std::optional<std::uint64_t> data_replicas, metadata_replicas;
+  // Files that are there but unreadable or junk (file and errno or text): the probe fails with them,
+  // publishing what it could read.
+  std::vector<std::string> problems;
 };
 
 // Members that hold no readable copy: state "failed", or no block device behind them.
@@ -47,7 +51,10 @@ int lost_devices(const Filesystem& f);
 
 // The <uuid> whose member devices include one of the mount source's devices ("/dev/sdb:/dev/sdc").
 Result<std::string> find_uuid(const HostPaths& host, const std::string& source);
-Result<Filesystem> read_filesystem(const HostPaths& host, const std::string& uuid);
+// Absent files are left unset (older kernels lack some); unreadable or junk ones go to problems
+// (per device: Device::problem).
+Result<Filesystem> read_filesystem(const HostPaths& host, const std::string& uuid,
+                                   const AttributeReader& read = sysfs_reader());
 
 metrics::Batch bcachefs_metrics(const Target& t, const Filesystem& f);
 

@@ -60,10 +60,14 @@ std::vector<std::string> list_dir(const fs::path& p, bool dirs_only) {
   return out;
 }
 
-std::optional<std::uint64_t> read_u64_file(const fs::path& p) {
-  auto r = read_sysfs_attribute(p, 4096);
-  if (!r) return std::nullopt;
-  return parse_u64(trim(*r));
+// Absent -> nullopt; unreadable or junk -> nullopt and a problem naming the file.
+std::optional<std::uint64_t> read_u64_file(const fs::path& p, std::vector<std::string>& problems) {
+  auto r = read_u64(read_attribute(p, 4096));
+  if (!r) {
+    problems.push_back(r.error());
+    return std::nullopt;
+  }
+  return *r;
 }
 
 bool looks_like_uuid(std::string_view s) { return s.size() == 36 && s[8] == '-' && s[13] == '-'; }
@@ -123,13 +127,15 @@ Result<std::string> find_fsid(const HostPaths& host, const std::string& source, 
   auto fsids = list_dir(root, true);
   if (fsids.empty()) return err(root.string() + " lists no btrfs filesystem (is the btrfs module loaded?)");
   auto src = resolve_source(host, source);
+  std::string unreadable;  // member dev files that could not say whether they are the source
   for (const auto& id : fsids) {
     if (!looks_like_uuid(id)) continue;
     for (const auto& member : list_dir(root / id / "devices", false)) {
       bool match = src.names.count(member) > 0;
       if (!match && src.majmin) {
-        auto dev = read_file(root / id / "devices" / member / "dev", 64);
-        match = dev && trim(*dev) == std::to_string(src.majmin->first) + ":" + std::to_string(src.majmin->second);
+        auto dev = read_attribute(root / id / "devices" / member / "dev", 64);
+        match = dev.ok() && trim(dev.text) == std::to_string(src.majmin->first) + ":" + std::to_string(src.majmin->second);
+        if (dev.unreadable()) unreadable += "; " + dev.reason();
       }
       if (match) {
         if (memo) memo->remember_fsid(source, {id, member});
@@ -138,7 +144,7 @@ Result<std::string> find_fsid(const HostPaths& host, const std::string& source, 
     }
   }
   return err("no btrfs filesystem under " + root.string() + " has the mount source '" + source +
-             "' as a member device");
+             "' as a member device" + unreadable);
 }
 
 Result<std::uint64_t> read_superblock_devid(const fs::path& device, const std::string& fsid) {
@@ -188,14 +194,20 @@ Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsi
     if (!id) continue;
     SysfsDevice dev;
     dev.devid = *id;
-    dev.missing = read_u64_file(root / "devinfo" / d / "missing").value_or(0) != 0;
-    auto es = read_sysfs_attribute(root / "devinfo" / d / "error_stats", 4096);
-    if (es) {
-      auto parsed = parse_error_stats(*es);
+    dev.missing = read_u64_file(root / "devinfo" / d / "missing", f.problems).value_or(0) != 0;
+    auto es = read_attribute(root / "devinfo" / d / "error_stats", 4096);
+    if (es.ok()) {
+      auto parsed = parse_error_stats(es.text);
       if (parsed) dev.errors = *parsed;
-      else dev.errors_problem = parsed.error();
+      else {
+        dev.errors_problem = parsed.error();
+        f.problems.push_back((root / "devinfo" / d / "error_stats").string() + ": " + parsed.error());
+      }
     } else {
-      dev.errors_problem = es.error();
+      dev.errors_problem = es.reason();
+      // Absent (kernel < 5.14): `btrfs device stats` gives the counters silently; unreadable or
+      // junk is a failure even when the tool then gives them.
+      if (es.unreadable()) f.problems.push_back(es.reason());
     }
     auto n = names.find(*id);
     if (n != names.end()) dev.name = n->second;
@@ -213,8 +225,8 @@ Result<SysfsFilesystem> read_sysfs(const HostPaths& host, const std::string& fsi
       AllocationProfile p;
       p.type = type;
       p.profile = prof;
-      p.total_bytes = read_u64_file(tdir / prof / "total_bytes").value_or(0);
-      p.used_bytes = read_u64_file(tdir / prof / "used_bytes").value_or(0);
+      p.total_bytes = read_u64_file(tdir / prof / "total_bytes", f.problems).value_or(0);
+      p.used_bytes = read_u64_file(tdir / prof / "used_bytes", f.problems).value_or(0);
       f.profiles.push_back(std::move(p));
     }
   }
@@ -397,6 +409,13 @@ class BtrfsProbe final : public Probe {
       problems.push_back(id.error());
     }
 
+    // Unreadable or junk sysfs attributes fail the probe even when the tool fills the counters in.
+    std::string sysfs_why;
+    if (obs.sysfs)
+      for (const auto& p : obs.sysfs->problems) {
+        problems.push_back(p);
+        sysfs_why += (sysfs_why.empty() ? "" : "; ") + p;
+      }
     bool counters_complete = obs.sysfs && !obs.sysfs->devices.empty();
     if (obs.sysfs)
       for (const auto& d : obs.sysfs->devices)
@@ -434,6 +453,7 @@ class BtrfsProbe final : public Probe {
       if (why.empty()) why = "no btrfs data gathered";
       return ProbeResult::failed(why, std::move(batch));
     }
+    if (!sysfs_why.empty()) return ProbeResult::failed(sysfs_why, std::move(batch));
     return ProbeResult::ok(std::move(batch));
   }
 

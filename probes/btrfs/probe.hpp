@@ -50,6 +50,9 @@ struct SysfsFilesystem {
   std::vector<std::string> member_names;  // <fsid>/devices/*
   std::vector<SysfsDevice> devices;       // <fsid>/devinfo/*
   std::vector<AllocationProfile> profiles;
+  // Attributes that are there but unreadable or junk (file and errno or text): the probe fails
+  // with them. Absent ones (older kernels) are left at their defaults.
+  std::vector<std::string> problems;
 };
 
 // What stays true while a filesystem stays mounted, kept between runs so that a run reads only what

@@ -36,6 +36,16 @@ Result<std::optional<ErrorRecord>> record(const std::map<std::string, std::strin
 
 }  // namespace
 
+Result<bool> parse_ext4_options_shutdown(std::string_view text) {
+  // The kernel prints at least "rw" or "ro" and ends every option with a newline: anything less
+  // is a cut read, not "not shut down".
+  if (trim(text).empty()) return err("ext4 options: empty");
+  if (text.back() != '\n') return err("ext4 options: ends inside a line (cut short): '" + std::string(trim(lines(text).back()).substr(0, 40)) + "'");
+  for (auto line : lines(text))
+    if (trim(line) == "shutdown") return true;
+  return false;
+}
+
 std::string errno_name(std::int64_t code) {
   // ext4 stores its own codes, not errno values (fs/ext4/ext4.h EXT4_ERR_*, ext4_errno_to_code()).
   static const char* const names[] = {"",      "UNKNOWN", "EIO",    "ENOMEM",    "EFSBADCRC", "EFSCORRUPTED",
@@ -47,6 +57,7 @@ std::string errno_name(std::int64_t code) {
 
 Result<ErrorState> parse_ext4_sysfs(const std::map<std::string, std::string>& f) {
   auto it = f.find("errors_count");
+  // Absent only: an errors_count that is there but unreadable fails in the read (read_ext4_sysfs_files).
   if (it == f.end()) return err("ext4 sysfs: no errors_count file (kernel too old?)");
   auto n = parse_u64(trim(it->second));
   if (!n) return err("ext4 sysfs: errors_count is '" + std::string(trim(it->second)) + "', not a number");

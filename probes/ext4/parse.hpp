@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "daemon/core/result.hpp"
 
@@ -23,11 +24,18 @@ struct ErrorState {
   std::uint64_t errors_count = 0;
   std::optional<ErrorRecord> first, last;  // present when the kernel exposes the files
   std::optional<std::uint64_t> warning_count, msg_count;  // since mount
+  // /proc/fs/ext4/<dev>/options lists "shutdown" once EXT4_IOC_SHUTDOWN (or a fatal journal
+  // abort with errors=...) has shut the filesystem down; nullopt when the kernel has no such file.
+  std::optional<bool> shutdown;
 };
 
 // Pure: file name -> file content of the sysfs directory. errors_count is required; any other
 // numeric file that is present must be a number (junk or an empty read is an error, not 0).
 Result<ErrorState> parse_ext4_sysfs(const std::map<std::string, std::string>& files);
+
+// Pure: /proc/fs/ext4/<dev>/options (one mount option per line, as ext4_seq_options_show prints
+// them) -> true if the filesystem is shut down. Empty or cut text (no final newline) is an error.
+Result<bool> parse_ext4_options_shutdown(std::string_view text);
 
 // Name of an ext4 error code as stored in the superblock (EXT4_ERR_*: 2 "EIO", 4 "EFSBADCRC",
 // 5 "EFSCORRUPTED", ...), or the number as text.

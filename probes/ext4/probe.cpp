@@ -26,7 +26,7 @@ const char* const kFiles[] = {"errors_count",       "first_error_time",  "first_
 // A healthy filesystem has first/last_error_time 0 and nothing else to say: the five counters and
 // times are read always, the ten detail files of a record only when its time is set (a third of the
 // reads per ext4 per interval; the parser treats a record of time 0 alike either way).
-std::map<std::string, std::string> read_ext4_sysfs_files(const fs::path& dir) {
+Result<std::map<std::string, std::string>> read_ext4_sysfs_files(const fs::path& dir, const AttributeReader& read) {
   std::map<std::string, std::string> out;
   for (const auto* name : kFiles) {
     std::string_view n(name);
@@ -35,10 +35,20 @@ std::map<std::string, std::string> read_ext4_sysfs_files(const fs::path& dir) {
       auto t = out.find(std::string(n.substr(0, n.find("_error_"))) + "_error_time");
       if (t == out.end() || trim(t->second) == "0") continue;
     }
-    auto r = read_sysfs_attribute(dir / name, 4096);
-    if (r) out[name] = *r;
+    auto r = read(dir / name);
+    if (r.unreadable()) return err("ext4 sysfs: " + r.reason());
+    if (r.ok()) out[name] = std::move(r.text);
   }
   return out;
+}
+
+Result<std::optional<bool>> read_ext4_shutdown(const fs::path& options_file, const AttributeReader& read) {
+  auto r = read(options_file);
+  if (r.absent()) return std::optional<bool>();
+  if (!r.ok()) return err("ext4: " + r.reason());
+  auto s = parse_ext4_options_shutdown(r.text);
+  if (!s) return err(options_file.string() + ": " + s.error());
+  return std::optional<bool>(*s);
 }
 
 metrics::Batch ext4_metrics(const Target& t, const std::string& device, const ErrorState& s) {
@@ -65,6 +75,11 @@ metrics::Batch ext4_metrics(const Target& t, const std::string& device, const Er
             {"block", std::to_string(rec->block)},
             {"errcode", errno_name(rec->errcode)}});
   }
+  if (s.shutdown)
+    b.gauge("fsaudit_ext4_shutdown",
+            "1 if the ext4 filesystem has been shut down (EXT4_IOC_SHUTDOWN; the shutdown option in "
+            "/proc/fs/ext4/<dev>/options): every read and write fails with EIO until it is unmounted.",
+            l, *s.shutdown ? 1 : 0);
   if (s.warning_count)
     b.gauge("fsaudit_ext4_warnings", "ext4 warnings logged since mount (warning_count).", l,
             static_cast<double>(*s.warning_count));
@@ -95,18 +110,28 @@ class Ext4Probe final : public Probe {
         remember_dir(t, dev);
         count = read_sysfs_attribute(base / dev / "errors_count", 4096);
       }
+      // Shut down is not an error the kernel counts: the options file is read every run.
+      // A procfs seq_file: read to its end, not taken whole from the first read as a sysfs attribute.
+      static const AttributeReader proc_reader = [](const fs::path& p) { return read_attribute(p, 64 << 10, true); };
+      auto shutdown = ext4::read_ext4_shutdown(ctx.host.proc("fs/ext4") / dev / "options", proc_reader);
+      if (!shutdown) return ProbeResult::failed(shutdown.error());
       // The kernel sets the first/last error records only when it adds to errors_count: while the
       // count and warning_count read as last time, nothing the metrics show has changed, and the other
-      // files are not read (two files per filesystem per interval instead of five or more).
+      // files are not read (three files per filesystem per interval instead of six or more).
       if (count) {
-        auto warnings = read_sysfs_attribute(base / dev / "warning_count", 4096);
-        Fingerprint fp;
-        fp.add(t.name).add(dev).add(*count).add(warnings ? std::string_view(*warnings) : std::string_view("-"));
-        if (last_.same(t.name, fp.value(), ctx)) return ProbeResult::same_as_last();
+        auto warnings = read_attribute(base / dev / "warning_count", 4096);
+        if (!warnings.unreadable()) {
+          Fingerprint fp;
+          fp.add(t.name).add(dev).add(*count).add(warnings.ok() ? std::string_view(warnings.text) : std::string_view("-"));
+          fp.add(*shutdown ? (**shutdown ? "shutdown" : "up") : "-");
+          if (last_.same(t.name, fp.value(), ctx)) return ProbeResult::same_as_last();
+        }
       }
-      const auto files = ext4::read_ext4_sysfs_files(base / dev);
-      auto s = ext4::parse_ext4_sysfs(files);
+      auto files = ext4::read_ext4_sysfs_files(base / dev);
+      if (!files) return ProbeResult::failed(files.error());
+      auto s = ext4::parse_ext4_sysfs(*files);
       if (!s) return ProbeResult::failed(s.error());
+      s->shutdown = *shutdown;
       return ProbeResult::ok(ext4::ext4_metrics(t, dev, *s));
     } catch (const std::exception& e) {
       return ProbeResult::failed(std::string("ext4 probe: ") + e.what());

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/files.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/probe/probe.hpp"
@@ -16,8 +17,15 @@
 
 namespace fsaudit::ext4 {
 
-// Reads the files parse_ext4_sysfs() uses from `dir`.
-std::map<std::string, std::string> read_ext4_sysfs_files(const std::filesystem::path& dir);
+// Reads the files parse_ext4_sysfs() uses from `dir`. An absent file is left out of the map (the
+// parser decides what may be missing); a file that is there but unreadable is an error naming the
+// file and errno.
+Result<std::map<std::string, std::string>> read_ext4_sysfs_files(const std::filesystem::path& dir,
+                                                                 const AttributeReader& read = sysfs_reader());
+
+// Shut down or not from /proc/fs/ext4/<dev>/options: nullopt when the file is absent (no procfs
+// entry on this kernel), an error when it is unreadable or malformed.
+Result<std::optional<bool>> read_ext4_shutdown(const std::filesystem::path& options_file, const AttributeReader& read);
 
 metrics::Batch ext4_metrics(const Target& t, const std::string& device, const ErrorState& s);
 

@@ -599,24 +599,32 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   return ProbeResult::ok(std::move(b));
 }
 
+// Disabled means nothing here may fire FsauditProbeFailing: what the cleanup could not do (no mount
+// table to find the watched filesystems, a probe file that stays) is said in the not-applicable reason.
 ProbeResult LatencyCleanupProbe::run(const Target&, ProbeContext& ctx) {
+  std::vector<std::string> dirs, notes;
   auto mounts = mount_table(ctx);
-  if (!mounts) return ProbeResult::failed("cannot read the mount table: " + mounts.error());
-  std::vector<std::string> dirs;
-  for (const auto& t : select_targets(**mounts, watch_))
-    if (sampler_applies(t)) dirs.push_back((std::filesystem::path(t.mountpoint) / dir_name_).string());
+  if (mounts) {
+    for (const auto& t : select_targets(**mounts, watch_))
+      if (sampler_applies(t)) dirs.push_back((std::filesystem::path(t.mountpoint) / dir_name_).string());
+  } else {
+    notes.push_back("cannot read the mount table to look for probe files left on watched filesystems: " +
+                    mounts.error());
+  }
   for (const auto& p : paths_) dirs.push_back((std::filesystem::path(p) / dir_name_).string());
-  std::vector<std::string> removed, failed;
+  std::vector<std::string> removed;
   for (const auto& d : dirs) {
     std::error_code ec;
     if (!std::filesystem::exists(ProbeFile::path_in(d), ec)) continue;
     auto e = ProbeFile::remove(d);
-    (e.empty() ? removed : failed).push_back(e.empty() ? ProbeFile::path_in(d).string() : e);
+    if (e.empty()) removed.push_back(ProbeFile::path_in(d).string());
+    else notes.push_back("its probe file stays: " + e);
   }
-  if (!failed.empty()) return ProbeResult::failed("latency sampling is disabled but its probe file stays: " + failed[0]);
-  if (removed.empty()) return ProbeResult::not_applicable("latency sampling is disabled (latency.enabled: false)");
-  return ProbeResult::not_applicable("latency sampling is disabled; removed " + removed[0] +
-                                     (removed.size() > 1 ? " and " + std::to_string(removed.size() - 1) + " more" : ""));
+  std::string why = "latency sampling is disabled (latency.enabled: false)";
+  if (!removed.empty())
+    why += "; removed " + removed[0] + (removed.size() > 1 ? " and " + std::to_string(removed.size() - 1) + " more" : "");
+  for (const auto& n : notes) why += "; " + n;
+  return ProbeResult::not_applicable(why);
 }
 
 StackSelection stack_selection(const config::LatencyConfig& c) {

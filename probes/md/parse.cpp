@@ -100,9 +100,12 @@ void parse_detail_line(std::string_view line, Array& a) {
     return;
   }
   auto t = trim(line);
-  for (const auto* pend : {"resync=", "reshape=", "recovery="}) {
+  // "resync=DELAYED", "resync=PENDING", "resync=REMOTE" (status_resync); any action word before '='.
+  for (const auto* pend : {"resync=", "reshape=", "recovery=", "recover=", "check=", "repair="}) {
     if (t.starts_with(pend)) {
-      a.sync_pending = std::string(t.substr(std::string_view(pend).size()));
+      auto n = std::string_view(pend).size();
+      a.sync_pending_action = std::string(t.substr(0, n - 1));
+      a.sync_pending = std::string(trim(t.substr(n)));
       return;
     }
   }
@@ -113,14 +116,38 @@ void parse_detail_line(std::string_view line, Array& a) {
 
 }  // namespace
 
+std::string mdstat_sync_action(const Array& a) {
+  auto kernel_name = [](std::string_view action) {
+    return action == "recovery" ? std::string("recover") : std::string(action);
+  };
+  if (a.sync) return kernel_name(a.sync->action);
+  if (!a.sync_pending_action.empty() && a.sync_pending != "PENDING") return kernel_name(a.sync_pending_action);
+  return "idle";
+}
+
 Result<Mdstat> parse_mdstat(std::string_view text) {
-  Mdstat s;
+  auto r = parse_mdstat_until_cut(text);
+  if (!r) return err(r.error());
+  if (!r->cut.empty()) return err(r->cut);
+  return std::move(r->mdstat);
+}
+
+Result<MdstatUntilCut> parse_mdstat_until_cut(std::string_view text) {
+  MdstatUntilCut out;
+  Mdstat& s = out.mdstat;
+  std::size_t whole = 0;  // arrays ended by their blank line
+  auto cut = [&](std::string why) -> Result<MdstatUntilCut> {
+    s.arrays.resize(whole);
+    out.cut = std::move(why);
+    return std::move(out);
+  };
   bool seen_header = false;
   bool seen_end = false;  // md_seq_show ends every read with "unused devices: ..."
   Array* cur = nullptr;
   for (auto raw : lines(text)) {
     auto line = trim(raw);
     if (line.empty()) {
+      if (cur && raw.data() + raw.size() < text.data() + text.size()) whole = s.arrays.size();
       cur = nullptr;
       continue;
     }
@@ -137,7 +164,7 @@ Result<Mdstat> parse_mdstat(std::string_view text) {
       auto list = trim(line.substr(15));
       bool whole = text.find('\n', static_cast<std::size_t>(raw.data() - text.data())) != std::string_view::npos;
       if (!whole || list.empty() || (list.find('<') != std::string_view::npos && list != "<none>"))
-        return err("the 'unused devices:' end line is cut short: '" + std::string(line.substr(0, 80)) + "'");
+        return cut("the 'unused devices:' end line is cut short: '" + std::string(line.substr(0, 80)) + "'");
       seen_header = true;
       seen_end = true;
       cur = nullptr;
@@ -172,8 +199,8 @@ Result<Mdstat> parse_mdstat(std::string_view text) {
                (ls.empty() ? std::string(" (empty)") : ": '" + std::string(trim(ls.front()).substr(0, 80)) + "'"));
   }
   if (!seen_end)
-    return err("no 'unused devices:' line at the end: the content is cut short, arrays after the cut would be missed");
-  return s;
+    return cut("no 'unused devices:' line at the end: the content is cut short, arrays after the cut would be missed");
+  return out;
 }
 
 }  // namespace fsaudit::md

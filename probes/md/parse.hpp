@@ -38,6 +38,7 @@ struct Array {
   std::string status_map;               // "U_"
   std::optional<SyncProgress> sync;
   std::string sync_pending;             // "DELAYED", "PENDING", "REMOTE" (resync=...)
+  std::string sync_pending_action;      // what waits: "resync" (also "recovery", "reshape", "check", ...)
 };
 
 struct Mdstat {
@@ -45,5 +46,20 @@ struct Mdstat {
   std::vector<Array> arrays;
 };
 Result<Mdstat> parse_mdstat(std::string_view text);
+
+// As parse_mdstat, but content cut short keeps the arrays that were whole before the cut (md_seq_show
+// ends each array with a blank line): `cut` says why the rest is missing. Content that is not
+// mdstat at all is still an error.
+struct MdstatUntilCut {
+  Mdstat mdstat;
+  std::string cut;  // "" when the content is whole
+};
+Result<MdstatUntilCut> parse_mdstat_until_cut(std::string_view text);
+
+// The sync_action the kernel reports for an array /proc/mdstat shows (no sysfs): "resync",
+// "recover", "check", "repair", "reshape" while one runs or waits its turn (=DELAYED, =REMOTE),
+// "idle" otherwise (=PENDING: a read-only array's resync that has not started; the kernel's
+// sync_action says idle).
+std::string mdstat_sync_action(const Array& a);
 
 }  // namespace fsaudit::md

@@ -13,32 +13,32 @@ namespace fsaudit::md {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::optional<std::string> read_trimmed(const fs::path& p) {
-  auto r = read_file(p, 4096);
-  if (!r) return std::nullopt;
-  return std::string(trim(*r));
-}
-
-}  // namespace
-
-SysfsArray read_sysfs_array(const fs::path& md) {
+SysfsArray read_sysfs_array(const fs::path& md, const AttributeReader& read) {
   SysfsArray a;
-  a.array_state = read_trimmed(md / "array_state").value_or("");
-  if (auto v = read_trimmed(md / "degraded")) a.degraded = parse_u64(*v);
-  a.sync_action = read_trimmed(md / "sync_action").value_or("");
-  if (auto v = read_trimmed(md / "mismatch_cnt")) a.mismatch_cnt = parse_u64(*v);
-  a.level = read_trimmed(md / "level").value_or("");
-  if (auto v = read_trimmed(md / "raid_disks")) a.raid_disks = parse_u64(*v);
-  if (auto v = read_trimmed(md / "sync_completed")) {
-    // "none" or "123 / 456" (sectors)
-    auto parts = split(*v, '/');
-    if (parts.size() == 2) {
-      auto d = parse_u64(trim(parts[0]));
-      auto t = parse_u64(trim(parts[1]));
-      if (d && t) a.sync_completed = std::make_pair(*d, *t);
-    }
+  auto text = [&](const char* name) -> std::string {
+    auto r = read(md / name).optional_text();
+    if (!r) a.problems.push_back(r.error());
+    return r && *r ? std::string(trim(**r)) : std::string();
+  };
+  auto number = [&](const char* name) -> std::optional<std::uint64_t> {
+    auto r = read_u64(read(md / name));
+    if (!r) a.problems.push_back(r.error());
+    return r ? *r : std::nullopt;
+  };
+  a.array_state = text("array_state");
+  a.degraded = number("degraded");
+  a.sync_action = text("sync_action");
+  a.mismatch_cnt = number("mismatch_cnt");
+  a.level = text("level");
+  a.raid_disks = number("raid_disks");
+  auto done = text("sync_completed");
+  if (!done.empty() && done != "none" && done != "delayed") {
+    // "123 / 456" (sectors)
+    auto parts = split(done, '/');
+    std::optional<std::uint64_t> d, t;
+    if (parts.size() == 2) d = parse_u64(trim(parts[0])), t = parse_u64(trim(parts[1]));
+    if (d && t) a.sync_completed = std::make_pair(*d, *t);
+    else a.problems.push_back((md / "sync_completed").string() + " is '" + done.substr(0, 40) + "', not 'done / total'");
   }
   return a;
 }
@@ -104,7 +104,7 @@ metrics::Batch md_metrics(const Observation& o) {
     std::string action;
     if (s && !s->sync_action.empty()) action = s->sync_action;
     else if (a && a->active && !level.starts_with("raid0") && level != "linear")
-      action = a->sync ? (a->sync->action == "recovery" ? "recover" : a->sync->action) : "idle";
+      action = md::mdstat_sync_action(*a);
     if (!action.empty()) {
       auto actions = kSyncActions;
       if (std::find(actions.begin(), actions.end(), action) == actions.end()) actions.push_back(action);
@@ -133,19 +133,25 @@ class MdProbe final : public Probe {
       md::Observation o;
       auto path = ctx.host.proc("mdstat");
       std::error_code ec;
-      if (!std::filesystem::exists(path, ec))
+      auto read = read_attribute(path, 16 << 20, /*whole_file=*/true);
+      if (read.absent())
         return ProbeResult::not_applicable(path.string() + " does not exist: the md driver is not loaded");
-      auto text = read_file(path);
-      if (!text) return ProbeResult::failed(text.error());
-      auto parsed = md::parse_mdstat(*text);
+      if (!read.ok()) return ProbeResult::failed(read.reason());
+      auto parsed = md::parse_mdstat_until_cut(read.text);
       if (!parsed) return ProbeResult::failed(path.string() + ": " + parsed.error());
-      o.mdstat = std::move(*parsed);
+      // Content cut short still shows the arrays that were whole before the cut: they are
+      // published, and the probe fails for the rest.
+      std::string why = parsed->cut.empty() ? std::string() : path.string() + ": " + parsed->cut;
+      o.mdstat = std::move(parsed->mdstat);
       for (std::filesystem::directory_iterator it(ctx.host.sys("block"), ec), end; !ec && it != end; it.increment(ec)) {
         auto n = it->path().filename().string();
         std::error_code ec2;
-        if (n.starts_with("md") && std::filesystem::is_directory(it->path() / "md", ec2))
+        if (n.starts_with("md") && std::filesystem::is_directory(it->path() / "md", ec2)) {
           o.sysfs[n] = md::read_sysfs_array(it->path() / "md");
+          for (const auto& p : o.sysfs[n].problems) why += (why.empty() ? "" : "; ") + p;
+        }
       }
+      if (!why.empty()) return ProbeResult::failed(why, md::md_metrics(o));
       return ProbeResult::ok(md::md_metrics(o));
     } catch (const std::exception& e) {
       return ProbeResult::failed(std::string("md probe: ") + e.what());

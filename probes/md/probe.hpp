@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/files.hpp"
 #include "daemon/core/host_paths.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
@@ -38,8 +39,11 @@ struct SysfsArray {
   std::string level;
   std::optional<std::uint64_t> raid_disks;
   std::optional<std::pair<std::uint64_t, std::uint64_t>> sync_completed;  // sectors done / total, when running
+  // Attributes that are there but unreadable or junk (file and errno or text); absent ones (the
+  // level has no such attribute) are left unset.
+  std::vector<std::string> problems;
 };
-SysfsArray read_sysfs_array(const std::filesystem::path& md_dir);
+SysfsArray read_sysfs_array(const std::filesystem::path& md_dir, const AttributeReader& read = sysfs_reader());
 
 struct Observation {
   std::optional<Mdstat> mdstat;

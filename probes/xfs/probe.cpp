@@ -12,17 +12,19 @@ namespace fsaudit::xfs {
 
 namespace fs = std::filesystem;
 
-ErrorConfig read_error_config(const fs::path& dir) {
+ErrorConfig read_error_config(const fs::path& dir, const AttributeReader& read) {
   ErrorConfig c;
-  if (auto f = read_file(dir / "error/fail_at_unmount", 64))
-    if (auto v = parse_i64(trim(*f))) c.fail_at_unmount = *v != 0;
+  auto number = [&](const fs::path& p) -> std::optional<std::int64_t> {
+    auto r = read_i64(read(p));
+    if (!r) c.problems.push_back(r.error());
+    return r ? *r : std::nullopt;
+  };
+  if (auto v = number(dir / "error/fail_at_unmount")) c.fail_at_unmount = *v != 0;
   std::error_code ec;
   for (fs::directory_iterator it(dir / "error/metadata", ec), end; !ec && it != end; it.increment(ec)) {
     auto cls = it->path().filename().string();
-    if (auto f = read_file(it->path() / "max_retries", 64))
-      if (auto v = parse_i64(trim(*f))) c.max_retries[cls] = *v;
-    if (auto f = read_file(it->path() / "retry_timeout_seconds", 64))
-      if (auto v = parse_i64(trim(*f))) c.retry_timeout_seconds[cls] = *v;
+    if (auto v = number(it->path() / "max_retries")) c.max_retries[cls] = *v;
+    if (auto v = number(it->path() / "retry_timeout_seconds")) c.retry_timeout_seconds[cls] = *v;
   }
   return c;
 }
@@ -125,6 +127,15 @@ class XfsProbe final : public Probe {
         }
       }
       auto batch = xfs::xfs_metrics(t, o);
+      if (o.error_config && !o.error_config->problems.empty()) {
+        // Health was read, but a setting that is there could not be: fail rather than hide it.
+        for (const auto& p : o.error_config->problems) problems.push_back(p);
+        if (o.health || o.shutdown) {
+          std::string why;
+          for (const auto& p : o.error_config->problems) why += (why.empty() ? "" : "; ") + p;
+          return ProbeResult::failed(why, std::move(batch));
+        }
+      }
       if (!o.health && !o.shutdown) {
         std::string why;
         for (const auto& p : problems) why += (why.empty() ? "" : "; ") + p;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/files.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/probe/probe.hpp"
@@ -33,8 +34,11 @@ struct ErrorConfig {
   // errno class ("EIO", "ENOSPC", "ENODEV", "default") -> value; -1 = forever
   std::map<std::string, std::int64_t> max_retries;
   std::map<std::string, std::int64_t> retry_timeout_seconds;
+  // Files that are there but unreadable or not a number (file and errno or text); absent ones are
+  // left out.
+  std::vector<std::string> problems;
 };
-ErrorConfig read_error_config(const std::filesystem::path& xfs_dev_dir);
+ErrorConfig read_error_config(const std::filesystem::path& xfs_dev_dir, const AttributeReader& read = sysfs_reader());
 
 struct Observation {
   std::string device;  // kernel name, "" if the sysfs directory was not found

@@ -40,9 +40,11 @@ TEST(Bcachefs, StateAndErrorsFile) {
   EXPECT_EQ(bcachefs::parse_state("[rw] ro evacuating failed spare\n"), "rw");
   EXPECT_EQ(bcachefs::parse_state("rw ro [failed] spare"), "failed");
   EXPECT_EQ(bcachefs::parse_state("ro\n"), "ro");
-  auto e = bcachefs::parse_sb_errors("ptr_to_missing_backpointer   4   2025-11-02 10:11:12\nbad\n");
-  EXPECT_EQ(e.size(), 1u);
-  EXPECT_EQ(e["ptr_to_missing_backpointer"], 4u);
+  auto e = bcachefs::parse_sb_errors("ptr_to_missing_backpointer   4   2025-11-02 10:11:12\n");
+  ASSERT_TRUE(e.ok()) << e.error();
+  EXPECT_EQ(e->size(), 1u);
+  EXPECT_EQ(e->at("ptr_to_missing_backpointer"), 4u);
+  EXPECT_FALSE(bcachefs::parse_sb_errors("ptr_to_missing_backpointer   4   2025-11-02 10:11:12\nbad\n").ok());
   EXPECT_TRUE(bcachefs::error_counter("io_read_retry"));
   EXPECT_FALSE(bcachefs::error_counter("io_read"));
 }
@@ -85,6 +87,52 @@ TEST(BcachefsAdapter, SingleReplicaAndUnknownSource) {
   auto none = probe->run(Target{"/other", "/other", "bcachefs", "/dev/nvme9n1", "", "", 0, 51}, c.ctx);
   ASSERT_EQ(none.outcome, Outcome::failed);
   EXPECT_NE(none.reason.find("/dev/nvme9n1"), std::string::npos) << none.reason;
+}
+
+// Issue 32: an error id bcachefs has no name for is printed "(unknown error 412)" and its count is
+// the word after the ')', not "error".
+TEST(Bcachefs, UnknownErrorIdKeepsItsCount) {
+  auto e = bcachefs::parse_sb_errors("btree_node_read_error\t2\t2025-11-02 10:11:12\n(unknown error 412)  7   2025-11-03 01:02:03\n");
+  ASSERT_TRUE(e.ok()) << e.error();
+  EXPECT_EQ(e->at("(unknown error 412)"), 7u);
+  EXPECT_EQ(e->at("btree_node_read_error"), 2u);
+  auto junk = bcachefs::parse_sb_errors("(unknown error 412)  lots\n");
+  ASSERT_FALSE(junk.ok());
+  EXPECT_NE(junk.error().find("lots"), std::string::npos) << junk.error();
+  EXPECT_FALSE(bcachefs::parse_sb_errors("(unknown error 4").ok());
+  EXPECT_FALSE(bcachefs::parse_sb_errors("btree_node_read_error\n").ok()) << "no count: cut";
+}
+
+// Issue 32: a file that is there but unreadable or junk fails the probe with the file and the errno
+// or text (the metrics it could read are still published); only an absent file is silent.
+TEST(BcachefsAdapter, JunkOrUnreadableFilesFailTheProbe) {
+  const std::string uuid = "a9da1e6e-d4e5-4717-a520-408c8af4b084";
+  Target t{"/pool", "/pool", "bcachefs", "/dev/sdc:/dev/sdd", "", "", 0, 50};
+  struct Case {
+    std::string file, content;  // content "<dir>" = a directory (read() fails: EISDIR)
+    std::string want;
+  };
+  for (const auto& k : std::vector<Case>{{"counters/io_read_retry", "since mount: lots\n", "lots"},
+                                         {"counters/io_read_retry", "<dir>", "errno"},
+                                         {"errors", "(unknown error 412)  x7\n", "x7"},
+                                         {"errors", "<dir>", "errno"},
+                                         {"options/data_replicas", "two\n", "two"},
+                                         {"dev-0/durability", "<dir>", "errno"},
+                                         {"dev-0/state_rw", "<dir>", "errno"}}) {
+    testing::TempDir dir("bcachefs-bad");
+    fs::copy(probe_fixture_dir() / "bcachefs/tree", dir.path(), fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    auto p = dir / ("sys/fs/bcachefs/" + uuid + "/" + k.file);
+    fs::remove(p);
+    if (k.content == "<dir>") fs::create_directories(p);
+    else testing::write_text(p, k.content);
+    testing::FakeRunner runner;
+    testing::ContextHolder c(HostPaths::under(dir.path()), runner);
+    auto r = bcachefs::make_bcachefs_probe(config::default_config())->run(t, c.ctx);
+    ASSERT_EQ(r.outcome, Outcome::failed) << k.file << " '" << k.content << "' went unnoticed";
+    EXPECT_NE(r.reason.find(k.file), std::string::npos) << r.reason;
+    EXPECT_NE(r.reason.find(k.want), std::string::npos) << r.reason;
+    EXPECT_TRUE(r.metrics.has("fsaudit_bcachefs_filesystem_info")) << "what could be read is kept";
+  }
 }
 
 }  // namespace

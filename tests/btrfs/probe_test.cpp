@@ -404,7 +404,9 @@ TEST(BtrfsProbeAdapter, UnreadableErrorStatsFallsBackToDeviceStatsForThatDevice)
   runner.answer("btrfs scrub status -d -R /mnt/r1", probe_fixture_text("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
   auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
-  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  // Junk in a file that is there is a failure (issue 32), though the command fills the counters in.
+  ASSERT_EQ(r.outcome, Outcome::failed) << r.reason;
+  EXPECT_NE(r.reason.find("devinfo/2/error_stats"), std::string::npos) << r.reason;
   EXPECT_EQ(runner.calls.front(), "btrfs device stats /mnt/r1");
   // loop3 from sysfs (devid 1), loop4 from the command (printed /dev/loop4, no devid): the same
   // devid as loop4's other series, from the sysfs pairing.
@@ -429,5 +431,30 @@ TEST(BtrfsProbeAdapter, MissingDeviceIsReported) {
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_missing", {{"device", "loop3"}}), 0);
 }
 
+// Issue 32: sysfs attributes that are there but unreadable (errno) or junk fail the probe with the
+// file; the counters the command gives are still published.
+TEST(BtrfsProbeAdapter, UnreadableOrJunkSysfsAttributesFail) {
+  for (const auto& [file, junk] : std::vector<std::pair<std::string, std::string>>{
+           {"devinfo/2/error_stats", "<dir>"}, {"devinfo/1/missing", "maybe\n"}, {"devinfo/1/missing", "<dir>"},
+           {"allocation/data/raid1/total_bytes", "<dir>"}, {"allocation/data/raid1/used_bytes", "12x\n"}}) {
+    Tree t("tree-raid1");
+    write_superblock(t.dir / "dev/loop3", kRaid1Fsid, 1);
+    write_superblock(t.dir / "dev/loop4", kRaid1Fsid, 2);
+    auto p = t.dir / "sys/fs/btrfs" / kRaid1Fsid / file;
+    ASSERT_TRUE(fs::exists(p)) << p;
+    fs::remove(p);
+    if (junk == "<dir>") fs::create_directories(p);
+    else testing::write_text(p, junk);
+    testing::FakeRunner runner;
+    runner.answer("btrfs device stats /mnt/r1", probe_fixture_text("btrfs/device-stats-raid1-corruption-1-each-progs-6.2.txt"));
+    runner.answer("btrfs scrub status -d -R /mnt/r1", probe_fixture_text("btrfs/scrub-status-dR-raid1-corrected-1-progs-6.2.txt"));
+    testing::ContextHolder c(t.host(), runner);
+    auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
+    ASSERT_EQ(r.outcome, Outcome::failed) << file << " '" << junk << "' went unnoticed";
+    EXPECT_NE(r.reason.find(p.string()), std::string::npos) << r.reason;
+    EXPECT_TRUE(r.metrics.has("fsaudit_btrfs_device_errors")) << file;
+  }
+}
+
 }  // namespace
-}  // namespace fsaudit::btrfs
+}  // namespace fsaudit

@@ -73,5 +73,49 @@ TEST(ReadSysfsAttribute, ReadsARealAttributeAsReadFileDoesAndRegularFilesOfAnySi
   EXPECT_FALSE(read_sysfs_attribute(d / "nope").ok());
 }
 
+// Absent, unreadable and malformed are three outcomes (issue 32): only the first may be silent, the
+// other two carry the file and the errno or the bad text.
+TEST(ReadAttribute, AbsentUnreadableAndJunkAreThreeOutcomes) {
+  TempDir d("read-attr3");
+  testing::write_text(d / "n", "42\n");
+  testing::write_text(d / "junk", "4x2\n");
+  std::filesystem::create_directory(d / "dir");
+
+  auto ok = read_attribute(d / "n");
+  ASSERT_TRUE(ok.ok()) << ok.reason();
+  EXPECT_EQ(ok.text, "42\n");
+  EXPECT_EQ(read_u64(ok).value(), std::optional<std::uint64_t>(42));
+  EXPECT_EQ(read_i64(ok).value(), std::optional<std::int64_t>(42));
+
+  auto absent = read_attribute(d / "nope");
+  EXPECT_TRUE(absent.absent());
+  EXPECT_EQ(absent.error, ENOENT);
+  auto an = read_u64(absent);
+  ASSERT_TRUE(an.ok()) << "an absent file is nothing there, the caller decides";
+  EXPECT_FALSE(an->has_value());
+  EXPECT_FALSE(absent.required_text().ok());
+  EXPECT_FALSE(absent.optional_text()->has_value());
+
+  // A directory opens but read() fails (EISDIR), as an attribute whose show() fails with EIO does.
+  auto bad = read_attribute(d / "dir");
+  EXPECT_TRUE(bad.unreadable());
+  EXPECT_EQ(bad.error, EISDIR);
+  auto bn = read_u64(bad);
+  ASSERT_FALSE(bn.ok()) << "unreadable is not 'nothing there'";
+  EXPECT_NE(bn.error().find((d / "dir").string()), std::string::npos) << bn.error();
+  EXPECT_NE(bn.error().find("errno " + std::to_string(EISDIR)), std::string::npos) << bn.error();
+  EXPECT_FALSE(bad.optional_text().ok());
+
+  auto jn = read_u64(read_attribute(d / "junk"));
+  ASSERT_FALSE(jn.ok());
+  EXPECT_NE(jn.error().find("'4x2'"), std::string::npos) << jn.error();
+  EXPECT_NE(jn.error().find((d / "junk").string()), std::string::npos) << jn.error();
+
+  auto injected = FileRead::failure("/sys/fs/x/errors_count", EIO);
+  EXPECT_TRUE(injected.unreadable());
+  EXPECT_NE(injected.reason().find("Input/output error"), std::string::npos) << injected.reason();
+  EXPECT_TRUE(FileRead::failure("/x", ENOENT).absent());
+}
+
 }  // namespace
 }  // namespace fsaudit

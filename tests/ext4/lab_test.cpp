@@ -21,29 +21,45 @@ using testing::must;
 using testing::run;
 using testing::run_probe;
 
+// A fresh ext4 on a loop device, mounted: torn down (unmount, detach) in reverse order.
+struct MountedExt4 {
+  testing::TempDir dir{"fsaudit-ext4-lab"};
+  testing::LoopDevice loop{dir.path(), "ext4.img", 64 << 20};
+  std::optional<testing::Mount> m;
+  std::string why;
+  MountedExt4() {
+    if (!loop.ok()) {
+      why = "no loop device";
+      return;
+    }
+    must({"mkfs.ext4", "-q", "-F", loop.device()});
+    m.emplace(loop.device(), dir / "mnt", "ext4");
+    if (!m->ok()) why = m->error();
+  }
+  bool ok() const { return why.empty(); }
+  std::string mnt() const { return (dir / "mnt").string(); }
+  metrics::Labels labels() const { return {{"target", mnt()}, {"device", kname(loop.device())}}; }
+};
+
 TEST(Ext4Lab, FreshFilesystemHasNoErrorsThenTriggeredErrorCounts) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
-  testing::TempDir dir("fsaudit-ext4-lab");
-  testing::LoopDevice loop(dir.path(), "ext4.img", 64 << 20);
-  ASSERT_TRUE(loop.ok());
-  must({"mkfs.ext4", "-q", "-F", loop.device()});
-  testing::Mount m(loop.device(), dir / "mnt", "ext4");
-  ASSERT_TRUE(m.ok()) << m.error();
+  MountedExt4 lab;
+  ASSERT_TRUE(lab.ok()) << lab.why;
   auto probe = ext4::make_ext4_probe(config::default_config());
-  auto r = run_probe(*probe, (dir / "mnt").string());
+  auto r = run_probe(*probe, lab.mnt());
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
-  metrics::Labels l{{"target", (dir / "mnt").string()}, {"device", kname(loop.device())}};
+  metrics::Labels l = lab.labels();
   EXPECT_EQ(r.metrics.value("fsaudit_ext4_errors", l), 0);
   EXPECT_FALSE(r.metrics.has("fsaudit_ext4_last_error_timestamp_seconds"));
 
   // The kernel's own ext4_error() test hook (errors=continue by default: stays mounted rw).
-  auto trigger = fs::path("/sys/fs/ext4") / kname(loop.device()) / "trigger_fs_error";
+  auto trigger = fs::path("/sys/fs/ext4") / kname(lab.loop.device()) / "trigger_fs_error";
   ASSERT_TRUE(fs::exists(trigger)) << "kernel lacks " << trigger;
   std::ofstream(trigger) << "fsaudit ext4 lab\n";
   // The kernel copies the error into the superblock (what sysfs shows) from a work queue, a moment
   // later: the daemon sees it on its next run, here within a few tries.
   for (int i = 0; i < 50; ++i) {
-    r = run_probe(*probe, (dir / "mnt").string());
+    r = run_probe(*probe, lab.mnt());
     ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
     if (r.metrics.value("fsaudit_ext4_errors", l) != 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -51,6 +67,24 @@ TEST(Ext4Lab, FreshFilesystemHasNoErrorsThenTriggeredErrorCounts) {
   EXPECT_EQ(r.metrics.value("fsaudit_ext4_errors", l), 1);
   EXPECT_EQ(r.metrics.value("fsaudit_ext4_error_info", {{"which", "last"}, {"function", "trigger_test_error"}}), 1);
   EXPECT_GT(r.metrics.value("fsaudit_ext4_last_error_timestamp_seconds", l), 1.7e9);
+}
+
+// Issue 32: a real ext4 shut down with EXT4_IOC_SHUTDOWN (xfs_io's expert "shutdown" works on ext4)
+// counts no error; the kernel lists "shutdown" in /proc/fs/ext4/<dev>/options.
+TEST(Ext4Lab, ShutDownFilesystemIsReportedShutDown) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  MountedExt4 lab;
+  ASSERT_TRUE(lab.ok()) << lab.why;
+  auto probe = ext4::make_ext4_probe(config::default_config());
+  const auto l = lab.labels();
+  auto r = run_probe(*probe, lab.mnt());
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_shutdown", l), 0);
+  must({"xfs_io", "-x", "-c", "shutdown", lab.mnt()});
+  r = run_probe(*probe, lab.mnt());
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_shutdown", l), 1);
+  EXPECT_EQ(r.metrics.value("fsaudit_ext4_errors", l), 0) << "a shutdown is not an error ext4 counts";
 }
 
 TEST(Ext4Lab, CorruptedInodeChecksumIsCountedWithItsFunction) {

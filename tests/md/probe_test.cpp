@@ -1,6 +1,7 @@
 // md probe: the mdstat parser on captured and written fixtures, the adapter on fixture trees.
 #include <gtest/gtest.h>
 
+#include "daemon/metrics/store.hpp"
 #include "probes/md/probe.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/support.hpp"
@@ -144,6 +145,78 @@ TEST(MdAdapter, NoMdstatIsNotApplicable) {
   auto r = md::make_md_probe(config::default_config())->run(Target::host(), c.ctx);
   EXPECT_EQ(r.outcome, Outcome::not_applicable);
   EXPECT_NE(r.reason.find("mdstat"), std::string::npos);
+}
+
+// Issue 32: an array waiting for its resync (resync=DELAYED: another array on the same disks goes
+// first) is in resync as the kernel's sync_action says, not idle; =PENDING (a read-only array's
+// resync not started) is idle as the kernel says. Any action word before '=' counts.
+TEST(Mdstat, DelayedSyncIsTheWaitingActionNotIdle) {
+  auto s = mdstat("mdstat-check-delayed-inactive-autoreadonly.txt");
+  auto b = md::md_metrics(md::Observation{s, {}});
+  EXPECT_EQ(b.value("fsaudit_md_sync_action", {{"device", "md2"}, {"state", "resync"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_md_sync_action", {{"device", "md2"}, {"state", "idle"}}), 0);
+  const std::string head = "Personalities : [raid1]\nmd5 : active raid1 sdb1[1] sda1[0]\n      1046528 blocks super 1.2 [2/2] [UU]\n";
+  for (const auto& [line, want] : std::vector<std::pair<std::string, std::string>>{{"resync=DELAYED", "resync"},
+                                                                                     {"recovery=DELAYED", "recover"},
+                                                                                     {"reshape=DELAYED", "reshape"},
+                                                                                     {"check=DELAYED", "check"},
+                                                                                     {"resync=REMOTE", "resync"},
+                                                                                     {"resync=PENDING", "idle"}}) {
+    auto r = md::parse_mdstat(head + "      \t" + line + "\n      \nunused devices: <none>\n");
+    ASSERT_TRUE(r.ok()) << r.error();
+    auto m = md::md_metrics(md::Observation{*r, {}});
+    EXPECT_EQ(m.value("fsaudit_md_sync_action", {{"device", "md5"}, {"state", want}}), 1) << line;
+  }
+}
+
+// Issue 32: /proc/mdstat cut short fails the probe but keeps the arrays that were whole before the cut.
+TEST(MdAdapter, CutMdstatKeepsTheWholeArraysAndFails) {
+  const std::string full =
+      "Personalities : [raid1]\n"
+      "md0 : active raid1 sdb1[1] sda1[0]\n"
+      "      1046528 blocks super 1.2 [2/2] [UU]\n"
+      "      \n"
+      "md1 : active raid1 sdd1[1](F) sdc1[0]\n"
+      "      1046528 blocks super 1.2 [2/1] [U_]\n"
+      "      \n"
+      "unused devices: <none>\n";
+  for (std::size_t n : {full.find("md1 :"), full.find("[2/1]"), full.find("unused devices:") + 9}) {
+    testing::TempDir dir("md-cut");
+    std::filesystem::create_directories(dir / "proc");
+    testing::write_text(dir / "proc/mdstat", full.substr(0, n));
+    testing::FakeRunner runner;
+    testing::ContextHolder c(HostPaths::under(dir.path()), runner);
+    auto r = md::make_md_probe(config::default_config())->run(Target::host(), c.ctx);
+    ASSERT_EQ(r.outcome, Outcome::failed) << "cut after " << n;
+    EXPECT_NE(r.reason.find("cut short"), std::string::npos) << r.reason;
+    EXPECT_EQ(r.metrics.value("fsaudit_md_degraded", {{"device", "md0"}}), 0) << "md0 was whole before the cut at " << n;
+    EXPECT_EQ(r.metrics.value("fsaudit_md_array_active", {{"device", "md0"}}), 1) << n;
+    const bool md1_whole = n > full.find("unused");
+    EXPECT_EQ(r.metrics.has("fsaudit_md_degraded", {{"device", "md1"}}), md1_whole) << n;
+    testing::write_text(dir / "scrape.txt", metrics::serialize(r.metrics));
+    auto check = testing::run({"sh", "-c", "promtool check metrics < '" + (dir / "scrape.txt").string() + "'"});
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  }
+}
+
+// Issue 32: an md sysfs attribute that is there but unreadable or junk fails the probe with the file;
+// an absent one (raid0 has no degraded/mismatch_cnt) stays silent.
+TEST(MdAdapter, UnreadableOrJunkSysfsAttributeFails) {
+  for (const auto& [file, junk] : std::vector<std::pair<std::string, std::string>>{
+           {"mismatch_cnt", "<dir>"}, {"degraded", "x\n"}, {"sync_completed", "12 of 40\n"}}) {
+    testing::TempDir dir("md-sysfs");
+    std::filesystem::copy(testing::probe_fixture_dir() / "md/tree", dir.path(),
+                          std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+    auto p = dir / "sys/block/md1/md" / file;
+    std::filesystem::remove(p);
+    if (junk == "<dir>") std::filesystem::create_directories(p);
+    else testing::write_text(p, junk);
+    testing::FakeRunner runner;
+    testing::ContextHolder c(HostPaths::under(dir.path()), runner);
+    auto r = md::make_md_probe(config::default_config())->run(Target::host(), c.ctx);
+    ASSERT_EQ(r.outcome, Outcome::failed) << file << " '" << junk << "'";
+    EXPECT_NE(r.reason.find(p.string()), std::string::npos) << r.reason;
+  }
 }
 
 }  // namespace

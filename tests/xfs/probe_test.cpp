@@ -194,5 +194,28 @@ TEST(XfsGeometry, WireRoundTripsAndEveryCutIsRefused) {
   EXPECT_FALSE(xfs::decode_geometry(bytes + "x"));
 }
 
+// Issue 32: an XFS error setting that is there but unreadable or not a number is a problem naming the
+// file, not a setting left out; an absent one (older kernel) is left out silently.
+TEST(XfsErrorConfig, UnreadableOrJunkSettingsAreProblemsAbsentIsSilent) {
+  testing::TempDir dir("xfs-errcfg");
+  std::filesystem::create_directories(dir / "error/metadata/EIO");
+  std::filesystem::create_directories(dir / "error/metadata/ENOSPC");
+  testing::write_text(dir / "error/fail_at_unmount", "1\n");
+  testing::write_text(dir / "error/metadata/EIO/max_retries", "-1\n");
+  testing::write_text(dir / "error/metadata/EIO/retry_timeout_seconds", "forever\n");
+  std::filesystem::create_directories(dir / "error/metadata/ENOSPC/max_retries");  // read() fails: EISDIR
+  auto c = xfs::read_error_config(dir.path());
+  EXPECT_EQ(c.fail_at_unmount, std::optional<bool>(true));
+  EXPECT_EQ(c.max_retries.at("EIO"), -1);
+  EXPECT_FALSE(c.retry_timeout_seconds.count("EIO"));
+  ASSERT_EQ(c.problems.size(), 2u);
+  std::string all = c.problems[0] + "\n" + c.problems[1];
+  EXPECT_NE(all.find("'forever'"), std::string::npos) << all;
+  EXPECT_NE(all.find((dir / "error/metadata/ENOSPC/max_retries").string()), std::string::npos) << all;
+  EXPECT_NE(all.find("errno " + std::to_string(EISDIR)), std::string::npos) << all;
+  // ENOSPC/retry_timeout_seconds is absent: no problem for it.
+  EXPECT_EQ(all.find("ENOSPC/retry_timeout_seconds"), std::string::npos) << all;
+}
+
 }  // namespace
 }  // namespace fsaudit
