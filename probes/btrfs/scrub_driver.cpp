@@ -127,7 +127,12 @@ bool any_device_missing(const HostPaths& host, const std::string& uuid) {
   std::error_code ec;
   auto devinfo = host.sys("fs/btrfs/" + uuid + "/devinfo");
   for (auto it = fs::directory_iterator(devinfo, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
-    if (scrub::read_trimmed(it->path() / "missing").value_or("0") == "1") return true;
+  {
+    // A `missing` flag that cannot be read counts as missing: the answer decides whether a scrub
+    // may start, and one on a filesystem short of a device must not.
+    auto m = scrub::read_trimmed(it->path() / "missing");
+    if (!m || m->value_or("0") == "1") return true;
+  }
   return false;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/md/scrub_output.hpp"
 
@@ -21,30 +22,40 @@ class MdDriver final : public scrub::Driver {
  public:
   Result<Observation> observe(const ScrubTarget& t, TargetState&, DriverEnv& env) override {
     auto base = env.ctx.host.sys("block/" + t.md + "/md");
-    auto action = read_trimmed(base / "sync_action");
-    if (!action) return err("cannot read " + (base / "sync_action").string());
+    // Absent (an older kernel, no such attribute) may be silent; unreadable or junk fails the run.
+    auto action_r = read_trimmed(base / "sync_action");
+    if (!action_r) return err(action_r.error());
+    if (!*action_r) return err((base / "sync_action").string() + " does not exist");
+    const std::string action = **action_r;
+    auto degraded = read_trimmed(base / "degraded");
+    auto completed = read_trimmed(base / "sync_completed");
+    auto last_r = read_trimmed(base / "last_sync_action");
+    auto size = read_u64(read_attribute(env.ctx.host.sys("block/" + t.md + "/size")));
+    auto mismatch = read_u64(read_attribute(base / "mismatch_cnt"));
+    for (const auto* r : {&degraded, &completed, &last_r})
+      if (!*r) return err(r->error());
+    if (!size) return err(size.error());
+    if (!mismatch) return err(mismatch.error());
+    const std::string last = last_r->value_or("");
     Observation o;
-    o.detail = "sync_action " + *action;
-    if (*action == "check" || *action == "repair") o.phase = Phase::running;
-    else if (*action == "resync" || *action == "recover" || *action == "reshape") o.resilvering = true;
-    o.degraded = read_trimmed(base / "degraded").value_or("0") != "0";
-    if (auto sc = read_trimmed(base / "sync_completed")) {
-      if (auto p = parse_md_sync_completed(*sc); p && p->second > 0 && o.phase == Phase::running) {
+    o.detail = "sync_action " + action;
+    if (action == "check" || action == "repair") o.phase = Phase::running;
+    else if (action == "resync" || action == "recover" || action == "reshape") o.resilvering = true;
+    o.degraded = degraded->value_or("0") != "0";
+    if (*completed) {
+      if (auto p = parse_md_sync_completed(**completed); p && p->second > 0 && o.phase == Phase::running) {
         o.progress = static_cast<double>(p->first) / static_cast<double>(p->second);
         o.bytes = static_cast<double>(p->first) * 512;
       }
     }
     if (o.phase == Phase::idle) {
-      if (auto size = read_trimmed(env.ctx.host.sys("block/" + t.md + "/size")))
-        if (auto s = parse_u64(*size)) o.bytes = static_cast<double>(*s) * 512;
-      auto last = read_trimmed(base / "last_sync_action").value_or("");
+      if (*size) o.bytes = static_cast<double>(**size) * 512;
       if (last == "check" || last == "repair") o.last_outcome = Outcome::finished;
     }
     // mismatch_cnt: sectors found inconsistent by the last check (a repair rewrites them).
-    if (auto m = read_trimmed(base / "mismatch_cnt"); m && parse_u64(*m)) {
-      o.errors.found = *parse_u64(*m);
-      bool repair = *action == "repair" || read_trimmed(base / "last_sync_action").value_or("") == "repair";
-      o.errors.repaired = repair ? *o.errors.found : 0;
+    if (*mismatch) {
+      o.errors.found = **mismatch;
+      o.errors.repaired = action == "repair" || last == "repair" ? **mismatch : 0;
     }
     return o;
   }

@@ -40,10 +40,11 @@ CommandResult run_command(DriverEnv& env, std::vector<std::string> argv, std::ch
   return env.ctx.runner.run(spec, env.ctx.stop);
 }
 
-std::optional<std::string> read_trimmed(const fs::path& p) {
-  auto r = read_file(p);
-  if (!r) return std::nullopt;
-  return std::string(trim(*r));
+Result<std::optional<std::string>> read_trimmed(const fs::path& p) {
+  auto r = read_attribute(p).optional_text();
+  if (!r) return err(r.error());
+  if (!*r) return std::optional<std::string>();
+  return std::optional<std::string>(std::string(trim(**r)));
 }
 
 Result<Observation> JobDriver::observe(const ScrubTarget& t, TargetState& st, DriverEnv& env) {

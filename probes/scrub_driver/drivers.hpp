@@ -90,8 +90,9 @@ class JobDriver : public Driver {
 // One short command through the runner, bounded by the probe's deadline (at most `cap`).
 CommandResult run_command(DriverEnv& env, std::vector<std::string> argv,
                           std::chrono::milliseconds cap = std::chrono::seconds(15));
-// A small host file's content, trimmed; nullopt when unreadable.
-std::optional<std::string> read_trimmed(const std::filesystem::path& p);
+// A sysfs attribute's content, trimmed: nullopt when the file does not exist; a file that is there
+// but cannot be read is an error naming it and the errno (never "nothing there").
+Result<std::optional<std::string>> read_trimmed(const std::filesystem::path& p);
 
 // Helpers shared by the drivers and the probe (exposed for tests).
 JobStatus read_job(const HostPaths& host, const std::filesystem::path& dir, int pid);

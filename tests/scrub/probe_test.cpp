@@ -335,6 +335,32 @@ TEST(ScrubProbe, MdCheckThroughSysfs) {
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "md0"}, {"result", "errors"}}), 1);
 }
 
+// An md attribute that is there but cannot be read, or holds junk, fails the run with the file and
+// the reason: it is not taken for "no mismatches" or "idle" (issue 32, class 1). A directory in the
+// file's place gives EISDIR even to root.
+TEST(ScrubProbe, MdUnreadableOrJunkAttributeFailsWithTheFile) {
+  for (const char* bad : {"mismatch_cnt:junk", "mismatch_cnt:dir", "degraded:dir", "sync_action:dir"}) {
+    Host h;
+    auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  observe_only: true\n  filesystems: [md]\n");
+    auto md = h.dir / "sys/block/md0/md";
+    std::filesystem::create_directories(md);
+    write_text(md / "level", "raid1\n");
+    write_text(md / "sync_action", "idle\n");
+    write_text(md / "degraded", "0\n");
+    write_text(md / "mismatch_cnt", "0\n");
+    write_text(h.dir / "sys/block/md0/size", "2097152\n");
+    std::string file = std::string(bad).substr(0, std::string(bad).find(':'));
+    bool dir = std::string(bad).ends_with(":dir");
+    std::filesystem::remove(md / file);
+    if (dir) std::filesystem::create_directories(md / file);
+    else write_text(md / file, "twelve\n");
+    ScrubProbe p(cfg.scrub, cfg.targets);
+    auto r = h.run(p);
+    EXPECT_NE(r.outcome, fsaudit::Outcome::ok) << bad;
+    EXPECT_NE(r.reason.find(file), std::string::npos) << bad << ": " << r.reason;
+  }
+}
+
 // Canaries are corrupted on purpose and scrubbed by their own cycle: the probe made by
 // make_scrub_probe (as fsauditd and fsaudit-helper make it) neither schedules nor accepts a request
 // for a canary's filesystem, pool or md array; production ones beside them stay targets.
