@@ -361,11 +361,18 @@ const DeviceIdentity* find_member(const Verified& v, const std::string& device) 
   return nullptr;
 }
 
-// The located canary block as it must look with the injected bytes in place.
+// The located canary block as it must look with the injected bytes in place. Only an injection as a
+// cycle makes one qualifies: a filesystem block size, the bytes outside the block's header and at most
+// half the block, so the check against the device compares the header and most of the block with
+// what the root-owned pattern key says, never only bytes the record chose.
+bool injection_as_a_cycle_makes(const Injection& inj, std::size_t bytes) {
+  return valid_block_size(inj.block_size) && bytes > 0 && bytes <= inj.block_size / 2 &&
+         inj.offset >= inj.block_offset + kHeaderBytes && inj.offset - inj.block_offset <= inj.block_size - bytes;
+}
+
 std::optional<std::vector<unsigned char>> injected_block(const PatternKey& key, const Injection& inj,
                                                          const std::vector<unsigned char>& after) {
-  if (inj.block_size == 0 || inj.offset < inj.block_offset || inj.offset + after.size() > inj.block_offset + inj.block_size)
-    return std::nullopt;
+  if (!injection_as_a_cycle_makes(inj, after.size())) return std::nullopt;
   auto blk = make_block(key, inj.block_index, static_cast<std::size_t>(inj.block_size));
   std::copy(after.begin(), after.end(), blk.begin() + static_cast<std::ptrdiff_t>(inj.offset - inj.block_offset));
   return blk;
@@ -431,6 +438,9 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
     auto before = from_hex(inj.before_hex), after = from_hex(inj.after_hex);
     if (!before || !after || before->size() != after->size() || before->empty())
       return keep("the marker's injection record is unreadable");
+    // Before anything is taken offline or read: a record no cycle could have written is not acted on.
+    if (!injection_as_a_cycle_makes(inj, after->size()))
+      return keep("the marker's injection is not one a cycle makes (a filesystem block size, bytes outside the block header, at most half the block)");
     if (online) {
       // The restore goes to a device nothing holds: take the canary offline first.
       if (auto off = ops.take_offline(); !off) return keep("cannot take the canary offline to restore it: " + off.error());
@@ -443,7 +453,7 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
     if (!cur) return keep("cannot read " + inj.device + ": " + cur.error());
     if (*cur == *after) {
       auto blk = injected_block(PatternKey{v->record.pattern_key, m->nonce}, inj, *after);
-      if (!blk) return keep("the marker's injection lies outside its block");
+      if (!blk) return keep("the marker's injection is not one a cycle makes (a filesystem block size, bytes outside the block header, at most half the block)");
       auto w = restore_bytes(*v, inj, *before, blk, env);
       if (!w) return keep("restore failed: " + w.error());
       story += "; restored " + std::to_string(before->size()) + " bytes at " + inj.device + "@" + std::to_string(inj.offset);
@@ -685,7 +695,7 @@ class Cycle {
     struct statvfs sv {};
     if (::statvfs(t_->mountpoint.c_str(), &sv) != 0) return finish(Verdict::error, "statvfs " + t_->mountpoint + " failed");
     bs_ = static_cast<std::size_t>(sv.f_bsize);
-    if (bs_ < 512 || bs_ > 65536 || bs_ % 512) bs_ = 4096;
+    if (!valid_block_size(bs_)) bs_ = 4096;
     r_.block_size = bs_;
     key_ = PatternKey{v->record.pattern_key, random_u64()};
     file_ = fs::path(t_->mountpoint) / kCanaryFile;

@@ -90,8 +90,18 @@ Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths&
   return id;
 }
 
+std::string weak_identity(const DeviceIdentity& id) {
+  bool strong = !id.wwid.empty() || !id.serial.empty() || !id.by_id.empty() ||
+                (id.kind == DeviceKind::loop && !id.backing_file.empty()) || (id.kind == DeviceKind::file && id.inode != 0);
+  if (strong) return "";
+  return id.path + " has no stable identity (no WWN, serial, /dev/disk/by-id link, loop backing file or file inode): "
+                   "another device could take its name after a reboot or replug";
+}
+
 std::string identity_mismatch(const DeviceIdentity& r, const DeviceIdentity& n) {
   std::string who = r.path;
+  // A record without a stable field is matched on nothing that tells devices apart: refused.
+  if (auto why = weak_identity(r); !why.empty()) return why + "; re-run canary init on a device that has one";
   if (r.kind != n.kind)
     return who + " was a " + std::string(to_string(r.kind)) + " device at init, now it is a " +
            std::string(to_string(n.kind));

@@ -32,6 +32,11 @@ struct DeviceIdentity {
 
 Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths& host);
 
+// "" when the identity has a field that stays with the device across reboots and replugs (WWN,
+// serial, a by-id link, a loop device's backing file, a file vdev's inode); otherwise why a device
+// with only a kernel name and a size cannot be told from another one.
+std::string weak_identity(const DeviceIdentity& id);
+
 // "" when `now` is the same device as `recorded`; otherwise what changed.
 std::string identity_mismatch(const DeviceIdentity& recorded, const DeviceIdentity& now);
 

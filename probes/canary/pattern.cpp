@@ -18,7 +18,7 @@ std::uint64_t splitmix(std::uint64_t& s) {
 
 void make_block(const PatternKey& k, std::uint64_t index, std::size_t block_size, unsigned char* out) {
   std::uint64_t hdr[3] = {kMagic, k.nonce, index};
-  std::memcpy(out, hdr, kHeaderBytes);
+  std::memcpy(out, hdr, std::min(kHeaderBytes, block_size));
   std::uint64_t s = k.key ^ (k.nonce * 0x9e3779b97f4a7c15ull) ^ (index * 0xc2b2ae3d27d4eb4full);
   for (std::size_t off = kHeaderBytes; off < block_size; off += 8) {
     std::uint64_t v = splitmix(s);

@@ -17,7 +17,13 @@ struct PatternKey {
   std::uint64_t nonce = 0;  // fresh per cycle
 };
 
-// Fills `out` (block_size bytes) with block `index`.
+// The block sizes a cycle writes and injects into (a filesystem block: 512 bytes to 64 KiB, a multiple
+// of 512); a recorded injection with any other size is not one of fsaudit's.
+inline constexpr std::size_t kMinBlockSize = 512, kMaxBlockSize = 64 << 10;
+inline bool valid_block_size(std::uint64_t bs) { return bs >= kMinBlockSize && bs <= kMaxBlockSize && bs % 512 == 0; }
+
+// Fills `out` (block_size bytes) with block `index`. A block_size below the header writes only
+// block_size bytes of it (callers check valid_block_size(); this never writes past `out`).
 void make_block(const PatternKey& k, std::uint64_t index, std::size_t block_size, unsigned char* out);
 std::vector<unsigned char> make_block(const PatternKey& k, std::uint64_t index, std::size_t block_size);
 

@@ -90,6 +90,7 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
     auto id = identify_device(d, host);
     if (!id) return err(id.error());
     if (!seen.insert(id->resolved).second) return err("device " + d + " is listed twice");
+    if (auto why = weak_identity(*id); !why.empty()) return err(why);
     if (id->kind != DeviceKind::file) {
       fs::path holders = host.sys("dev/block/" + std::to_string(id->major) + ":" + std::to_string(id->minor)) / "holders";
       std::error_code ec;

@@ -648,13 +648,14 @@ TEST(CanaryCrash, RestoreOnlyToAVerifiedMember) {
   LoopDevice other(s->dir->path(), "other.img", 8 * MiB);
   ASSERT_TRUE(other.ok());
   must({"dd", "if=/dev/urandom", "of=" + other.device(), "bs=1M", "count=8", "oflag=direct", "status=none"});
-  auto cur = read_direct(other.device(), MiB, 16);
+  // Shaped as a cycle's injection (bytes 512 into a 4 KiB block), so only the member check can refuse it.
+  auto cur = read_direct(other.device(), MiB + 512, 16);
   ASSERT_TRUE(cur);
   nlohmann::json mk{{"phase", "injected"},
                     {"started", 1},
                     {"nonce", 5},
                     {"injection",
-                     {{"device", other.device()}, {"offset", MiB}, {"before", std::string(32, '0')}, {"after", to_hex(*cur)},
+                     {{"device", other.device()}, {"offset", MiB + 512}, {"before", std::string(32, '0')}, {"after", to_hex(*cur)},
                       {"block_index", 0}, {"block_offset", MiB}, {"block_size", 4096}}}};
   write_text(inflight_path(cfg.state_dir, s->name), mk.dump());
   auto other_before = digest_file(other.backing());
@@ -663,6 +664,46 @@ TEST(CanaryCrash, RestoreOnlyToAVerifiedMember) {
   EXPECT_NE(story.find("marker stays"), std::string::npos) << story;
   EXPECT_EQ(digest_file(other.backing()), other_before);
   EXPECT_TRUE(fs::exists(inflight_path(cfg.state_dir, s->name)));
+}
+
+// Issue 29.1: a marker forged to "restore" chosen bytes at a chosen offset of a verified member, where
+// no cycle ever ran. Its block size is the length of its own bytes (so the block check would compare
+// only what the forger chose), or below the block header: every variant is refused, nothing written.
+TEST(CanaryCrash, AForgedInjectionIsNotOneACycleMakes) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  auto s = make_stack("btrfs-single");
+  ASSERT_TRUE(s);
+  auto cfg = s->config();
+  ProcessRunner pr;
+  ASSERT_TRUE(init_canary(cfg, s->name, pr));
+  const std::string dev = s->devices().at(0);
+  auto cur = read_direct(dev, MiB, 32);
+  ASSERT_TRUE(cur);
+  struct Forged {
+    std::uint64_t offset, block_offset, block_size;
+    std::size_t bytes;
+  };
+  for (auto f : {Forged{MiB, MiB, 32, 32}, Forged{MiB, MiB, 8, 8}, Forged{MiB, MiB, 23, 16}, Forged{MiB, MiB, 4096, 16},
+                 Forged{MiB + 100, MiB, 4096, 4000}, Forged{MiB + 4090, MiB, 4096, 16}, Forged{MiB, MiB, 1u << 30, 16}}) {
+    auto now = read_direct(dev, f.offset, f.bytes);
+    ASSERT_TRUE(now);
+    nlohmann::json mk{{"phase", "injected"},
+                      {"started", 1},
+                      {"nonce", 5},
+                      {"injection",
+                       {{"device", dev}, {"offset", f.offset}, {"before", std::string(2 * f.bytes, 'a')}, {"after", to_hex(*now)},
+                        {"block_index", 0}, {"block_offset", f.block_offset}, {"block_size", f.block_size}}}};
+    write_text(inflight_path(cfg.state_dir, s->name), mk.dump());
+    auto before = block_hashes(dev);
+    auto story = recover(cfg, s->name);
+    EXPECT_NE(story.find("not one a cycle makes"), std::string::npos) << f.block_size << ": " << story;
+    EXPECT_NE(story.find("marker stays"), std::string::npos) << story;
+    EXPECT_EQ(block_hashes(dev), before) << "block size " << f.block_size << " wrote to the member";
+    auto back = read_direct(dev, f.offset, f.bytes);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(*back, *now);
+  }
+  fs::remove(inflight_path(cfg.state_dir, s->name));
 }
 
 // The layout is checked against the copies found: a single-copy btrfs configured as raid1 is an

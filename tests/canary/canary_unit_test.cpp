@@ -294,6 +294,43 @@ TEST(CanaryIdentity, MismatchReasons) {
   EXPECT_NE(identity_mismatch(l, l2).find("backed"), std::string::npos);
 }
 
+// Issue 29.1: a block size below the header wrote 24 bytes into a smaller buffer (a heap overflow in
+// a root process, ASan confirmed); now only the block's own bytes are written, and no such size is valid.
+TEST(CanaryPattern, BlockSizesBelowTheHeaderWriteNothingPastTheBlock) {
+  PatternKey k{0x1234, 0xabcdef};
+  for (std::size_t bs : {0u, 1u, 8u, 23u, 24u, 31u}) {
+    std::vector<unsigned char> buf(bs + 16, 0xEE);
+    make_block(k, 7, bs, buf.data());
+    for (std::size_t i = bs; i < buf.size(); ++i) ASSERT_EQ(buf[i], 0xEE) << "block size " << bs << " wrote byte " << i;
+    EXPECT_EQ(make_block(k, 7, bs).size(), bs);
+    EXPECT_FALSE(valid_block_size(bs));
+  }
+  EXPECT_TRUE(valid_block_size(512));
+  EXPECT_TRUE(valid_block_size(4096));
+  EXPECT_FALSE(valid_block_size(4097));
+  EXPECT_FALSE(valid_block_size(1u << 20));
+}
+
+// Issue 29.1: an identity with no field that stays with the device is refused (at init by
+// common_checks, later by identity_mismatch), never matched on kind, size and path alone.
+TEST(CanaryIdentity, AnIdentityWithoutAStableFieldIsRefused) {
+  DeviceIdentity weak;
+  weak.path = "/dev/vdb";
+  weak.resolved = "/dev/vdb";
+  weak.kind = DeviceKind::block;
+  weak.size = 1000;
+  EXPECT_NE(weak_identity(weak).find("no stable identity"), std::string::npos);
+  EXPECT_NE(identity_mismatch(weak, weak).find("no stable identity"), std::string::npos);
+  for (auto strong : {[] { DeviceIdentity d; d.serial = "S1"; return d; }(), [] { DeviceIdentity d; d.wwid = "naa.5"; return d; }(),
+                      [] { DeviceIdentity d; d.by_id = {"/dev/disk/by-id/ata-X"}; return d; }(),
+                      [] { DeviceIdentity d; d.kind = DeviceKind::loop; d.backing_file = "/srv/a.img"; return d; }(),
+                      [] { DeviceIdentity d; d.kind = DeviceKind::file; d.inode = 42; return d; }()})
+    EXPECT_EQ(weak_identity(strong), "");
+  DeviceIdentity loop_no_file;
+  loop_no_file.kind = DeviceKind::loop;
+  EXPECT_NE(weak_identity(loop_no_file), "");
+}
+
 TEST(CanaryIdentity, Signature) {
   auto t = signature_text("c1", "abc");
   EXPECT_EQ(check_signature(t, "c1", "abc"), "");
