@@ -1,6 +1,7 @@
 #include "daemon/http/server.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -152,7 +153,7 @@ Server::~Server() {
   cv_.notify_all();
   threads_.clear();  // joins
   if (sampler_.joinable()) sampler_.join();
-  for (int fd : queue_) ::close(fd);
+  for (auto& j : queue_) ::close(j.fd);
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
@@ -163,51 +164,158 @@ std::string Server::url() const {
          std::to_string(opts_.port);
 }
 
-// Sleeps until a connection or the destructor's wake-up: a poll timeout to look at the stop token
-// was five wake-ups a second for nothing, on every host.
+namespace {
+
+std::string peer_address(const sockaddr_storage& ss) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof buf);
+  else
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, buf, sizeof buf);
+  return buf;
+}
+
+void set_blocking(int fd, bool on) {
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) ::fcntl(fd, F_SETFL, on ? (fl & ~O_NONBLOCK) : (fl | O_NONBLOCK));
+}
+
+// Bounds the next blocking read by what is left until the deadline; false when nothing is left.
+bool time_left(int fd, std::chrono::steady_clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now()).count();
+  if (left <= 0) return false;
+  timeval tv{static_cast<time_t>(left / 1000000), static_cast<suseconds_t>(left % 1000000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return true;
+}
+
+bool head_complete(const std::string& in) {
+  return in.find("\r\n\r\n") != std::string::npos || in.size() > kMaxRequestBytes;
+}
+
+}  // namespace
+
+bool Server::admit(const std::string& addr) {
+  std::lock_guard l(mu_);
+  auto& n = per_addr_[addr];
+  if (n >= kMaxConnectionsPerAddress || open_ >= kMaxConnections) {
+    if (n == 0) per_addr_.erase(addr);
+    return false;
+  }
+  ++n;
+  ++open_;
+  return true;
+}
+
+void Server::release(const std::string& addr) {
+  std::lock_guard l(mu_);
+  if (auto it = per_addr_.find(addr); it != per_addr_.end() && --it->second == 0) per_addr_.erase(it);
+  --open_;
+}
+
+// One thread reads every plain-HTTP request head, with poll, until the head is complete or its
+// deadline passes: a worker gets only whole requests, so slow clients (64 of them trickling a byte
+// each) never hold the workers a scrape needs. It sleeps until a connection, a byte, the nearest
+// deadline or the destructor's wake-up.
 void Server::accept_loop(std::stop_token st) {
-  while (!st.stop_requested()) {
-    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (::poll(p, 2, -1) <= 0 || (p[0].revents & POLLIN) == 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    // A slow client holds one worker for at most the timeout, never the whole server.
-    timeval tv{10, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  std::vector<Job> pending;
+  std::vector<pollfd> p;
+  auto hand_over = [this](Job&& j) {
     std::lock_guard l(mu_);
     if (queue_.size() >= kMaxQueued) {
+      ::close(j.fd);
+      if (auto it = per_addr_.find(j.addr); it != per_addr_.end() && --it->second == 0) per_addr_.erase(it);
+      --open_;
+      return;
+    }
+    queue_.push_back(std::move(j));
+    cv_.notify_one();
+  };
+  while (!st.stop_requested()) {
+    p.assign({{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}});
+    int timeout = -1;
+    auto now = std::chrono::steady_clock::now();
+    for (const auto& j : pending) {
+      p.push_back({j.fd, POLLIN, 0});
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(j.deadline - now).count() + 1;
+      timeout = timeout < 0 ? static_cast<int>(std::max<long long>(ms, 0)) : std::min(timeout, static_cast<int>(std::max<long long>(ms, 0)));
+    }
+    if (::poll(p.data(), p.size(), timeout) < 0) continue;
+    if (st.stop_requested()) break;
+    now = std::chrono::steady_clock::now();
+    std::vector<Job> still;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      Job& j = pending[i];
+      bool done = false, drop = false;
+      if (p[i + 2].revents != 0) {
+        char buf[4096];
+        long n = ::recv(j.fd, buf, sizeof buf, 0);
+        if (n > 0) {
+          j.in.append(buf, static_cast<std::size_t>(n));
+          done = head_complete(j.in);
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+          drop = true;
+        }
+      }
+      if (!done && !drop && now >= j.deadline) drop = true;
+      if (done) {
+        hand_over(std::move(j));
+      } else if (drop) {
+        ::close(j.fd);
+        release(j.addr);
+      } else {
+        still.push_back(std::move(j));
+      }
+    }
+    pending = std::move(still);
+    if ((p[0].revents & POLLIN) == 0) continue;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) continue;
+    Job j{fd, peer_address(ss), {}, now + std::chrono::milliseconds(kHeadDeadlineMs)};
+    if (!admit(j.addr)) {
+      static constexpr char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      (void)::send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
       ::close(fd);
       continue;
     }
-    queue_.push_back(fd);
-    cv_.notify_one();
+    // The TLS handshake is driven by the worker, bounded by the same deadline.
+    if (tls_) hand_over(std::move(j));
+    else pending.push_back(std::move(j));
   }
+  for (auto& j : pending) ::close(j.fd);
 }
 
 void Server::worker(std::stop_token st) {
   while (true) {
-    int fd = -1;
+    Job job;
     {
       std::unique_lock l(mu_);
       if (!cv_.wait(l, st, [&] { return !queue_.empty(); })) return;
-      fd = queue_.front();
+      job = std::move(queue_.front());
       queue_.pop_front();
     }
-    serve(fd);
+    serve(job);
+    release(job.addr);
   }
 }
 
-void Server::serve(int fd) {
+void Server::serve(Job& job) {
+  int fd = job.fd;
+  set_blocking(fd, true);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   Conn c(fd, tls_.get());
-  if (tls_ && (!c.tls() || !c.handshake())) return;  // never plain HTTP on the TLS port
-  std::string in;
+  if (tls_ && (!c.tls() || !time_left(fd, job.deadline) || !c.handshake())) return;  // never plain HTTP on the TLS port
+  std::string in = std::move(job.in);
   char buf[4096];
   while (in.find("\r\n\r\n") == std::string::npos) {
     if (in.size() > kMaxRequestBytes) {
       c.write_all("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
       return;
     }
+    if (!time_left(fd, job.deadline)) return;
     long n = c.read(buf, sizeof buf);
     if (n <= 0) return;
     in.append(buf, static_cast<std::size_t>(n));
