@@ -193,6 +193,20 @@ bool head_complete(const std::string& in) {
   return in.find("\r\n\r\n") != std::string::npos || in.size() > kMaxRequestBytes;
 }
 
+// With TLS the loop only peeks: the worker's handshake must read the bytes itself. Whole means the
+// first TLS record (the ClientHello) has arrived, so trickling it holds no worker; anything that is
+// not a TLS record (plain HTTP on the TLS port) goes to the worker at once, which refuses it.
+bool client_hello_complete(int fd) {
+  unsigned char h[5];
+  long n = ::recv(fd, h, sizeof h, MSG_PEEK);
+  if (n <= 0) return n == 0;  // closed: the worker finds out at once
+  if (h[0] != 0x16) return true;
+  if (n < 5) return false;
+  std::size_t want = 5 + (static_cast<std::size_t>(h[3]) << 8 | h[4]);
+  std::string buf(want, '\0');
+  return ::recv(fd, buf.data(), want, MSG_PEEK) >= static_cast<long>(want);
+}
+
 }  // namespace
 
 bool Server::admit(const std::string& addr) {
@@ -213,7 +227,7 @@ void Server::release(const std::string& addr) {
   --open_;
 }
 
-// One thread reads every plain-HTTP request head, with poll, until the head is complete or its
+// One thread reads every plain-HTTP request head (and waits for every TLS ClientHello), with poll, until the head is complete or its
 // deadline passes: a worker gets only whole requests, so slow clients (64 of them trickling a byte
 // each) never hold the workers a scrape needs. It sleeps until a connection, a byte, the nearest
 // deadline or the destructor's wake-up.
@@ -247,7 +261,9 @@ void Server::accept_loop(std::stop_token st) {
     for (std::size_t i = 0; i < pending.size(); ++i) {
       Job& j = pending[i];
       bool done = false, drop = false;
-      if (p[i + 2].revents != 0) {
+      if (p[i + 2].revents != 0 && tls_) {
+        done = client_hello_complete(j.fd);
+      } else if (p[i + 2].revents != 0) {
         char buf[4096];
         long n = ::recv(j.fd, buf, sizeof buf, 0);
         if (n > 0) {
@@ -280,9 +296,8 @@ void Server::accept_loop(std::stop_token st) {
       ::close(fd);
       continue;
     }
-    // The TLS handshake is driven by the worker, bounded by the same deadline.
-    if (tls_) hand_over(std::move(j));
-    else pending.push_back(std::move(j));
+    // The TLS handshake is driven by the worker once the ClientHello is in, bounded by the same deadline.
+    pending.push_back(std::move(j));
   }
   for (auto& j : pending) ::close(j.fd);
 }

@@ -452,6 +452,30 @@ TEST_F(HttpServer, SixtyFourSlowClientsDoNotSilenceScrapes) {
   }
 }
 
+// The same with TLS and basic auth: slow clients trickling a ClientHello hold no worker either.
+TEST_F(HttpServer, SixtyFourSlowClientsDoNotSilenceTlsScrapes) {
+  auto gen = fsaudit::testing::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                                    (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()});
+  ASSERT_TRUE(gen.ok()) << gen.err;
+  write_text(dir / "web.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
+                                  bcrypt("scrape-me") + "\n");
+  auto w = load_web_config(dir / "web.yml");
+  ASSERT_TRUE(w) << w.error();
+  auto s = start(*w);
+  ASSERT_TRUE(s);
+  SlowClients slow(s->options().port, 64, std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11));
+  ASSERT_EQ(slow.connected(), 64u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 5; ++i) {
+    auto r = fsaudit::testing::run({"curl", "-sS", "--max-time", "1", "--cacert", (dir / "cert.pem").string(), "-u",
+                                    "prometheus:scrape-me", "-o", (dir / "body").string(), "-w", "%{http_code}",
+                                    s->url() + "/metrics"}, 5);
+    ASSERT_EQ(r.out, "200") << "scrape " << i << ": " << r.err;
+    EXPECT_EQ(body(), metrics);
+  }
+}
+
 // A request head has an absolute deadline: a client still trickling after it is cut off, however
 // often it sends a byte (the old per-recv timeout restarted with every byte).
 TEST_F(HttpServer, ARequestHeadNotCompleteByItsDeadlineIsClosed) {
