@@ -335,31 +335,12 @@ void Server::serve(Job& job) {
     if (n <= 0) return;
     in.append(buf, static_cast<std::size_t>(n));
   }
-  Request r;
-  auto eol = in.find("\r\n");
-  std::string line = in.substr(0, eol);
-  auto sp1 = line.find(' '), sp2 = line.rfind(' ');
-  if (sp1 == std::string::npos || sp2 == sp1 || line.compare(sp2 + 1, 5, "HTTP/") != 0) {
+  auto parsed = parse_request_head(in);
+  if (!parsed) {
     c.write_all("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     return;
   }
-  r.method = line.substr(0, sp1);
-  r.path = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  if (auto q = r.path.find('?'); q != std::string::npos) r.path.resize(q);
-  std::size_t pos = eol + 2;
-  while (pos < in.size()) {
-    auto e = in.find("\r\n", pos);
-    if (e == std::string::npos || e == pos) break;
-    std::string h = in.substr(pos, e - pos);
-    pos = e + 2;
-    auto colon = h.find(':');
-    if (colon == std::string::npos) continue;
-    if (strncasecmp(h.c_str(), "Authorization", colon) == 0 && colon == 13) {
-      auto v = h.substr(colon + 1);
-      v.erase(0, v.find_first_not_of(' '));
-      r.authorization = v;
-    }
-  }
+  const Request& r = *parsed;
   Response resp = respond(r);
   std::string head = "HTTP/1.1 " + std::to_string(resp.code) + " " + resp.reason + "\r\nContent-Type: " + resp.type +
                      "\r\nContent-Length: " + std::to_string(resp.shared_body ? resp.shared_body->size : resp.body.size()) +
@@ -388,6 +369,36 @@ void Server::serve(Job& job) {
     }
   }
   if (!out.empty()) c.write_all(out);
+}
+
+Result<RequestHead> parse_request_head(std::string_view in) {
+  RequestHead r;
+  auto eol = in.find("\r\n");
+  std::string_view line = in.substr(0, eol);
+  auto sp1 = line.find(' '), sp2 = line.rfind(' ');
+  if (sp1 == std::string_view::npos || sp2 == sp1 || line.compare(sp2 + 1, 5, "HTTP/") != 0)
+    return err("the request line is not 'METHOD PATH HTTP/x'");
+  if (line.find_first_of("\r\n") != std::string_view::npos) return err("a bare CR or LF in the request line");
+  r.method = line.substr(0, sp1);
+  r.path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  if (auto q = r.path.find('?'); q != std::string::npos) r.path.resize(q);
+  if (eol == std::string_view::npos) return r;
+  std::size_t pos = eol + 2;
+  while (pos < in.size()) {
+    auto e = in.find("\r\n", pos);
+    if (e == std::string_view::npos || e == pos) break;
+    std::string_view h = in.substr(pos, e - pos);
+    pos = e + 2;
+    auto colon = h.find(':');
+    if (colon == std::string_view::npos) continue;
+    if (colon == 13 && strncasecmp(h.data(), "Authorization", 13) == 0) {
+      if (h.find_first_of("\r\n") != std::string_view::npos) return err("a bare CR or LF in the Authorization header");
+      auto v = h.substr(colon + 1);
+      auto first = v.find_first_not_of(' ');
+      r.authorization = first == std::string_view::npos ? std::string() : std::string(v.substr(first));
+    }
+  }
+  return r;
 }
 
 bool Server::authorised(const std::string& authorization) const {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -32,6 +33,13 @@ struct ServerOptions {
   int threads = 4;
   int refresh_seconds = 30;
 };
+
+// What the server reads from a request head: the request line's method and path (query cut off)
+// and the Authorization header. An error (answered 400) when the request line is not HTTP.
+struct RequestHead {
+  std::string method, path, authorization;
+};
+Result<RequestHead> parse_request_head(std::string_view head);
 
 class Server {
  public:
@@ -72,9 +80,7 @@ class Server {
   void serve(Job& job);
   bool admit(const std::string& addr);  // counts the connection in, or false beyond a cap
   void release(const std::string& addr);
-  struct Request {
-    std::string method, path, authorization;
-  };
+  using Request = RequestHead;
   // Status code, reason, content type, body, extra headers.
   struct Response {
     int code = 200;

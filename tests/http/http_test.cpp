@@ -294,6 +294,17 @@ TEST(WebConfig, BcryptCheck) {
               bcrypt_matches("test", bcrypt("test")));
 }
 
+TEST(RequestHead, ParsesMethodPathAndAuthorizationAndRejectsBareLineBreaks) {
+  auto r = parse_request_head("GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nauthorization:   Basic eA==\r\n\r\n");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->method, "GET");
+  EXPECT_EQ(r->path, "/metrics");
+  EXPECT_EQ(r->authorization, "Basic eA==");
+  EXPECT_FALSE(parse_request_head("GET /metrics\r\n\r\n"));
+  EXPECT_FALSE(parse_request_head("GE\rT /metrics HTTP/1.1\r\n\r\n"));
+  EXPECT_FALSE(parse_request_head("GET /metrics HTTP/1.1\r\nAuthorization: Basic\nx\r\n\r\n"));
+}
+
 class HttpServer : public ::testing::Test {
  protected:
   std::string metrics = data("status_metrics.prom");
