@@ -324,6 +324,18 @@ class HttpServer : public ::testing::Test {
     return fsaudit::testing::run(argv, 20);
   }
   std::string body() { return read_file(dir / "body").value_or(""); }
+  // A self-signed certificate for 127.0.0.1 (dir/cert.pem) and the user prometheus:scrape-me.
+  WebConfig tls_and_basic_auth() {
+    auto gen = fsaudit::testing::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                                      "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                                      (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()});
+    EXPECT_TRUE(gen.ok()) << gen.err;
+    write_text(dir / "web.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
+                                    bcrypt("scrape-me") + "\n");
+    auto w = load_web_config(dir / "web.yml");
+    EXPECT_TRUE(w) << w.error();
+    return w ? *w : WebConfig{};
+  }
 };
 
 TEST_F(HttpServer, ServesMetricsPageAndJson) {
@@ -378,15 +390,7 @@ TEST_F(HttpServer, RefusesASecondListenerOnThePort) {
 }
 
 TEST_F(HttpServer, TlsAndBasicAuth) {
-  auto gen = fsaudit::testing::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
-                                    (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()});
-  ASSERT_TRUE(gen.ok()) << gen.err;
-  write_text(dir / "web.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
-                                  bcrypt("scrape-me") + "\n");
-  auto w = load_web_config(dir / "web.yml");
-  ASSERT_TRUE(w) << w.error();
-  auto s = start(*w);
+  auto s = start(tls_and_basic_auth());
   ASSERT_TRUE(s);
   ASSERT_EQ(s->url().rfind("https://", 0), 0u);
   std::string ca = (dir / "cert.pem").string();
@@ -465,15 +469,7 @@ TEST_F(HttpServer, SixtyFourSlowClientsDoNotSilenceScrapes) {
 
 // The same with TLS and basic auth: slow clients trickling a ClientHello hold no worker either.
 TEST_F(HttpServer, SixtyFourSlowClientsDoNotSilenceTlsScrapes) {
-  auto gen = fsaudit::testing::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
-                                    (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()});
-  ASSERT_TRUE(gen.ok()) << gen.err;
-  write_text(dir / "web.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
-                                  bcrypt("scrape-me") + "\n");
-  auto w = load_web_config(dir / "web.yml");
-  ASSERT_TRUE(w) << w.error();
-  auto s = start(*w);
+  auto s = start(tls_and_basic_auth());
   ASSERT_TRUE(s);
   SlowClients slow(s->options().port, 64, std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11));
   ASSERT_EQ(slow.connected(), 64u);
