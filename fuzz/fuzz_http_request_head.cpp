@@ -7,7 +7,7 @@
 #include "fuzz/fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string in(fuzz::as_text(data, size));
+  const std::string in(fsaudit::fuzz::as_text(data, size));
   auto r = fsaudit::http::parse_request_head(in);
   if (!r) return 0;
   for (const std::string* s : {&r->method, &r->path, &r->authorization}) {
