@@ -1,6 +1,7 @@
 #include "daemon/http/server.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -152,7 +153,7 @@ Server::~Server() {
   cv_.notify_all();
   threads_.clear();  // joins
   if (sampler_.joinable()) sampler_.join();
-  for (int fd : queue_) ::close(fd);
+  for (auto& j : queue_) ::close(j.fd);
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
@@ -163,80 +164,183 @@ std::string Server::url() const {
          std::to_string(opts_.port);
 }
 
-// Sleeps until a connection or the destructor's wake-up: a poll timeout to look at the stop token
-// was five wake-ups a second for nothing, on every host.
+namespace {
+
+std::string peer_address(const sockaddr_storage& ss) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof buf);
+  else
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, buf, sizeof buf);
+  return buf;
+}
+
+void set_blocking(int fd, bool on) {
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) ::fcntl(fd, F_SETFL, on ? (fl & ~O_NONBLOCK) : (fl | O_NONBLOCK));
+}
+
+// Bounds the next blocking read by what is left until the deadline; false when nothing is left.
+bool time_left(int fd, std::chrono::steady_clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now()).count();
+  if (left <= 0) return false;
+  timeval tv{static_cast<time_t>(left / 1000000), static_cast<suseconds_t>(left % 1000000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return true;
+}
+
+bool head_complete(const std::string& in) {
+  return in.find("\r\n\r\n") != std::string::npos || in.size() > kMaxRequestBytes;
+}
+
+// With TLS the loop only peeks: the worker's handshake must read the bytes itself. Whole means the
+// first TLS record (the ClientHello) has arrived, so trickling it holds no worker; anything that is
+// not a TLS record (plain HTTP on the TLS port) goes to the worker at once, which refuses it.
+bool client_hello_complete(int fd) {
+  unsigned char h[5];
+  long n = ::recv(fd, h, sizeof h, MSG_PEEK);
+  if (n <= 0) return n == 0;  // closed: the worker finds out at once
+  if (h[0] != 0x16) return true;
+  if (n < 5) return false;
+  std::size_t want = 5 + (static_cast<std::size_t>(h[3]) << 8 | h[4]);
+  std::string buf(want, '\0');
+  return ::recv(fd, buf.data(), want, MSG_PEEK) >= static_cast<long>(want);
+}
+
+}  // namespace
+
+bool Server::admit(const std::string& addr) {
+  std::lock_guard l(mu_);
+  auto& n = per_addr_[addr];
+  if (n >= kMaxConnectionsPerAddress || open_ >= kMaxConnections) {
+    if (n == 0) per_addr_.erase(addr);
+    return false;
+  }
+  ++n;
+  ++open_;
+  return true;
+}
+
+void Server::release(const std::string& addr) {
+  std::lock_guard l(mu_);
+  if (auto it = per_addr_.find(addr); it != per_addr_.end() && --it->second == 0) per_addr_.erase(it);
+  --open_;
+}
+
+// One thread reads every plain-HTTP request head (and waits for every TLS ClientHello), with poll, until the head is complete or its
+// deadline passes: a worker gets only whole requests, so slow clients (64 of them trickling a byte
+// each) never hold the workers a scrape needs. It sleeps until a connection, a byte, the nearest
+// deadline or the destructor's wake-up.
 void Server::accept_loop(std::stop_token st) {
-  while (!st.stop_requested()) {
-    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (::poll(p, 2, -1) <= 0 || (p[0].revents & POLLIN) == 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    // A slow client holds one worker for at most the timeout, never the whole server.
-    timeval tv{10, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  std::vector<Job> pending;
+  std::vector<pollfd> p;
+  auto hand_over = [this](Job&& j) {
     std::lock_guard l(mu_);
     if (queue_.size() >= kMaxQueued) {
+      ::close(j.fd);
+      if (auto it = per_addr_.find(j.addr); it != per_addr_.end() && --it->second == 0) per_addr_.erase(it);
+      --open_;
+      return;
+    }
+    queue_.push_back(std::move(j));
+    cv_.notify_one();
+  };
+  while (!st.stop_requested()) {
+    p.assign({{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}});
+    int timeout = -1;
+    auto now = std::chrono::steady_clock::now();
+    for (const auto& j : pending) {
+      p.push_back({j.fd, POLLIN, 0});
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(j.deadline - now).count() + 1;
+      timeout = timeout < 0 ? static_cast<int>(std::max<long long>(ms, 0)) : std::min(timeout, static_cast<int>(std::max<long long>(ms, 0)));
+    }
+    if (::poll(p.data(), p.size(), timeout) < 0) continue;
+    if (st.stop_requested()) break;
+    now = std::chrono::steady_clock::now();
+    std::vector<Job> still;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      Job& j = pending[i];
+      bool done = false, drop = false;
+      if (p[i + 2].revents != 0 && tls_) {
+        done = client_hello_complete(j.fd);
+      } else if (p[i + 2].revents != 0) {
+        char buf[4096];
+        long n = ::recv(j.fd, buf, sizeof buf, 0);
+        if (n > 0) {
+          j.in.append(buf, static_cast<std::size_t>(n));
+          done = head_complete(j.in);
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+          drop = true;
+        }
+      }
+      if (!done && !drop && now >= j.deadline) drop = true;
+      if (done) {
+        hand_over(std::move(j));
+      } else if (drop) {
+        ::close(j.fd);
+        release(j.addr);
+      } else {
+        still.push_back(std::move(j));
+      }
+    }
+    pending = std::move(still);
+    if ((p[0].revents & POLLIN) == 0) continue;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) continue;
+    Job j{fd, peer_address(ss), {}, now + std::chrono::milliseconds(kHeadDeadlineMs)};
+    if (!admit(j.addr)) {
+      static constexpr char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      (void)::send(fd, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
       ::close(fd);
       continue;
     }
-    queue_.push_back(fd);
-    cv_.notify_one();
+    // The TLS handshake is driven by the worker once the ClientHello is in, bounded by the same deadline.
+    pending.push_back(std::move(j));
   }
+  for (auto& j : pending) ::close(j.fd);
 }
 
 void Server::worker(std::stop_token st) {
   while (true) {
-    int fd = -1;
+    Job job;
     {
       std::unique_lock l(mu_);
       if (!cv_.wait(l, st, [&] { return !queue_.empty(); })) return;
-      fd = queue_.front();
+      job = std::move(queue_.front());
       queue_.pop_front();
     }
-    serve(fd);
+    serve(job);
+    release(job.addr);
   }
 }
 
-void Server::serve(int fd) {
+void Server::serve(Job& job) {
+  int fd = job.fd;
+  set_blocking(fd, true);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   Conn c(fd, tls_.get());
-  if (tls_ && (!c.tls() || !c.handshake())) return;  // never plain HTTP on the TLS port
-  std::string in;
+  if (tls_ && (!c.tls() || !time_left(fd, job.deadline) || !c.handshake())) return;  // never plain HTTP on the TLS port
+  std::string in = std::move(job.in);
   char buf[4096];
   while (in.find("\r\n\r\n") == std::string::npos) {
     if (in.size() > kMaxRequestBytes) {
       c.write_all("HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
       return;
     }
+    if (!time_left(fd, job.deadline)) return;
     long n = c.read(buf, sizeof buf);
     if (n <= 0) return;
     in.append(buf, static_cast<std::size_t>(n));
   }
-  Request r;
-  auto eol = in.find("\r\n");
-  std::string line = in.substr(0, eol);
-  auto sp1 = line.find(' '), sp2 = line.rfind(' ');
-  if (sp1 == std::string::npos || sp2 == sp1 || line.compare(sp2 + 1, 5, "HTTP/") != 0) {
+  auto parsed = parse_request_head(in);
+  if (!parsed) {
     c.write_all("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     return;
   }
-  r.method = line.substr(0, sp1);
-  r.path = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  if (auto q = r.path.find('?'); q != std::string::npos) r.path.resize(q);
-  std::size_t pos = eol + 2;
-  while (pos < in.size()) {
-    auto e = in.find("\r\n", pos);
-    if (e == std::string::npos || e == pos) break;
-    std::string h = in.substr(pos, e - pos);
-    pos = e + 2;
-    auto colon = h.find(':');
-    if (colon == std::string::npos) continue;
-    if (strncasecmp(h.c_str(), "Authorization", colon) == 0 && colon == 13) {
-      auto v = h.substr(colon + 1);
-      v.erase(0, v.find_first_not_of(' '));
-      r.authorization = v;
-    }
-  }
+  const Request& r = *parsed;
   Response resp = respond(r);
   std::string head = "HTTP/1.1 " + std::to_string(resp.code) + " " + resp.reason + "\r\nContent-Type: " + resp.type +
                      "\r\nContent-Length: " + std::to_string(resp.shared_body ? resp.shared_body->size : resp.body.size()) +
@@ -265,6 +369,36 @@ void Server::serve(int fd) {
     }
   }
   if (!out.empty()) c.write_all(out);
+}
+
+Result<RequestHead> parse_request_head(std::string_view in) {
+  RequestHead r;
+  auto eol = in.find("\r\n");
+  std::string_view line = in.substr(0, eol);
+  auto sp1 = line.find(' '), sp2 = line.rfind(' ');
+  if (sp1 == std::string_view::npos || sp2 == sp1 || line.compare(sp2 + 1, 5, "HTTP/") != 0)
+    return err("the request line is not 'METHOD PATH HTTP/x'");
+  if (line.find_first_of("\r\n") != std::string_view::npos) return err("a bare CR or LF in the request line");
+  r.method = line.substr(0, sp1);
+  r.path = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  if (auto q = r.path.find('?'); q != std::string::npos) r.path.resize(q);
+  if (eol == std::string_view::npos) return r;
+  std::size_t pos = eol + 2;
+  while (pos < in.size()) {
+    auto e = in.find("\r\n", pos);
+    if (e == std::string_view::npos || e == pos) break;
+    std::string_view h = in.substr(pos, e - pos);
+    pos = e + 2;
+    auto colon = h.find(':');
+    if (colon == std::string_view::npos) continue;
+    if (colon == 13 && strncasecmp(h.data(), "Authorization", 13) == 0) {
+      if (h.find_first_of("\r\n") != std::string_view::npos) return err("a bare CR or LF in the Authorization header");
+      auto v = h.substr(colon + 1);
+      auto first = v.find_first_not_of(' ');
+      r.authorization = first == std::string_view::npos ? std::string() : std::string(v.substr(first));
+    }
+  }
+  return r;
 }
 
 bool Server::authorised(const std::string& authorization) const {

@@ -6,9 +6,12 @@
 // SSL_get_peer_certificate, which OpenSSL 3 no longer exports, so its TLS crashes on the first
 // handshake. TLS and basic auth come from the web config file. Every response is built from the
 // metrics store's current snapshot: no probe I/O on the request path.
+#include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -31,8 +34,22 @@ struct ServerOptions {
   int refresh_seconds = 30;
 };
 
+// What the server reads from a request head: the request line's method and path (query cut off)
+// and the Authorization header. An error (answered 400) when the request line is not HTTP.
+struct RequestHead {
+  std::string method, path, authorization;
+};
+Result<RequestHead> parse_request_head(std::string_view head);
+
 class Server {
  public:
+  // Open connections one source address may hold; beyond it a connection is answered 503 and closed.
+  static constexpr std::size_t kMaxConnectionsPerAddress = 16;
+  // Open connections in all; beyond it likewise.
+  static constexpr std::size_t kMaxConnections = 1024;
+  // From accept to the end of the request head (TLS handshake included): a client that has not sent
+  // a whole head by then is closed, however often it sends a byte.
+  static constexpr int kHeadDeadlineMs = 5000;
   // The current exposition, shared and immutable: a scrape sends it without copying it.
   // The exposition as shared pieces (metrics::Store::exposition()): written out as they are.
   using TextSource = std::function<std::shared_ptr<const TextPieces>()>;
@@ -53,10 +70,17 @@ class Server {
   Result<void> listen();
   void accept_loop(std::stop_token st);
   void worker(std::stop_token st);
-  void serve(int fd);
-  struct Request {
-    std::string method, path, authorization;
+  // An accepted connection: its source address (for the per-address cap), the request head read so
+  // far and the moment it must be complete.
+  struct Job {
+    int fd = -1;
+    std::string addr, in;
+    std::chrono::steady_clock::time_point deadline;
   };
+  void serve(Job& job);
+  bool admit(const std::string& addr);  // counts the connection in, or false beyond a cap
+  void release(const std::string& addr);
+  using Request = RequestHead;
   // Status code, reason, content type, body, extra headers.
   struct Response {
     int code = 200;
@@ -74,7 +98,9 @@ class Server {
   std::unique_ptr<TlsContext> tls_;  // only with TLS configured
   std::mutex mu_;
   std::condition_variable_any cv_;
-  std::deque<int> queue_;
+  std::deque<Job> queue_;
+  std::map<std::string, std::size_t> per_addr_;  // open connections per source address (under mu_)
+  std::size_t open_ = 0;                         // open connections in all (under mu_)
   std::vector<std::jthread> threads_;
   std::jthread sampler_;  // feeds the capacity trend once a minute
 };

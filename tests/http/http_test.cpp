@@ -4,7 +4,14 @@
 #include <crypt.h>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <csignal>
+#include <thread>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -287,6 +294,17 @@ TEST(WebConfig, BcryptCheck) {
               bcrypt_matches("test", bcrypt("test")));
 }
 
+TEST(RequestHead, ParsesMethodPathAndAuthorizationAndRejectsBareLineBreaks) {
+  auto r = parse_request_head("GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nauthorization:   Basic eA==\r\n\r\n");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->method, "GET");
+  EXPECT_EQ(r->path, "/metrics");
+  EXPECT_EQ(r->authorization, "Basic eA==");
+  EXPECT_FALSE(parse_request_head("GET /metrics\r\n\r\n"));
+  EXPECT_FALSE(parse_request_head("GE\rT /metrics HTTP/1.1\r\n\r\n"));
+  EXPECT_FALSE(parse_request_head("GET /metrics HTTP/1.1\r\nAuthorization: Basic\nx\r\n\r\n"));
+}
+
 class HttpServer : public ::testing::Test {
  protected:
   std::string metrics = data("status_metrics.prom");
@@ -306,6 +324,18 @@ class HttpServer : public ::testing::Test {
     return fsaudit::testing::run(argv, 20);
   }
   std::string body() { return read_file(dir / "body").value_or(""); }
+  // A self-signed certificate for 127.0.0.1 (dir/cert.pem) and the user prometheus:scrape-me.
+  WebConfig tls_and_basic_auth() {
+    auto gen = fsaudit::testing::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                                      "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
+                                      (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()});
+    EXPECT_TRUE(gen.ok()) << gen.err;
+    write_text(dir / "web.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
+                                    bcrypt("scrape-me") + "\n");
+    auto w = load_web_config(dir / "web.yml");
+    EXPECT_TRUE(w) << w.error();
+    return w ? *w : WebConfig{};
+  }
 };
 
 TEST_F(HttpServer, ServesMetricsPageAndJson) {
@@ -360,15 +390,7 @@ TEST_F(HttpServer, RefusesASecondListenerOnThePort) {
 }
 
 TEST_F(HttpServer, TlsAndBasicAuth) {
-  auto gen = fsaudit::testing::run({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
-                                    (dir / "key.pem").string(), "-out", (dir / "cert.pem").string()});
-  ASSERT_TRUE(gen.ok()) << gen.err;
-  write_text(dir / "web.yml", "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  prometheus: " +
-                                  bcrypt("scrape-me") + "\n");
-  auto w = load_web_config(dir / "web.yml");
-  ASSERT_TRUE(w) << w.error();
-  auto s = start(*w);
+  auto s = start(tls_and_basic_auth());
   ASSERT_TRUE(s);
   ASSERT_EQ(s->url().rfind("https://", 0), 0u);
   std::string ca = (dir / "cert.pem").string();
@@ -383,6 +405,150 @@ TEST_F(HttpServer, TlsAndBasicAuth) {
   // TLS 1.1 is below the default minimum (TLS12).
   auto old = curl({"--cacert", ca, "--tls-max", "1.1", "-u", "prometheus:scrape-me", s->url() + "/metrics"});
   EXPECT_NE(old.out, "200");
+}
+
+namespace {
+
+// Clients that trickle a request head a byte at a time, each from its own loopback address
+// (127.0.1.N), as a slow or hostile scraper would. They stop and close when destroyed.
+class SlowClients {
+ public:
+  SlowClients(int port, int n, std::string first = "GET /metrics HTTP/1.1\r\nHost: x\r\n") {
+    for (int i = 0; i < n; ++i) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in src{};
+      src.sin_family = AF_INET;
+      src.sin_addr.s_addr = htonl(0x7f000100u + static_cast<unsigned>(i % 250) + 1);
+      ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
+      sockaddr_in dst{};
+      dst.sin_family = AF_INET;
+      dst.sin_port = htons(static_cast<uint16_t>(port));
+      dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst) == 0) fds_.push_back(fd);
+      else ::close(fd);
+    }
+    trickle_ = std::jthread([this, first](std::stop_token st) {
+      std::size_t at = 0;
+      while (!st.stop_requested()) {
+        char c = first[at++ % first.size()];
+        for (int fd : fds_) (void)::send(fd, &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        for (int i = 0; i < 5 && !st.stop_requested(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
+  ~SlowClients() {
+    trickle_ = {};
+    for (int fd : fds_) ::close(fd);
+  }
+  std::size_t connected() const { return fds_.size(); }
+
+ private:
+  std::vector<int> fds_;
+  std::jthread trickle_;
+};
+
+}  // namespace
+
+// Issue 29.3: 4 clients trickling a byte every few seconds held all 4 workers, and /metrics timed
+// out for 40 s. With 64 of them connected, every scrape still answers within 1 s.
+TEST_F(HttpServer, SixtyFourSlowClientsDoNotSilenceScrapes) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  SlowClients slow(s->options().port, 64);
+  ASSERT_EQ(slow.connected(), 64u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // they reach the server first
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = fsaudit::testing::run({"curl", "-sS", "--max-time", "1", "-o", (dir / "body").string(), "-w", "%{http_code}",
+                                    s->url() + "/metrics"}, 5);
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(r.out, "200") << "scrape " << i << " took " << took << " s: " << r.err;
+    EXPECT_EQ(body(), metrics);
+  }
+}
+
+// The same with TLS and basic auth: slow clients trickling a ClientHello hold no worker either.
+TEST_F(HttpServer, SixtyFourSlowClientsDoNotSilenceTlsScrapes) {
+  auto s = start(tls_and_basic_auth());
+  ASSERT_TRUE(s);
+  SlowClients slow(s->options().port, 64, std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11));
+  ASSERT_EQ(slow.connected(), 64u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 5; ++i) {
+    auto r = fsaudit::testing::run({"curl", "-sS", "--max-time", "1", "--cacert", (dir / "cert.pem").string(), "-u",
+                                    "prometheus:scrape-me", "-o", (dir / "body").string(), "-w", "%{http_code}",
+                                    s->url() + "/metrics"}, 5);
+    ASSERT_EQ(r.out, "200") << "scrape " << i << ": " << r.err;
+    EXPECT_EQ(body(), metrics);
+  }
+}
+
+// A request head has an absolute deadline: a client still trickling after it is cut off, however
+// often it sends a byte (the old per-recv timeout restarted with every byte).
+TEST_F(HttpServer, ARequestHeadNotCompleteByItsDeadlineIsClosed) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(static_cast<uint16_t>(s->options().port));
+  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  bool closed = false;
+  const std::string head = "GET /metrics HTTP/1.1\r\nX: ";
+  for (std::size_t i = 0; std::chrono::steady_clock::now() - t0 < std::chrono::seconds(12); ++i) {
+    char c = i < head.size() ? head[i] : 'a';
+    if (::send(fd, &c, 1, MSG_NOSIGNAL) != 1) {
+      closed = true;
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 500) > 0) {
+      char b;
+      if (::recv(fd, &b, 1, MSG_DONTWAIT) <= 0) {
+        closed = true;
+        break;
+      }
+    }
+  }
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::close(fd);
+  EXPECT_TRUE(closed) << "still open after " << took << " s";
+  EXPECT_LT(took, 8.0);
+}
+
+// One source address gets a bounded number of connections; the rest are answered 503 and closed,
+// while another address is still served.
+TEST_F(HttpServer, ConnectionsPerSourceAddressAreCapped) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  std::vector<int> fds;
+  for (int i = 0; i < 40; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    src.sin_addr.s_addr = htonl(0x7f000202u);  // 127.0.2.2
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src), 0);
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(static_cast<uint16_t>(s->options().port));
+    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof dst), 0);
+    fds.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int refused = 0;
+  for (int fd : fds) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) {
+      char b[64] = {};
+      if (::recv(fd, b, sizeof b - 1, MSG_DONTWAIT) > 0 && std::string(b).rfind("HTTP/1.1 503", 0) == 0) ++refused;
+    }
+  }
+  EXPECT_EQ(refused, 40 - static_cast<int>(Server::kMaxConnectionsPerAddress));
+  EXPECT_EQ(curl({s->url() + "/metrics"}).out, "200");
+  for (int fd : fds) ::close(fd);
 }
 
 TEST_F(HttpServer, MismatchedKeyIsAClearError) {
