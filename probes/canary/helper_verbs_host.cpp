@@ -121,18 +121,29 @@ std::string md_sync_action(const Args& a, const config::Config& own, CommandRunn
   return done({{"device", dev}, {"action", action}, {"was", cur}});
 }
 
-// Opens (creating with `mode` when absent) `name` in `dirfd` without following symlinks, and hands it
-// to the caller: it must be of `type` and owned by root or the caller already.
+// Opens (creating when absent) `name` in `dirfd` without following symlinks, and hands it to the
+// caller. What we did not just create must be the caller's already: chowning a pre-existing root
+// file would give the caller any file root keeps (hard-linked or placed there).
 std::string own_for_peer(int dirfd, const std::string& name, bool dir, uid_t uid, gid_t gid, int* out) {
-  if (dir && ::mkdirat(dirfd, name.c_str(), 0700) != 0 && errno != EEXIST) return "mkdir " + name + ": " + std::strerror(errno);
+  bool created = false;
+  if (dir) {
+    created = ::mkdirat(dirfd, name.c_str(), 0700) == 0;
+    if (!created && errno != EEXIST) return "mkdir " + name + ": " + std::strerror(errno);
+  } else {
+    int c = ::openat(dirfd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (c < 0 && errno != EEXIST) return "create " + name + ": " + std::strerror(errno);
+    if (c >= 0) ::close(c);
+    created = c >= 0;
+  }
   int fd = dir ? ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-               : ::openat(dirfd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+               : ::openat(dirfd, name.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return "open " + name + ": " + std::strerror(errno);
   struct stat st {};
   std::string why;
   if (::fstat(fd, &st) != 0) why = std::string("fstat: ") + std::strerror(errno);
   else if (dir ? !S_ISDIR(st.st_mode) : (!S_ISREG(st.st_mode) || st.st_nlink != 1)) why = name + " is not a plain " + (dir ? "directory" : "file");
-  else if (st.st_uid != 0 && st.st_uid != uid) why = name + " belongs to uid " + std::to_string(st.st_uid);
+  else if (st.st_uid != uid && !(created && st.st_uid == ::geteuid()))
+    why = name + " already exists and belongs to uid " + std::to_string(st.st_uid) + ", not the caller";
   else if (::fchown(fd, uid, gid) != 0 || ::fchmod(fd, dir ? 0700 : 0600) != 0) why = "chown/chmod " + name + ": " + std::strerror(errno);
   if (!why.empty()) {
     ::close(fd);
@@ -153,8 +164,21 @@ std::string latency_file_create(const Args& a, const config::Config& own, uid_t 
                                                        latency::stack_selection(own.latency), own.host))
       planned = planned || (p.sampled && p.dir == dir);
   if (!planned) return refuse(target + " is not where the helper's config (" + own.source + ") puts a latency probe file");
-  int tfd = ::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (tfd < 0) return refuse("open " + target + ": " + std::strerror(errno));
+  // Every component, not just the last: a symlinked parent would move the file anywhere.
+  int tfd = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (tfd < 0) return refuse(std::string("open /: ") + std::strerror(errno));
+  for (const auto& part : fs::path(target).relative_path()) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      ::close(tfd);
+      return refuse(target + " contains \"..\"");
+    }
+    int next = ::openat(tfd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    ::close(tfd);
+    if (next < 0) return refuse("open " + target + " at " + part.string() + " (symlinks are not followed): " + std::strerror(e));
+    tfd = next;
+  }
   int dfd = -1, ffd = -1;
   auto why = own_for_peer(tfd, own.latency.dir_name, true, uid, gid, &dfd);
   ::close(tfd);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,6 +44,13 @@ Result<CanaryLock> CanaryLock::acquire(const fs::path& state_dir, const config::
   fs::path lf = dir / "lock";
   int fd = ::open(lf.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return err("cannot open the canary lock " + lf.string() + ": " + std::strerror(errno));
+  // The lock is truncated and rewritten below: only a plain file of ours with no other name, so a
+  // hard link planted at the lock's path cannot make us truncate someone else's file.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_nlink != 1) {
+    ::close(fd);
+    return err("refusing the canary lock " + lf.string() + ": not a plain file of ours with a single link");
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
     char buf[256] = {};

@@ -620,6 +620,27 @@ TEST(CanaryLock, SecondHolderIsRefusedWithTheHolder) {
 }
 
 // A process that dies holding the lock releases it (no stale lock after a SIGKILL).
+// A hard link planted at the lock's path: acquiring the lock truncated and rewrote the linked file
+// (issue 29.6). It is refused, and the other file keeps every byte.
+TEST(CanaryLock, PlantedHardLinkIsNotTruncated) {
+  TempDir d("canary-unit");
+  auto cfg = parse("state_dir: " + (d / "state").string() +
+                   "\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-nonexistent], mountpoint: /srv/nowhere}]}\n");
+  const auto& t = cfg.canary.canaries[0];
+  auto victim = d / "victim";
+  const std::string content = "precious bytes that are not the canary's\n";
+  { std::ofstream(victim) << content; }
+  auto dir = canary_state_dir(cfg.state_dir, t.name);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::link(victim.c_str(), (dir / "lock").c_str()), 0) << std::strerror(errno);
+  auto l = CanaryLock::acquire(cfg.state_dir, t, cfg.host);
+  ASSERT_FALSE(l);
+  EXPECT_NE(l.error().find("single link"), std::string::npos) << l.error();
+  std::ifstream in(victim);
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, content);
+}
+
 TEST(CanaryLock, ReleasedWhenTheHolderIsKilled) {
   TempDir d("canary-unit");
   auto cfg = parse("state_dir: " + (d / "state").string() +

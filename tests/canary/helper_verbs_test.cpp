@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <fstream>
 #include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
@@ -142,6 +143,15 @@ TEST(HelperHostVerbs, LatencyFileCreateMakesTheCallersProbeFileWhereTheConfigSay
   ASSERT_EQ(::stat((d / "other").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
   fs::remove(target / ".fsaudit");
+  // A root-owned directory already there was chowned to the caller (issue 29.6): anything root keeps
+  // at that path became the daemon's. Refused, and it stays root's.
+  fs::create_directories(target / ".fsaudit");
+  { std::ofstream(target / ".fsaudit" / "root-secret") << "x"; }
+  out = ask_as(nobody.uid, nobody.gid, sock.path(), "latency-file-create", {{"target", target.string()}});
+  EXPECT_NE(out.find("already exists and belongs to uid 0, not the caller"), std::string::npos) << out;
+  ASSERT_EQ(::stat((target / ".fsaudit").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  fs::remove_all(target / ".fsaudit");
 
   out = ask_as(nobody.uid, nobody.gid, sock.path(), "latency-file-create", {{"target", target.string()}});
   EXPECT_NE(out.find("ok: dir=" + (target / ".fsaudit").string() + " file=" + (target / ".fsaudit/latency.probe").string()),
