@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <set>
 
+#include "alerts/thresholds.hpp"
+
 namespace fsaudit::http {
 namespace {
 
@@ -115,7 +117,9 @@ std::optional<double> CapacityTrend::days_to_full(const std::string& target) con
   auto it = hist_.find(target);
   if (it == hist_.end() || it->second.size() < 2) return std::nullopt;
   const auto& h = it->second;
-  if (h.back().first - h.front().first < 600) return std::nullopt;
+  // The alert waits for its for: before it fires; the page says nothing sooner (17 minutes of a
+  // cp said "full in 0.26 days" while the alert rightly stayed quiet).
+  if (h.back().first - h.front().first < thresholds::capacity_forecast_for_seconds) return std::nullopt;
   double n = static_cast<double>(h.size()), st = 0, sa = 0, stt = 0, sta = 0;
   for (auto [t, a] : h) {
     t -= h.front().first;
@@ -166,8 +170,11 @@ Status build_status(const Exposition& e, double now, const CapacityTrend* trend)
 
   // Targets: every filesystem the capacity/mount probes report.
   std::map<std::string, TargetStatus> by_name;
-  for (const char* n : {"fsaudit_filesystem_info", "fsaudit_filesystem_size_bytes", "fsaudit_filesystem_mounted"})
+  // The mount probe reports an unmounted target as its own failure, so a target with no mount
+  // details is still listed (as not mounted) through the mount probe's success series.
+  for (const char* n : {"fsaudit_filesystem_info", "fsaudit_filesystem_size_bytes", "fsaudit_probe_success"})
     for (const auto* s : e.find(n)) {
+      if (std::string_view(n) == "fsaudit_probe_success" && s->label("probe") != "mount") continue;
       auto& t = by_name[s->label("target")];
       t.name = s->label("target");
       if (t.fs.empty()) t.fs = s->label("fs");
@@ -196,7 +203,13 @@ Status build_status(const Exposition& e, double now, const CapacityTrend* trend)
       h = worse(h, level);
       t.problems.push_back(std::move(why));
     };
-    t.mounted = flag(e, "fsaudit_filesystem_mounted", m);
+    // The mount probe fails with "not mounted: ..." when the mount point is not in the mount table.
+    if (auto ok = e.value("fsaudit_probe_success", {{"probe", "mount"}, {"target", name}})) {
+      std::string reason;
+      for (const auto* f : e.find("fsaudit_probe_failure_info", {{"probe", "mount"}, {"target", name}})) reason = f->label("reason");
+      if (*ok == 1) t.mounted = true;
+      else if (reason.rfind("not mounted", 0) == 0) t.mounted = false;
+    }
     t.readonly = flag(e, "fsaudit_filesystem_readonly", m);
     t.data_checksums = flag(e, "fsaudit_filesystem_data_checksums", m);
     t.size_bytes = e.value("fsaudit_filesystem_size_bytes", m);
@@ -206,11 +219,13 @@ Status build_status(const Exposition& e, double now, const CapacityTrend* trend)
     if (t.readonly && *t.readonly) problem(Health::warning, "mounted read-only");
     if (t.size_bytes && t.avail_bytes && *t.size_bytes > 0) {
       double free_ratio = *t.avail_bytes / *t.size_bytes;
-      if (free_ratio < 0.05) problem(Health::critical, "only " + num(free_ratio * 100) + "% space left");
-      else if (free_ratio < 0.10) problem(Health::warning, "only " + num(free_ratio * 100) + "% space left");
+      if (free_ratio < thresholds::capacity_almost_full_avail_ratio)
+        problem(Health::critical, "only " + num(free_ratio * 100) + "% space left");
+      // FsauditFilesystemFullIn7Days: a warning, and only for a filesystem already below the fill level.
+      if (t.days_to_full && *t.days_to_full < thresholds::capacity_forecast_days &&
+          free_ratio < thresholds::capacity_forecast_max_avail_ratio)
+        problem(Health::warning, "full in " + num(*t.days_to_full) + " days at the current rate");
     }
-    if (t.days_to_full && *t.days_to_full < 7) problem(Health::critical, "full in " + num(*t.days_to_full) + " days at the current rate");
-    else if (t.days_to_full && *t.days_to_full < 30) problem(Health::warning, "full in " + num(*t.days_to_full) + " days at the current rate");
 
     if (double v = sum(e, "fsaudit_ext4_errors", m); v > 0) problem(Health::critical, "ext4 recorded " + num(v) + " error(s) in its superblock");
     if (e.value("fsaudit_xfs_shutdown", m).value_or(0) == 1) problem(Health::critical, "XFS has shut down");
@@ -247,14 +262,14 @@ Status build_status(const Exposition& e, double now, const CapacityTrend* trend)
       if (sc.errors["uncorrectable"] == 0) sc.errors.erase("uncorrectable");
       if (sc.errors["found"] == 0 && !e.value("fsaudit_scrub_last_errors", {{"target", key}, {"kind", "found"}})) sc.errors.erase("found");
       if (sc.age_seconds && !std::isfinite(*sc.age_seconds) && sc.mode != "unsupported") problem(Health::warning, "never scrubbed");
-      else if (sc.age_seconds && *sc.age_seconds > 40 * kDay) problem(Health::warning, "last scrub " + format_duration(*sc.age_seconds) + " ago");
+      else if (sc.age_seconds && *sc.age_seconds > thresholds::scrub_overdue_days * kDay) problem(Health::warning, "last scrub " + format_duration(*sc.age_seconds) + " ago");
       t.scrub = sc;
     }
 
-    t.fsync_p50_seconds = e.value("fsaudit_fsync_latency_window_seconds", {{"target", name}, {"quantile", "0.5"}});
-    t.fsync_p99_seconds = e.value("fsaudit_fsync_latency_window_seconds", {{"target", name}, {"quantile", "0.99"}});
-    t.fsync_p999_seconds = e.value("fsaudit_fsync_latency_window_seconds", {{"target", name}, {"quantile", "0.999"}});
-    if (t.fsync_p99_seconds && *t.fsync_p99_seconds > 1) problem(Health::warning, "fsync p99 is " + format_duration(*t.fsync_p99_seconds));
+    t.fsync_p50_seconds = e.value("fsaudit_fsync_latency_window_seconds", {{"target", name}, {"percentile", "50"}});
+    t.fsync_p99_seconds = e.value("fsaudit_fsync_latency_window_seconds", {{"target", name}, {"percentile", "99"}});
+    t.fsync_p999_seconds = e.value("fsaudit_fsync_latency_window_seconds", {{"target", name}, {"percentile", "99.9"}});
+    if (t.fsync_p99_seconds && *t.fsync_p99_seconds > thresholds::fsync_p99_slow_seconds) problem(Health::warning, "fsync p99 is " + format_duration(*t.fsync_p99_seconds));
 
     for (const auto* s : e.find("fsaudit_setup_finding", m)) {
       if (s->value != 1) continue;

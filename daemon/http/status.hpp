@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "alerts/thresholds.hpp"
 #include "daemon/core/units.hpp"
 #include "daemon/http/exposition.hpp"
 
@@ -76,7 +77,7 @@ struct Status {
 // from one sample. Thread-safe.
 class CapacityTrend {
  public:
-  explicit CapacityTrend(double window_seconds = 6 * 3600) : window_(window_seconds) {}
+  explicit CapacityTrend(double window_seconds = thresholds::capacity_forecast_history_seconds) : window_(window_seconds) {}
   void add(const std::string& target, double t, double avail_bytes);
   // Days until avail reaches 0 at the least-squares rate over the window; nullopt when the history is
   // shorter than 10 minutes or avail is not falling.

@@ -189,18 +189,18 @@ TEST(Status, HtmlShowsSilentInRedWithItsStoryAndNoScripts) {
 
 TEST(CapacityTrend, DaysToFullFromALinearDecline) {
   CapacityTrend t;
-  // 1 GiB free, losing 1 MiB per minute -> 1024 minutes.
-  for (int i = 0; i <= 30; ++i) t.add("/srv", 1000 + i * 60.0, (1024.0 - i) * 1048576);
+  // 1 GiB free, losing 1 MiB per minute -> 1024 minutes; an hour of history, the alert's for:.
+  for (int i = 0; i <= 60; ++i) t.add("/srv", 1000 + i * 60.0, (1024.0 - i) * 1048576);
   auto d = t.days_to_full("/srv");
   ASSERT_TRUE(d);
-  EXPECT_NEAR(*d, (1024.0 - 30) / 1440, 0.01);
+  EXPECT_NEAR(*d, (1024.0 - 60) / 1440, 0.01);
   CapacityTrend flat;
   for (int i = 0; i <= 30; ++i) flat.add("/srv", 1000 + i * 60.0, 5e9);
   EXPECT_FALSE(flat.days_to_full("/srv"));
   CapacityTrend short_history;
-  short_history.add("/srv", 0, 2e9);
-  short_history.add("/srv", 300, 1e9);
-  EXPECT_FALSE(short_history.days_to_full("/srv"));  // 5 minutes is not a trend
+  for (int i = 0; i <= 34; ++i) short_history.add("/srv", i * 30.0, 2e9 - i * 1e7);
+  // 17 minutes is not a trend: the alert waits for capacity_forecast_for_seconds, so does the page.
+  EXPECT_FALSE(short_history.days_to_full("/srv"));
 }
 
 TEST(WebConfig, ParsesTheExporterToolkitFormat) {

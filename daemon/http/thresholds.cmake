@@ -1,0 +1,21 @@
+# Compiles alerts/thresholds.yml (flat "name: number" lines, the one source the alert rules and
+# the status page share) into a header of constexpr doubles. A line that is neither blank, a
+# comment nor "name: number" fails the configure step naming the line, so a typo never ships.
+set(FSAUDIT_THRESHOLDS_YML "${PROJECT_SOURCE_DIR}/alerts/thresholds.yml")
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${FSAUDIT_THRESHOLDS_YML}")
+file(STRINGS "${FSAUDIT_THRESHOLDS_YML}" _fsaudit_threshold_lines)
+set(_fsaudit_thresholds_hpp "// Generated from alerts/thresholds.yml by daemon/http/thresholds.cmake: do not edit.\n#pragma once\n\nnamespace fsaudit::thresholds {\n")
+set(_lineno 0)
+foreach(_line IN LISTS _fsaudit_threshold_lines)
+  math(EXPR _lineno "${_lineno} + 1")
+  if(_line MATCHES "^[ \t]*(#.*)?$")
+    continue()
+  endif()
+  if(_line MATCHES "^([a-z][a-z0-9_]*):[ \t]*([0-9]+(\\.[0-9]+)?)[ \t]*$")
+    string(APPEND _fsaudit_thresholds_hpp "inline constexpr double ${CMAKE_MATCH_1} = ${CMAKE_MATCH_2};\n")
+  else()
+    message(FATAL_ERROR "alerts/thresholds.yml:${_lineno}: expected 'name: number', got: ${_line}")
+  endif()
+endforeach()
+string(APPEND _fsaudit_thresholds_hpp "}  // namespace fsaudit::thresholds\n")
+file(CONFIGURE OUTPUT "${PROJECT_BINARY_DIR}/generated/alerts/thresholds.hpp" CONTENT "${_fsaudit_thresholds_hpp}")
