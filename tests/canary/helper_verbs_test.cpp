@@ -288,7 +288,10 @@ TEST(HelperHostVerbs, UnprivilegedDaemonAsksTheHelperWhenTheHostRefuses) {
   auto yaml = "state_dir: " + (d / "state").string() + "\ndbus_address: none\ntargets: {include: [" + (d / "mnt").string() +
               "]}\nlatency: {probe_file_size: 1048576}\ncanary: {helper: " + (d / "helper.sock").string() + "}\n";
   auto cfg = trusted_config(d, yaml);
-  HelperSocket sock(d.path(), {FSAUDIT_HELPER_BINARY, "--config", cfg.string(), "--allow-user", nobody.name});
+  // The helper keeps its own root-only state, as its unit gives it (--state-dir): it refuses the
+  // daemon's, which nobody owns here.
+  HelperSocket sock(d.path(), {FSAUDIT_HELPER_BINARY, "--config", cfg.string(), "--state-dir", (d / "helper-state").string(),
+                               "--allow-user", nobody.name});
   auto once = [&] {
     return testing::run({"setpriv", "--reuid=" + std::to_string(nobody.uid), "--regid=" + std::to_string(nobody.gid),
                          "--clear-groups", FSAUDITD_BINARY, "--config", cfg.string(), "--once"},
