@@ -765,6 +765,17 @@ TEST(CanaryCli, BadNumberIsAnErrorNotACrash) {
   EXPECT_EQ(rc, 2);
 }
 
+// `fsauditd canary ARGS...` in process: its exit code and what it printed on stderr.
+std::pair<int, std::string> run_canary_cli(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::stringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  int rc = canary_cli(static_cast<int>(argv.size()), argv.data());
+  std::cerr.rdbuf(old);
+  return {rc, err.str()};
+}
+
 // A root CLI run refuses a config others can write: it names the tools run as root.
 TEST(CanaryCli, RootRefusesAConfigOthersCanWrite) {
   if (::geteuid() != 0) GTEST_SKIP() << "the check applies to root";
@@ -772,15 +783,9 @@ TEST(CanaryCli, RootRefusesAConfigOthersCanWrite) {
   auto f = d / "fsaudit.yaml";
   testing::write_text(f, "canary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/c}]}\n");
   ::chmod(f.c_str(), 0666);
-  std::vector<std::string> args = {"canary", "run", "c", "--config", f.string()};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::stringstream err;
-  auto* old = std::cerr.rdbuf(err.rdbuf());
-  int rc = canary_cli(static_cast<int>(argv.size()), argv.data());
-  std::cerr.rdbuf(old);
+  auto [rc, err] = run_canary_cli({"canary", "run", "c", "--config", f.string()});
   EXPECT_EQ(rc, 2);
-  EXPECT_NE(err.str().find("untrusted config"), std::string::npos) << err.str();
+  EXPECT_NE(err.find("untrusted config"), std::string::npos) << err;
 }
 
 // `fsauditd --once` never runs a canary cycle (the service and its lock own canaries); the
@@ -999,16 +1004,23 @@ TEST(CanaryHelper, TrustsOnlyARootOwnedConfigNobodyElseCanWrite) {
   EXPECT_NE(trusted_file_problem(f).find("not root"), std::string::npos);
 }
 
+// A config root trusts (root's, 0644 in a 0755 directory) with one XFS canary NAME whose state is
+// <dir>/state: what the root CLI and fsaudit-helper read.
+std::filesystem::path root_canary_config(const TempDir& d, const std::string& name) {
+  ::chmod(d.path().c_str(), 0755);
+  auto f = d / "fsaudit.yaml";
+  testing::write_text(f, "state_dir: " + (d / "state").string() + "\ncanary: {canaries: [{name: " + name +
+                             ", fs: xfs, devices: [/dev/null-none], mountpoint: /srv/" + name + "}]}\n");
+  ::chmod(f.c_str(), 0644);
+  return f;
+}
+
 // The real binary on a socket: it answers over fd 0 and refuses a name its own config lacks, even
 // when the caller's idea of the canary (devices, paths) comes along.
 TEST(CanaryHelper, BinaryServesOneRequestOnItsSocket) {
   if (::geteuid() != 0) GTEST_SKIP() << "the helper trusts only a root-owned config";
   TempDir d("canary-helper");
-  ::chmod(d.path().c_str(), 0755);
-  auto cfgf = d / "fsaudit.yaml";
-  testing::write_text(cfgf, "state_dir: " + (d / "state").string() +
-                                "\ncanary: {canaries: [{name: only, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/only}]}\n");
-  ::chmod(cfgf.c_str(), 0644);
+  auto cfgf = root_canary_config(d, "only");
   auto ask = [&](const std::string& req) {
     int sv[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -1055,20 +1067,8 @@ TEST(CanaryHelper, BinaryServesOneRequestOnItsSocket) {
 TEST(CanaryCli, RootRefusesAStateDirOthersCanWrite) {
   if (::geteuid() != 0) GTEST_SKIP() << "the check applies to root";
   TempDir d("canary-unit");
-  ::chmod(d.path().c_str(), 0755);
-  auto f = d / "fsaudit.yaml";
-  testing::write_text(f, "state_dir: " + (d / "state").string() +
-                             "\ncanary: {canaries: [{name: c, fs: xfs, devices: [/dev/null-none], mountpoint: /srv/c}]}\n");
-  ::chmod(f.c_str(), 0644);
-  auto cli = [&](std::vector<std::string> args) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    std::stringstream err;
-    auto* old = std::cerr.rdbuf(err.rdbuf());
-    int rc = canary_cli(static_cast<int>(argv.size()), argv.data());
-    std::cerr.rdbuf(old);
-    return std::pair{rc, err.str()};
-  };
+  auto f = root_canary_config(d, "c");
+  auto cli = run_canary_cli;
   // The daemon's user owns the state directory (as /var/lib/fsaudit under the unit): refused, for
   // every command, with the way out.
   std::filesystem::create_directories(d / "state" / "canary" / "c");

@@ -303,9 +303,8 @@ TEST(ScrubProbe, LoadAboveThresholdFromPressureWaits) {
   EXPECT_EQ(h.runner.count("zpool scrub tank"), 1);
 }
 
-TEST(ScrubProbe, MdCheckThroughSysfs) {
-  Host h;
-  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  filesystems: [md]\n");
+// An idle, healthy raid1 md0 of 1 GiB in the host's sysfs tree; returns its md/ directory.
+std::filesystem::path idle_md0(Host& h) {
   auto md = h.dir / "sys/block/md0/md";
   std::filesystem::create_directories(md);
   write_text(md / "level", "raid1\n");
@@ -313,6 +312,13 @@ TEST(ScrubProbe, MdCheckThroughSysfs) {
   write_text(md / "degraded", "0\n");
   write_text(md / "mismatch_cnt", "0\n");
   write_text(h.dir / "sys/block/md0/size", "2097152\n");
+  return md;
+}
+
+TEST(ScrubProbe, MdCheckThroughSysfs) {
+  Host h;
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  filesystems: [md]\n");
+  auto md = idle_md0(h);
   ScrubProbe p(cfg.scrub, cfg.targets);
   auto r = h.run(p);
   ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
@@ -342,13 +348,7 @@ TEST(ScrubProbe, MdUnreadableOrJunkAttributeFailsWithTheFile) {
   for (const char* bad : {"mismatch_cnt:junk", "mismatch_cnt:dir", "degraded:dir", "sync_action:dir"}) {
     Host h;
     auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  observe_only: true\n  filesystems: [md]\n");
-    auto md = h.dir / "sys/block/md0/md";
-    std::filesystem::create_directories(md);
-    write_text(md / "level", "raid1\n");
-    write_text(md / "sync_action", "idle\n");
-    write_text(md / "degraded", "0\n");
-    write_text(md / "mismatch_cnt", "0\n");
-    write_text(h.dir / "sys/block/md0/size", "2097152\n");
+    auto md = idle_md0(h);
     std::string file = std::string(bad).substr(0, std::string(bad).find(':'));
     bool dir = std::string(bad).ends_with(":dir");
     std::filesystem::remove(md / file);
