@@ -17,6 +17,8 @@ std::uint64_t splitmix(std::uint64_t& s) {
 }  // namespace
 
 void make_block(const PatternKey& k, std::uint64_t index, std::size_t block_size, unsigned char* out) {
+  // A zero-sized block has no bytes (and std::vector<>(0).data() may be null).
+  if (block_size == 0) return;
   std::uint64_t hdr[3] = {kMagic, k.nonce, index};
   std::memcpy(out, hdr, std::min(kHeaderBytes, block_size));
   std::uint64_t s = k.key ^ (k.nonce * 0x9e3779b97f4a7c15ull) ^ (index * 0xc2b2ae3d27d4eb4full);
