@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -33,11 +34,8 @@ bool under(const fs::path& p, const fs::path& dir) {
   return a.rfind(b, 0) == 0 && a.find("/../") == std::string::npos;
 }
 
-bool tool_exists(const std::string& name) {
-  for (const char* d : {"/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"})
-    if (::access((std::string(d) + name).c_str(), X_OK) == 0) return true;
-  return false;
-}
+// zfs-fuse's smallest vdev: the lab's pools are as small as they can be.
+constexpr std::uint64_t kZfsVdevSize = 64ull << 20;
 }  // namespace
 
 LabLeftovers sanitize_leftovers(const std::string& text, const fs::path& dir) {
@@ -120,127 +118,131 @@ Result<std::string> Lab::attach(const std::string& file, std::uint64_t size) {
   return dev;
 }
 
-Result<void> Lab::build_stack(config::Config& cfg, const std::string& stack) {
-  const auto& lab = cfg.canary.lab;
-  std::string name = "lab-" + stack;
-  fs::path mnt = dir_ / "mnt" / stack;
-  std::error_code ec;
-  fs::create_directories(mnt, ec);
-  config::CanaryTarget t;
-  t.name = name;
-  t.mountpoint = mnt.string();
-  t.interval = lab.interval;
-  t.timeout = std::chrono::minutes(10);
-  auto mount = [&](const std::vector<std::string>& extra) -> Result<void> {
-    std::vector<std::string> argv = {"mount"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    argv.push_back(t.devices[0]);
-    argv.push_back(t.mountpoint);
-    auto r = run(argv);
-    if (!r.ok()) return err("mount " + t.devices[0] + ": " + r.describe());
-    mounts_.push_back(t.mountpoint);
-    save();
-    return {};
-  };
-  if (stack == "btrfs-raid1" || stack == "btrfs-single") {
-    if (!tool_exists("mkfs.btrfs")) return err("mkfs.btrfs not installed (btrfs-progs)");
-    int n = stack == "btrfs-raid1" ? 2 : 1;
-    for (int i = 0; i < n; ++i) {
-      auto d = attach((dir_ / (stack + "-" + std::to_string(i) + ".img")).string(), lab.image_size);
-      if (!d) return err(d.error());
-      t.devices.push_back(*d);
-    }
-    std::vector<std::string> argv = {"mkfs.btrfs", "-f", "-q", "-L", "fsaudit-" + name};
-    if (n == 2) argv.insert(argv.end(), {"-d", "raid1", "-m", "raid1"});
-    else argv.insert(argv.end(), {"-d", "single", "-m", "dup"});
-    argv.insert(argv.end(), t.devices.begin(), t.devices.end());
-    auto r = run(argv);
-    if (!r.ok()) return err("mkfs.btrfs: " + r.describe());
-    t.fs = "btrfs";
-    t.layout = n == 2 ? "raid1" : "single";
-    std::vector<std::string> opts = {"-t", "btrfs"};
-    if (n == 2) opts.insert(opts.end(), {"-o", "device=" + t.devices[1]});
-    if (auto m = mount(opts); !m) return m;
-  } else if (stack == "xfs" || stack == "ext4") {
-    if (!tool_exists("mkfs." + stack)) return err("mkfs." + stack + " not installed");
-    auto d = attach((dir_ / (stack + ".img")).string(), stack == "xfs" ? lab.xfs_image_size : lab.image_size);
-    if (!d) return err(d.error());
-    t.devices.push_back(*d);
-    CommandResult r = stack == "xfs" ? run({"mkfs.xfs", "-f", "-q", "-L", "fsaudit-lab", *d})
-                                     : run({"mkfs.ext4", "-F", "-q", "-L", "fsaudit-lab", "-E",
-                                            "lazy_itable_init=0,lazy_journal_init=0", *d});
-    if (!r.ok()) return err("mkfs." + stack + ": " + r.describe());
-    t.fs = stack;
-    t.layout = "plain";
-    if (auto m = mount({"-t", stack}); !m) return m;
-  } else if (stack == "zfs-mirror") {
-    if (!tool_exists("zfs-fuse") || !tool_exists("zpool")) return err("zfs-fuse is not installed");
-    if (::access("/dev/fuse", R_OK | W_OK) != 0) return err("no /dev/fuse");
-    // zfs-fuse is one per machine. The lab starts (and then owns, under the lock) one only when
-    // none runs; a zfs-fuse that runs already is used as it is, for a pool of the lab's own, and
-    // never stopped by the lab.
-    bool running = run({"zpool", "list", "-H"}, 10).ok();
-    if (!running) {
-      zfs_lock_fd_ = ::open(kZfsLock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-      if (zfs_lock_fd_ < 0 || ::flock(zfs_lock_fd_, LOCK_EX | LOCK_NB) != 0)
-        return err(std::string("zfs-fuse is being started or stopped by another lab user (") + kZfsLock + " is locked)");
-      running = run({"zpool", "list", "-H"}, 10).ok();
-    }
-    if (!running) {
-      pid_t pid = ::fork();
-      if (pid == 0) {
-        ::setsid();
-        int fd = ::open((dir_ / "zfs-fuse.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-          ::dup2(fd, 1);
-          ::dup2(fd, 2);
-        }
-        ::execlp("zfs-fuse", "zfs-fuse", "--no-daemon", "--no-kstat-mount", static_cast<char*>(nullptr));
-        ::_exit(127);
-      }
-      zfs_pid_ = pid;
-      bool up = false;
-      for (int i = 0; i < 100 && !up; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        up = run({"zpool", "list", "-H"}, 10).ok();
-      }
-      if (!up) return err("zfs-fuse did not come up within 10 s (see " + (dir_ / "zfs-fuse.log").string() + ")");
-    }
-    for (int i = 0; i < 2; ++i) {
-      std::string f = (dir_ / ("zfs-mirror-" + std::to_string(i) + ".vdev")).string();
-      if (auto c = create_image(f, lab.image_size); !c) return err(c.error());
-      files_.push_back(f);
-      t.devices.push_back(f);
-    }
-    t.pool = "fsauditlab" + std::to_string(::getpid());
-    auto r = run({"zpool", "create", "-f", "-m", t.mountpoint, t.pool, "mirror", t.devices[0], t.devices[1]});
-    if (!r.ok()) return err("zpool create: " + r.describe());
-    pools_.push_back(t.pool);
-    save();
-    t.fs = "zfs";
-    t.layout = "mirror";
-    bool mounted = false;
-    for (int i = 0; i < 100 && !mounted; ++i) {
-      auto m = mounted_at(cfg.host, t.mountpoint);
-      mounted = m && *m;
-      if (!mounted) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (!mounted) return err("the lab pool did not mount at " + t.mountpoint);
-  } else {
-    return err("unknown lab stack " + stack);
-  }
-  cfg.canary.canaries.push_back(t);
-  auto in = init_canary(cfg, name, runner_);
-  if (!in) {
-    cfg.canary.canaries.pop_back();
-    return err("canary init: " + in.error());
-  }
-  canaries_.push_back(name);
-  targets_.push_back(t);
+Result<void> Lab::mount(const config::CanaryTarget& t, std::vector<std::string> options) {
+  std::vector<std::string> argv = {"mount"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back(t.devices[0]);
+  argv.push_back(t.mountpoint);
+  auto r = run(argv);
+  if (!r.ok()) return err("mount " + t.devices[0] + ": " + r.describe());
+  mounts_.push_back(t.mountpoint);
+  save();
   return {};
 }
 
-Result<std::unique_ptr<Lab>> Lab::setup(config::Config& cfg) {
+Result<void> Lab::build_btrfs(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t) {
+  if (find_tool("mkfs.btrfs").empty()) return err("mkfs.btrfs not installed (btrfs-progs)");
+  // Data and metadata both dup on one device: mkfs.btrfs refuses anything below 256 MiB.
+  std::uint64_t size = s.profile == "dup" ? std::max<std::uint64_t>(cfg.canary.lab.image_size, 256ull << 20)
+                                          : cfg.canary.lab.image_size;
+  for (int i = 0; i < s.members; ++i) {
+    auto d = attach((dir_ / (s.name + "-" + std::to_string(i) + ".img")).string(), size);
+    if (!d) return err(d.error());
+    t.devices.push_back(*d);
+  }
+  // Metadata keeps at least two copies (dup on one device), so that a data block the cycle
+  // corrupts is what the filesystem reports.
+  std::string meta = s.profile == "single" ? "dup" : s.profile;
+  std::vector<std::string> argv = {"mkfs.btrfs", "-f", "-q", "-L", "fsaudit-lab-" + s.name, "-d", s.profile, "-m", meta};
+  argv.insert(argv.end(), t.devices.begin(), t.devices.end());
+  if (auto r = run(argv); !r.ok()) return err("mkfs.btrfs: " + r.describe());
+  std::vector<std::string> opts = {"-t", "btrfs"};
+  std::string others;
+  for (std::size_t i = 1; i < t.devices.size(); ++i) others += (others.empty() ? "device=" : ",device=") + t.devices[i];
+  if (!others.empty()) opts.insert(opts.end(), {"-o", others});
+  return mount(t, opts);
+}
+
+// zfs-fuse is one per machine. The lab starts (and then owns, under the lock) one only when none
+// runs; a zfs-fuse that runs already is used as it is, for pools of the lab's own, and never
+// stopped by the lab.
+Result<void> Lab::start_zfs_fuse() {
+  if (find_tool("zfs-fuse").empty() || find_tool("zpool").empty()) return err("zfs-fuse is not installed");
+  if (::access("/dev/fuse", R_OK | W_OK) != 0) return err("no /dev/fuse");
+  if (zfs_pid_ > 0 || run({"zpool", "list", "-H"}, 10).ok()) return {};
+  zfs_lock_fd_ = ::open(kZfsLock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (zfs_lock_fd_ < 0 || ::flock(zfs_lock_fd_, LOCK_EX | LOCK_NB) != 0)
+    return err(std::string("zfs-fuse is being started or stopped by another lab user (") + kZfsLock + " is locked)");
+  if (run({"zpool", "list", "-H"}, 10).ok()) return {};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    int fd = ::open((dir_ / "zfs-fuse.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    ::execlp("zfs-fuse", "zfs-fuse", "--no-daemon", "--no-kstat-mount", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  zfs_pid_ = pid;
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (run({"zpool", "list", "-H"}, 10).ok()) return {};
+  }
+  return err("zfs-fuse did not come up within 10 s (see " + (dir_ / "zfs-fuse.log").string() + ")");
+}
+
+Result<void> Lab::build_zfs(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t) {
+  if (auto z = start_zfs_fuse(); !z) return z;
+  for (int i = 0; i < s.members; ++i) {
+    std::string f = (dir_ / (s.name + "-" + std::to_string(i) + ".vdev")).string();
+    if (auto c = create_image(f, kZfsVdevSize); !c) return err(c.error());
+    files_.push_back(f);
+    t.devices.push_back(f);
+  }
+  // Digits only (what a leftover pool name may be); unique per stack of this process.
+  t.pool = "fsauditlab" + std::to_string(::getpid()) + std::to_string(++pool_serial_);
+  std::vector<std::string> argv = {"zpool", "create", "-f", "-m", t.mountpoint, t.pool};
+  if (!s.profile.empty()) argv.push_back(s.profile);
+  argv.insert(argv.end(), t.devices.begin(), t.devices.end());
+  if (auto r = run(argv); !r.ok()) return err("zpool create: " + r.describe());
+  pools_.push_back(t.pool);
+  save();
+  if (s.copies > 1)
+    if (auto r = run({"zfs", "set", "copies=" + std::to_string(s.copies), t.pool}); !r.ok())
+      return err("zfs set copies: " + r.describe());
+  for (int i = 0; i < 100; ++i) {
+    if (auto m = mounted_at(cfg.host, t.mountpoint); m && *m) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return err("the lab pool did not mount at " + t.mountpoint);
+}
+
+Result<void> Lab::build_plain(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t) {
+  if (find_tool("mkfs." + s.fs).empty()) return err("mkfs." + s.fs + " not installed");
+  auto d = attach((dir_ / (s.name + ".img")).string(), s.fs == "xfs" ? cfg.canary.lab.xfs_image_size : cfg.canary.lab.image_size);
+  if (!d) return err(d.error());
+  t.devices.push_back(*d);
+  CommandResult r = s.fs == "xfs" ? run({"mkfs.xfs", "-f", "-q", "-L", "fsaudit-lab", *d})
+                                  : run({"mkfs.ext4", "-F", "-q", "-L", "fsaudit-lab", "-E",
+                                         "lazy_itable_init=0,lazy_journal_init=0", *d});
+  if (!r.ok()) return err("mkfs." + s.fs + ": " + r.describe());
+  return mount(t, {"-t", s.fs});
+}
+
+Result<config::CanaryTarget> Lab::build_stack(const config::Config& cfg, const std::string& stack) {
+  const config::LabStack* s = config::find_lab_stack(stack);
+  if (!s) return err("unknown lab stack " + stack);
+  config::CanaryTarget t;
+  t.name = "lab-" + stack;
+  t.fs = s->fs;
+  t.layout = s->layout;
+  t.mountpoint = (dir_ / "mnt" / stack).string();
+  t.interval = cfg.canary.lab.interval;
+  t.timeout = std::chrono::minutes(10);
+  std::error_code ec;
+  fs::create_directories(t.mountpoint, ec);
+  if (ec) return err("cannot create " + t.mountpoint + ": " + ec.message());
+  Result<void> built = s->fs == "btrfs" ? build_btrfs(cfg, *s, t)
+                       : s->fs == "zfs" ? build_zfs(cfg, *s, t)
+                                        : build_plain(cfg, *s, t);
+  if (!built) return err(built.error());
+  targets_.push_back(t);
+  return t;
+}
+
+Result<std::unique_ptr<Lab>> Lab::open(const config::Config& cfg) {
   std::unique_ptr<Lab> lab(new Lab());
   lab->host_ = cfg.host;
   lab->dir_ = cfg.canary.lab.dir.empty() ? cfg.state_dir / "lab" : fs::path(cfg.canary.lab.dir);
@@ -282,9 +284,36 @@ Result<std::unique_ptr<Lab>> Lab::setup(config::Config& cfg) {
     lab->pools_.clear();
     lab->files_.clear();
   }
+  return lab;
+}
+
+Result<std::unique_ptr<Lab>> Lab::build(const config::Config& cfg) {
+  auto lab = open(cfg);
+  if (!lab) return lab;
+  for (const auto& s : cfg.canary.lab.stacks)
+    if (auto t = (*lab)->build_stack(cfg, s); !t) return err("lab stack " + s + " not built: " + t.error());
+  (*lab)->save();
+  return lab;
+}
+
+Result<std::unique_ptr<Lab>> Lab::setup(config::Config& cfg) {
+  auto opened = open(cfg);
+  if (!opened) return opened;
+  auto& lab = *opened;
   for (const auto& s : cfg.canary.lab.stacks) {
-    auto r = lab->build_stack(cfg, s);
-    if (!r) lab->warnings_.push_back("lab stack " + s + " not built: " + r.error());
+    auto t = lab->build_stack(cfg, s);
+    if (!t) {
+      lab->warnings_.push_back("lab stack " + s + " not built: " + t.error());
+      continue;
+    }
+    cfg.canary.canaries.push_back(*t);
+    if (auto in = init_canary(cfg, t->name, lab->runner_); !in) {
+      cfg.canary.canaries.pop_back();
+      lab->targets_.pop_back();
+      lab->warnings_.push_back("lab stack " + s + " not built: canary init: " + in.error());
+      continue;
+    }
+    lab->canaries_.push_back(t->name);
   }
   lab->save();
   if (lab->canaries_.empty()) {
@@ -293,7 +322,7 @@ Result<std::unique_ptr<Lab>> Lab::setup(config::Config& cfg) {
     lab->teardown();
     return err("lab mode: no canary could be built: " + all);
   }
-  return lab;
+  return opened;
 }
 
 void Lab::teardown() {

@@ -1,9 +1,11 @@
 #pragma once
-// Lab mode (canary.lab.enabled): loop-device canaries under <state_dir>/lab/ — btrfs raid1, btrfs
-// single, XFS, ext4 and (when zfs-fuse is installed) a ZFS mirror — so that one machine shows every
-// verdict. Lab::setup() builds them, signs them, and ADDS them to cfg.canary.canaries; the destructor
-// (or teardown()) unmounts, destroys/exports and detaches exactly what it created. Leftovers of a
-// crashed previous lab (recorded in <dir>/lab.json) are removed first.
+// Lab mode (canary.lab.enabled): loop-device canaries under <state_dir>/lab/ — the stacks named in
+// canary.lab.stacks, out of config::canary_lab_stacks() (btrfs profiles, zfs-fuse pools when
+// zfs-fuse is installed, XFS, ext4) — so that one machine shows every verdict. Lab::setup() builds
+// them, signs them, and ADDS them to cfg.canary.canaries; Lab::build() only builds them (the lab
+// tests configure their canaries as an operator would). The destructor (or teardown()) unmounts,
+// destroys/exports and detaches exactly what it created. Leftovers of a crashed previous lab
+// (recorded in <dir>/lab.json) are removed first.
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +33,9 @@ std::string lab_dir_problem(const std::filesystem::path& dir);
 class Lab {
  public:
   static Result<std::unique_ptr<Lab>> setup(config::Config& cfg);
+  // The stacks of cfg.canary.lab.stacks, built and mounted but not signed nor added to cfg; fails
+  // on the first stack that cannot be built.
+  static Result<std::unique_ptr<Lab>> build(const config::Config& cfg);
   ~Lab();
   Lab(const Lab&) = delete;
   Lab& operator=(const Lab&) = delete;
@@ -42,10 +47,19 @@ class Lab {
   void add_to(config::Config& cfg) const;
   const std::vector<std::string>& warnings() const { return warnings_; }  // stacks that could not be built
   const std::filesystem::path& dir() const { return dir_; }
+  // What each built stack is, as a canary entry with the lab's layout word (lab-<stack>).
+  const std::vector<config::CanaryTarget>& targets() const { return targets_; }
 
  private:
   Lab() = default;
-  Result<void> build_stack(config::Config& cfg, const std::string& stack);
+  static Result<std::unique_ptr<Lab>> open(const config::Config& cfg);
+  // One recipe per filesystem; each fills in t.devices (and t.pool) and mounts at t.mountpoint.
+  Result<config::CanaryTarget> build_stack(const config::Config& cfg, const std::string& stack);
+  Result<void> build_btrfs(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t);
+  Result<void> build_zfs(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t);
+  Result<void> build_plain(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t);
+  Result<void> start_zfs_fuse();
+  Result<void> mount(const config::CanaryTarget& t, std::vector<std::string> options);
   Result<std::string> attach(const std::string& file, std::uint64_t size);
   void save() const;
   CommandResult run(std::vector<std::string> argv, int timeout_s = 120);
@@ -56,6 +70,7 @@ class Lab {
   std::vector<std::string> loops_, mounts_, pools_, files_;
   std::vector<std::string> canaries_, warnings_;
   std::vector<config::CanaryTarget> targets_;
+  int pool_serial_ = 0;
   int zfs_pid_ = -1;
   int zfs_lock_fd_ = -1;
   bool torn_down_ = false;

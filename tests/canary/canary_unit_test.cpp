@@ -106,6 +106,20 @@ void expect_config_error(const std::string& yaml, const std::string& fragment) {
   }
 }
 
+// The lab's stacks are one table: every one of them is a stack lab mode accepts, and the error for
+// an unknown one names them all.
+TEST(CanaryConfig, LabStacksAreTheLabTable) {
+  std::string all;
+  for (const auto& s : config::canary_lab_stacks()) {
+    auto c = parse("canary: {lab: {enabled: true, stacks: [" + s.name + "]}}");
+    EXPECT_EQ(c.canary.lab.stacks, std::vector<std::string>{s.name});
+    EXPECT_EQ(config::find_lab_stack(s.name), &s);
+    all += (all.empty() ? "" : ", ") + s.name;
+  }
+  EXPECT_EQ(config::find_lab_stack("btrfs-raid5"), nullptr);
+  expect_config_error("canary: {lab: {stacks: [btrfs-raid5]}}", "choose from " + all);
+}
+
 TEST(CanaryConfig, RejectsBadEntries) {
   expect_config_error("canary: {canaries: [{name: a, fs: ntfs, devices: [/dev/x], mountpoint: /m}]}", "ntfs");
   expect_config_error("canary: {canaries: [{name: a, fs: zfs, devices: [/dev/x], mountpoint: /m}]}", "pool");

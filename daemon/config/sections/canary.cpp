@@ -10,9 +10,30 @@ const std::vector<std::string>& canary_fs_choices() {
   return v;
 }
 
-const std::vector<std::string>& canary_lab_stacks() {
-  static const std::vector<std::string> v = {"btrfs-raid1", "btrfs-single", "xfs", "ext4", "zfs-mirror"};
+const std::vector<LabStack>& canary_lab_stacks() {
+  // btrfs metadata keeps two copies everywhere (dup on one device) so that corrupted data is
+  // reported, never an unreadable filesystem.
+  static const std::vector<LabStack> v = {
+      {"btrfs-single", "btrfs", "single", 1, 1, "single"},
+      {"btrfs-dup", "btrfs", "dup", 1, 1, "dup"},
+      {"btrfs-raid1", "btrfs", "raid1", 2, 1, "raid1"},
+      {"btrfs-raid1c3", "btrfs", "raid1c3", 3, 1, "raid1c3"},
+      {"btrfs-raid10", "btrfs", "raid10", 4, 1, "raid10"},
+      {"zfs-single", "zfs", "", 1, 1, "single"},
+      {"zfs-single-copies2", "zfs", "", 1, 2, "single"},
+      {"zfs-mirror", "zfs", "mirror", 2, 1, "mirror"},
+      {"zfs-mirror-copies2", "zfs", "mirror", 2, 2, "mirror"},
+      {"zfs-raidz1", "zfs", "raidz1", 3, 1, "raidz1"},
+      {"xfs", "xfs", "", 1, 1, "plain"},
+      {"ext4", "ext4", "", 1, 1, "plain"},
+  };
   return v;
+}
+
+const LabStack* find_lab_stack(const std::string& name) {
+  for (const auto& s : canary_lab_stacks())
+    if (s.name == name) return &s;
+  return nullptr;
 }
 
 namespace {
@@ -91,9 +112,10 @@ CanaryConfig parse_canary(Section s) {
   c.lab.xfs_image_size = lab.size("xfs_image_size", c.lab.xfs_image_size, 300ull << 20, 8ull << 30);
   c.lab.stacks = lab.strings("stacks", c.lab.stacks);
   for (const auto& st : c.lab.stacks) {
-    bool known = false;
-    for (const auto& k : canary_lab_stacks()) known = known || k == st;
-    if (!known) lab.fail("stacks", "unknown lab stack \"" + st + "\"; choose from btrfs-raid1, btrfs-single, xfs, ext4, zfs-mirror");
+    if (find_lab_stack(st)) continue;
+    std::string names;
+    for (const auto& k : canary_lab_stacks()) names += (names.empty() ? "" : ", ") + k.name;
+    lab.fail("stacks", "unknown lab stack \"" + st + "\"; choose from " + names);
   }
   c.lab.interval = lab.duration("interval", c.lab.interval, std::chrono::seconds(10), std::chrono::days(31));
   lab.finish();

@@ -30,7 +30,7 @@ struct CanaryTarget {
 struct CanaryLabConfig {
   bool enabled = false;
   std::string dir;                    // "" = <state_dir>/lab
-  std::uint64_t image_size = 128ull << 20;      // per device for btrfs/ext4/zfs
+  std::uint64_t image_size = 128ull << 20;      // per device for btrfs/ext4 (ZFS vdevs: 64 MiB, zfs-fuse's minimum)
   std::uint64_t xfs_image_size = 320ull << 20;  // XFS needs >= 300 MiB
   std::vector<std::string> stacks = {"btrfs-raid1", "btrfs-single", "xfs", "ext4", "zfs-mirror"};
   std::chrono::milliseconds interval{std::chrono::minutes(10)};
@@ -47,8 +47,20 @@ struct CanaryConfig {
   }
 };
 
+// A stack lab mode (and the lab tests, scripts/run-lab.sh) can build: `fs` picks the recipe in
+// probes/canary/lab.cpp, the rest is the shape that recipe gives it. The one list of lab stacks.
+struct LabStack {
+  std::string name;     // the stack; its canary is lab-<name>
+  std::string fs;       // btrfs | zfs | xfs | ext4
+  std::string profile;  // btrfs: the data and metadata profile; zfs: the vdev type ("" = a plain vdev)
+  int members = 1;      // loop devices (btrfs, XFS, ext4) or file vdevs (ZFS)
+  int copies = 1;       // ZFS: the pool's copies property (`zfs set copies=N`)
+  std::string layout;   // the layout word lab mode's canary is configured with
+};
+
 const std::vector<std::string>& canary_fs_choices();
-const std::vector<std::string>& canary_lab_stacks();
+const std::vector<LabStack>& canary_lab_stacks();
+const LabStack* find_lab_stack(const std::string& name);
 
 // `s` is the 'canary' mapping (empty when absent). Reads every key it knows, then s.finish().
 CanaryConfig parse_canary(Section s);
