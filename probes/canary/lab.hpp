@@ -49,6 +49,8 @@ class Lab {
   const std::filesystem::path& dir() const { return dir_; }
   // What each built stack is, as a canary entry with the lab's layout word (lab-<stack>).
   const std::vector<config::CanaryTarget>& targets() const { return targets_; }
+  // The files the stacks live on: loop devices' backing files and ZFS file vdevs.
+  const std::vector<std::string>& images() const { return files_; }
 
  private:
   Lab() = default;

@@ -36,22 +36,16 @@ using namespace fsaudit::testing;
 
 constexpr std::uint64_t MiB = 1 << 20;
 
-// One canary stack built from RAII guards; torn down in reverse order even when a test fails.
+// One canary stack built by the lab's own recipe (Lab::build, the stacks of config::canary_lab_stacks());
+// the lab tears it down (unmount, zpool destroy, losetup -d) even when a test fails.
 struct Stack {
   std::unique_ptr<TempDir> dir = std::make_unique<TempDir>("canary-lab");
-  std::vector<std::unique_ptr<LoopDevice>> loops;
-  std::unique_ptr<Mount> mount;
-  std::unique_ptr<ZfsPool> pool;
-  std::vector<std::string> files;  // zfs file vdevs
+  std::unique_ptr<Lab> lab;  // goes before dir
+  config::CanaryTarget built;
   std::string name, fs_, layout, pool_name;
-  fs::path mnt() const { return dir->path() / "mnt"; }
+  fs::path mnt() const { return built.mountpoint; }
   fs::path state() const { return dir->path() / "state"; }
-  std::vector<std::string> devices() const {
-    if (!files.empty()) return files;
-    std::vector<std::string> v;
-    for (auto& l : loops) v.push_back(l->device());
-    return v;
-  }
+  std::vector<std::string> devices() const { return built.devices; }
   std::string yaml(const std::vector<std::string>& devs, const std::string& mountpoint, const std::string& extra = "") const {
     std::string d;
     for (auto& x : devs) d += (d.empty() ? "" : ", ") + x;
@@ -60,73 +54,31 @@ struct Stack {
            (pool_name.empty() ? "" : "\n      pool: " + pool_name) + "\n" + extra;
   }
   config::Config config() const { return config::parse_config(yaml(devices(), mnt().string()), "lab-test.yaml"); }
+  // Of the loop devices' backing files and the ZFS file vdevs.
   std::vector<std::string> digests() const {
     std::vector<std::string> v;
-    for (auto& l : loops) v.push_back(digest_file(l->backing()));
-    for (auto& f : files) v.push_back(digest_file(f));
+    for (auto& f : lab->images()) v.push_back(digest_file(f));
     return v;
   }
-  ~Stack() {
-    mount.reset();
-    pool.reset();
-    loops.clear();
-  }
+  void unmount() const { must({"umount", built.mountpoint}); }
 };
 
 std::unique_ptr<Stack> make_stack(const std::string& kind) {
   auto s = std::make_unique<Stack>();
   s->name = "t-" + kind;
-  auto add_loop = [&](const std::string& n, std::uint64_t size) {
-    s->loops.push_back(std::make_unique<LoopDevice>(s->dir->path(), n, size));
-    return s->loops.back()->ok();
-  };
-  if (kind == "btrfs-raid1") {
-    if (!add_loop("a.img", 128 * MiB) || !add_loop("b.img", 128 * MiB)) return nullptr;
-    must({"mkfs.btrfs", "-f", "-q", "-d", "raid1", "-m", "raid1", s->loops[0]->device(), s->loops[1]->device()});
-    s->mount = std::make_unique<Mount>(s->loops[0]->device(), s->mnt(), "btrfs", "device=" + s->loops[1]->device());
-    s->fs_ = "btrfs";
-    s->layout = "raid1";
-  } else if (kind == "btrfs-single") {
-    if (!add_loop("a.img", 128 * MiB)) return nullptr;
-    must({"mkfs.btrfs", "-f", "-q", "-d", "single", "-m", "dup", s->loops[0]->device()});
-    s->mount = std::make_unique<Mount>(s->loops[0]->device(), s->mnt(), "btrfs");
-    s->fs_ = "btrfs";
-    s->layout = "single";
-  } else if (kind == "xfs") {
-    if (!add_loop("a.img", 320 * MiB)) return nullptr;
-    must({"mkfs.xfs", "-f", "-q", s->loops[0]->device()});
-    s->mount = std::make_unique<Mount>(s->loops[0]->device(), s->mnt(), "xfs");
-    s->fs_ = "xfs";
-    s->layout = "plain";
-  } else if (kind == "ext4") {
-    if (!add_loop("a.img", 64 * MiB)) return nullptr;
-    must({"mkfs.ext4", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", s->loops[0]->device()});
-    s->mount = std::make_unique<Mount>(s->loops[0]->device(), s->mnt(), "ext4");
-    s->fs_ = "ext4";
-    s->layout = "plain";
-  } else if (kind == "zfs-mirror") {
-    for (int i = 0; i < 2; ++i) {
-      auto f = s->dir->path() / ("v" + std::to_string(i) + ".vdev");
-      { std::ofstream o(f); }
-      fs::resize_file(f, 96 * MiB);
-      s->files.push_back(f.string());
-    }
-    s->pool_name = "fsauditct" + std::to_string(::getpid());
-    fs::create_directories(s->mnt());
-    s->pool = std::make_unique<ZfsPool>(s->pool_name, std::vector<std::string>{"-m", s->mnt().string(), "mirror", s->files[0], s->files[1]});
-    if (!s->pool->ok()) {
-      ADD_FAILURE() << "zpool create: " << s->pool->error();
-      return nullptr;
-    }
-    for (int i = 0; i < 50 && !fs::exists(s->mnt() / "."); ++i) DaemonProcess::sleep_ms(100);
-    s->fs_ = "zfs";
-    s->layout = "mirror";
-    return s;
-  }
-  if (!s->mount || !s->mount->ok()) {
-    ADD_FAILURE() << "mount failed: " << (s->mount ? s->mount->error() : "");
+  auto cfg = config::parse_config("state_dir: " + s->state().string() + "\ncanary: {lab: {dir: " +
+                                      (s->dir->path() / "lab").string() + ", stacks: [" + kind + "]}}\n",
+                                  "lab-stack.yaml");
+  auto lab = Lab::build(cfg);
+  if (!lab) {
+    ADD_FAILURE() << lab.error();
     return nullptr;
   }
+  s->lab = std::move(*lab);
+  s->built = s->lab->targets().at(0);
+  s->fs_ = s->built.fs;
+  s->layout = s->built.layout;
+  s->pool_name = s->built.pool;
   return s;
 }
 
@@ -406,7 +358,7 @@ TEST(CanaryRefusal, DeviceIdentityChanged) {
   ASSERT_TRUE(s);
   // The config names the device through a stable link, as /dev/disk/by-id would.
   auto link = s->dir->path() / "by-id-canary";
-  fs::create_symlink(s->loops[0]->device(), link);
+  fs::create_symlink(s->devices()[0], link);
   auto cfg = config::parse_config(s->yaml({link.string()}, s->mnt().string()), "x.yaml");
   ProcessRunner pr;
   auto in = init_canary(cfg, s->name, pr);
@@ -431,7 +383,7 @@ TEST(CanaryRefusal, DeviceMountedOutsideTheCanary) {
   auto cfg = s->config();
   ProcessRunner pr;
   ASSERT_TRUE(init_canary(cfg, s->name, pr));
-  Mount elsewhere(s->loops[0]->device(), s->dir->path() / "elsewhere", "btrfs");
+  Mount elsewhere(s->devices()[0], s->dir->path() / "elsewhere", "btrfs");
   ASSERT_TRUE(elsewhere.ok()) << elsewhere.error();
   auto before = settled_digests(*s);
   expect_refused(cfg, s->name, "elsewhere");
@@ -450,7 +402,7 @@ TEST(CanaryRefusal, PathIsAProductionFilesystem) {
   // copy of the signature file sits: still refused, nothing written there or on the device.
   TempDir prod("canary-prod");
   write_text(prod / kSignatureFile, *read_file(s->mnt() / kSignatureFile));
-  s->mount->unmount();  // the canary itself is not mounted: only the production path is left
+  s->unmount();  // the canary itself is not mounted: only the production path is left
   auto bad = config::parse_config(s->yaml(s->devices(), prod.path().string()), "x.yaml");
   auto before = settled_digests(*s);
   expect_refused(bad, s->name, "which is not the canary");
