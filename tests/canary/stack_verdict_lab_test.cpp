@@ -211,6 +211,7 @@ TEST_P(StackVerdict, SuggestedCanaryGivesTheHandProvedVerdict) {
   const std::string stack = GetParam();
   const config::LabStack* spec = config::find_lab_stack(stack);
   ASSERT_TRUE(spec);
+  ASSERT_TRUE(documented_truth().count(stack)) << "lab stack " << stack << " has no documented truth here";
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   std::unique_ptr<ZfsFuse> zf;  // outlives the lab: its pool goes before zfs-fuse
   if (spec->fs == "zfs") {
