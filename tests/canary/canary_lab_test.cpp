@@ -2,7 +2,6 @@
 // refusal case with device digests unchanged, crash recovery, the lab class, and the real daemon.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -306,16 +305,27 @@ TEST(CanaryMatrix, Ext4IsSilent) {
   expect_verdict_metrics(cfg, s->name, "silent");
 }
 
+// A zfs-fuse mirror on two file vdevs, initialised as a canary (its config in `cfg`); nullptr after a failure.
+std::unique_ptr<Stack> initialised_zfs_mirror(config::Config& cfg) {
+  auto s = make_stack("zfs-mirror");
+  if (!s) return nullptr;
+  cfg = s->config();
+  ProcessRunner pr;
+  auto in = init_canary(cfg, s->name, pr);
+  if (!in) {
+    ADD_FAILURE() << "canary init: " << in.error();
+    return nullptr;
+  }
+  return s;
+}
+
 TEST(CanaryMatrix, ZfsMirrorIsRepaired) {
   FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
   ZfsFuse zf;
   ASSERT_TRUE(zf.ok()) << zf.error();
-  auto s = make_stack("zfs-mirror");
+  config::Config cfg;
+  auto s = initialised_zfs_mirror(cfg);
   ASSERT_TRUE(s);
-  auto cfg = s->config();
-  ProcessRunner pr;
-  auto in = init_canary(cfg, s->name, pr);
-  ASSERT_TRUE(in) << in.error();
   auto r = cycle(cfg, s->name);
   SCOPED_TRACE(r.to_json());
   EXPECT_EQ(r.verdict, Verdict::repaired);
@@ -335,47 +345,18 @@ TEST(CanaryMatrix, ZfsFileVdevWithAForeignWriterIsRefusedThenTheCycleRuns) {
   FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
   ZfsFuse zf;
   ASSERT_TRUE(zf.ok()) << zf.error();
-  auto s = make_stack("zfs-mirror");
+  config::Config cfg;
+  auto s = initialised_zfs_mirror(cfg);
   ASSERT_TRUE(s);
-  auto cfg = s->config();
-  ProcessRunner pr;
-  auto in = init_canary(cfg, s->name, pr);
-  ASSERT_TRUE(in) << in.error();
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  std::fflush(nullptr);
-  pid_t writer = ::fork();
-  if (writer == 0) {
-    bool ok = true;
-    for (const auto& f : s->files) ok = ::open(f.c_str(), O_RDWR) >= 0 && ok;
-    ::prctl(PR_SET_NAME, "foreign-writer");
-    (void)!::write(ready[1], ok ? "y" : "n", 1);
-    ::pause();
-    ::_exit(0);
-  }
-  char c = 0;
-  (void)!::read(ready[0], &c, 1);
-  ::close(ready[0]);
-  ::close(ready[1]);
-  struct Reap {
-    pid_t pid;
-    void now() {
-      if (pid <= 0) return;
-      ::kill(pid, SIGKILL);
-      int st = 0;
-      ::waitpid(pid, &st, 0);
-      pid = -1;
-    }
-    ~Reap() { now(); }
-  } reap{writer};
-  ASSERT_EQ(c, 'y');
+  FileHolder writer(s->files, O_RDWR, "foreign-writer");
+  ASSERT_TRUE(writer.ok());
   auto r = cycle(cfg, s->name);
   EXPECT_EQ(r.verdict, Verdict::refused) << r.to_json();
-  EXPECT_NE(r.reason.find("held open for writing by pid " + std::to_string(writer) + " (foreign-writer"), std::string::npos)
+  EXPECT_NE(r.reason.find("held open for writing by pid " + std::to_string(writer.pid()) + " (foreign-writer"), std::string::npos)
       << r.to_json();
   EXPECT_FALSE(r.injection) << r.to_json();
   expect_clean_after_cycle(*s, cfg);
-  reap.now();
+  writer.release();
   r = cycle(cfg, s->name);
   SCOPED_TRACE(r.to_json());
   EXPECT_EQ(r.verdict, Verdict::repaired);

@@ -1,7 +1,6 @@
 // Unit tests for the canary: config, verdict expectations, pattern, parsers, mount-table safety
 // rules, raw writer refusals and the io_uring scanner (on regular files, no root needed).
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -403,37 +402,14 @@ TEST(CanaryRawWriter, AFileVdevAnotherProcessWritesIsRefused) {
   auto p = make_file(d, 1 << 20);
   auto dev = std::filesystem::canonical(p).string();
   auto before = digest_file(p);
-  // A child that opens the file (read-write or read-only), renames itself and waits.
-  auto holder = [&](int flags, const char* comm) {
-    int ready[2];
-    EXPECT_EQ(::pipe(ready), 0);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      int fd = ::open(dev.c_str(), flags | O_CLOEXEC);
-      ::prctl(PR_SET_NAME, comm);
-      (void)!::write(ready[1], fd >= 0 ? "y" : "n", 1);
-      ::pause();
-      ::_exit(0);
-    }
-    char c = 0;
-    (void)!::read(ready[0], &c, 1);
-    ::close(ready[0]);
-    ::close(ready[1]);
-    EXPECT_EQ(c, 'y');
-    return pid;
-  };
-  auto reap = [](pid_t pid) {
-    ::kill(pid, SIGKILL);
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-  };
-  pid_t reader = holder(O_RDONLY, "canary-reader");
-  pid_t writer = holder(O_RDWR, "foreign-writer");
+  testing::FileHolder reader({dev}, O_RDONLY, "canary-reader");
+  testing::FileHolder writer({dev}, O_RDWR, "foreign-writer");
+  ASSERT_TRUE(reader.ok() && writer.ok());
   struct stat st {};
   ASSERT_EQ(::stat(dev.c_str(), &st), 0);
   auto ws = writers_of(HostPaths{}, st.st_dev, st.st_ino, ::getpid());
   ASSERT_EQ(ws.size(), 1u);
-  EXPECT_EQ(ws[0].pid, writer);
+  EXPECT_EQ(ws[0].pid, writer.pid());
   EXPECT_EQ(ws[0].comm, "foreign-writer");
   EXPECT_EQ(ws[0].uid, static_cast<long>(::getuid()));
   auto g = file_grant(dev, 8192, 12288);
@@ -441,13 +417,12 @@ TEST(CanaryRawWriter, AFileVdevAnotherProcessWritesIsRefused) {
   std::vector<unsigned char> bytes(16, 0xEE);
   auto r = raw_write({dev, 8192, bytes, std::nullopt}, {g});
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().find("held open for writing by pid " + std::to_string(writer) + " (foreign-writer"), std::string::npos)
+  EXPECT_NE(r.error().find("held open for writing by pid " + std::to_string(writer.pid()) + " (foreign-writer"), std::string::npos)
       << r.error();
   EXPECT_EQ(digest_file(p), before);
-  reap(writer);
+  writer.release();
   r = raw_write({dev, 8192, bytes, std::nullopt}, {g});
   EXPECT_TRUE(r) << "with only a reader left: " << r.error();
-  reap(reader);
 }
 
 // The only writer an offline file vdev may have: root's zfs-fuse, which keeps the files of an exported

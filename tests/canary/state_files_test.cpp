@@ -21,6 +21,24 @@ namespace {
 using nlohmann::json;
 using testing::TempDir;
 
+// One field of a good document (at a JSON pointer) replaced by a bad value; the parser must refuse
+// it with an error that names `names`.
+struct BadField {
+  const char* pointer;
+  json value;
+  const char* names;
+};
+template <class Parse>
+void expect_each_refused(const json& good, const std::vector<BadField>& cases, Parse parse) {
+  for (const auto& c : cases) {
+    auto j = good;
+    j[json::json_pointer(c.pointer)] = c.value;
+    auto r = parse(j.dump());
+    ASSERT_FALSE(r) << c.pointer << " = " << c.value.dump();
+    EXPECT_NE(r.error().find(c.names), std::string::npos) << c.pointer << ": " << r.error();
+  }
+}
+
 Marker a_marker() {
   Marker m;
   m.phase = "injected";
@@ -71,12 +89,7 @@ TEST(CanaryMarker, TruncatedTextIsRefused) {
 
 // One field of a real marker replaced: each is refused, naming the field.
 TEST(CanaryMarker, WrongTypesAndNumbersOutOfRangeAreRefusedWithTheField) {
-  struct Case {
-    const char* pointer;
-    json value;
-    const char* names;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<BadField> cases = {
       {"/phase", 5, "phase"},
       {"/phase", "", "phase"},
       {"/phase", nullptr, "phase"},
@@ -101,13 +114,7 @@ TEST(CanaryMarker, WrongTypesAndNumbersOutOfRangeAreRefusedWithTheField) {
       {"/injection/after", std::string("ab\0cd", 5), "after"},
   };
   auto good = json::parse(marker_text(a_marker()));
-  for (const auto& c : cases) {
-    auto j = good;
-    j[json::json_pointer(c.pointer)] = c.value;
-    auto r = parse_marker(j.dump());
-    ASSERT_FALSE(r) << c.pointer << " = " << c.value.dump();
-    EXPECT_NE(r.error().find(c.names), std::string::npos) << c.pointer << ": " << r.error();
-  }
+  expect_each_refused(good, cases, [](const std::string& t) { return parse_marker(t); });
   for (const char* field : {"device", "offset", "before", "after", "block_index", "block_offset", "block_size"}) {
     auto j = good;
     j["injection"].erase(field);
@@ -196,12 +203,7 @@ TEST(CanaryRecordText, BadTextIsRefusedWithTheField) {
   auto text = saved_record_text(d, a_record());
   for (std::size_t n = 0; n + 1 < text.size(); n += 7) EXPECT_FALSE(parse_record(text.substr(0, n), "mirror")) << n;
   EXPECT_FALSE(parse_record(text, "tank-canary"));  // another canary's record
-  struct Case {
-    const char* pointer;
-    json value;
-    const char* names;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<BadField> cases = {
       {"/name", 1, "name"},
       {"/signature_id", "", "signature_id"},
       {"/pattern_key", -1, "pattern_key"},
@@ -224,13 +226,7 @@ TEST(CanaryRecordText, BadTextIsRefusedWithTheField) {
       {"/devices/0/backing_file", std::string(9000, 'f'), "backing_file"},
   };
   auto good = json::parse(text);
-  for (const auto& c : cases) {
-    auto j = good;
-    j[json::json_pointer(c.pointer)] = c.value;
-    auto r = parse_record(j.dump(), "mirror");
-    ASSERT_FALSE(r) << c.pointer << " = " << c.value.dump();
-    EXPECT_NE(r.error().find(c.names), std::string::npos) << c.pointer << ": " << r.error();
-  }
+  expect_each_refused(good, cases, [](const std::string& t) { return parse_record(t, "mirror"); });
   for (const char* field : {"path", "resolved", "kind", "size", "serial", "wwid", "by_id", "backing_file", "inode", "fs_dev"}) {
     auto j = good;
     j["devices"][0].erase(field);
