@@ -8,7 +8,7 @@
 #                      [--parallel P] [--nice N] [--sanitizers LIST] [--max-len N]
 #   --runs N     executions per target (default 10000000)
 #   --ci         30 seconds per target instead of a run count, two targets at a time (what CI runs:
-#                14 targets in about 4 minutes)
+#                16 targets in about 4 minutes)
 #   --seconds S  at most S seconds per target (with or without --runs)
 #   --only LIST  run only these targets (names as in fuzz/CMakeLists.txt)
 #   --jobs J     build jobs (default 2)
@@ -55,7 +55,7 @@ command -v clang++ >/dev/null || { echo "clang++ not installed (scripts/install-
 
 TARGETS="fuzz_zpool_status_text fuzz_zpool_status_json fuzz_zpool_list fuzz_btrfs_scrub_status
   fuzz_btrfs_device_stats fuzz_btrfs_sysfs fuzz_bcachefs fuzz_md fuzz_xfs_spaceman fuzz_ext4_sysfs
-  fuzz_mountinfo fuzz_kernel_log fuzz_config fuzz_http_request_head fuzz_helper_request"
+  fuzz_mountinfo fuzz_kernel_log fuzz_config fuzz_http_request_head fuzz_helper_request fuzz_canary_state"
 [ -n "$ONLY" ] && TARGETS=$ONLY
 
 CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S "$HERE" -B "$BUILD" -DFSAUDIT_FUZZ=ON -DFSAUDIT_TESTS=OFF \
@@ -87,6 +87,7 @@ seed_files() {
     fuzz_config) find "$HERE/config" $FIXDIRS -type f \( -name '*.yaml' -o -name '*.yml' \) ;;
     fuzz_http_request_head) ;;  # seeds in fuzz/seeds/fuzz_http_request_head/
     fuzz_helper_request) ;;  # fuzz/seeds/fuzz_helper_request
+    fuzz_canary_state) ;;  # fuzz/seeds/fuzz_canary_state (a marker and a record their writers wrote)
   esac 2>/dev/null || true
 }
 

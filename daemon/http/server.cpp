@@ -57,9 +57,10 @@ class Conn {
     ::close(fd_);
   }
   bool tls() const { return tls_ != nullptr; }
-  bool handshake() { return tls_->handshake(); }
-  long read(char* buf, std::size_t n) {
-    if (tls_) return tls_->read(buf, n);
+  bool handshake(TlsConn::Deadline deadline) { return tls_->handshake(deadline); }
+  // Plain reads are bounded by SO_RCVTIMEO (time_left before each); a TLS record may take several.
+  long read(char* buf, std::size_t n, TlsConn::Deadline deadline) {
+    if (tls_) return tls_->read(buf, n, deadline);
     return ::recv(fd_, buf, n, 0);
   }
   bool write_all(const std::string& s) {
@@ -322,7 +323,7 @@ void Server::serve(Job& job) {
   timeval tv{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   Conn c(fd, tls_.get());
-  if (tls_ && (!c.tls() || !time_left(fd, job.deadline) || !c.handshake())) return;  // never plain HTTP on the TLS port
+  if (tls_ && (!c.tls() || !c.handshake(job.deadline))) return;  // never plain HTTP on the TLS port
   std::string in = std::move(job.in);
   char buf[4096];
   while (in.find("\r\n\r\n") == std::string::npos) {
@@ -331,7 +332,7 @@ void Server::serve(Job& job) {
       return;
     }
     if (!time_left(fd, job.deadline)) return;
-    long n = c.read(buf, sizeof buf);
+    long n = c.read(buf, sizeof buf, job.deadline);
     if (n <= 0) return;
     in.append(buf, static_cast<std::size_t>(n));
   }

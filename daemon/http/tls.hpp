@@ -3,6 +3,7 @@
 // linked with OpenSSL. The server loads it only when the web config asks for TLS, so a daemon that
 // serves plain HTTP maps neither libssl nor libcrypto (1.7 MB resident once loaded, most of it data
 // the dynamic loader relocates at load time, whether TLS is used or not).
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -15,9 +16,12 @@ namespace fsaudit::http {
 // One accepted connection's TLS session (it does not own the fd).
 class TlsConn {
  public:
+  using Deadline = std::chrono::steady_clock::time_point;
   virtual ~TlsConn() = default;
-  virtual bool handshake() = 0;
-  virtual long read(char* buf, std::size_t n) = 0;
+  // Both finish by `deadline` or fail, however the peer spaces its bytes (a per-recv timeout would
+  // restart with every byte of a trickled handshake or record).
+  virtual bool handshake(Deadline deadline) = 0;
+  virtual long read(char* buf, std::size_t n, Deadline deadline) = 0;
   virtual long write(const char* buf, std::size_t n) = 0;
 };
 

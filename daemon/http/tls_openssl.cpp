@@ -1,7 +1,10 @@
 // fsaudit-tls.so: the HTTP server's TLS on OpenSSL (see tls.hpp for why it is a module of its own).
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 
+#include <cerrno>
 #include <exception>
 
 #include "daemon/http/tls.hpp"
@@ -24,6 +27,33 @@ std::string openssl_error() {
   return buf;
 }
 
+// Runs `op` (SSL_accept, SSL_read) on the socket made non-blocking, waiting in poll for what OpenSSL
+// wants until `deadline`; -1 when the deadline passes first.
+template <class Op>
+int until_deadline(SSL* ssl, TlsConn::Deadline deadline, Op op) {
+  int fd = SSL_get_fd(ssl);
+  int fl = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  int r = -1;
+  while (true) {
+    r = op();
+    if (r > 0) break;
+    int e = SSL_get_error(ssl, r);
+    short want = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+    if (want == 0) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count() + 1;
+    pollfd p{fd, want, 0};
+    int n = left > 0 ? ::poll(&p, 1, static_cast<int>(left)) : 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      r = -1;
+      break;
+    }
+  }
+  ::fcntl(fd, F_SETFL, fl);
+  return r;
+}
+
 class OpenSslConn final : public TlsConn {
  public:
   explicit OpenSslConn(SSL* ssl) : ssl_(ssl) {}
@@ -31,12 +61,16 @@ class OpenSslConn final : public TlsConn {
     if (handshaken_) SSL_shutdown(ssl_);
     SSL_free(ssl_);
   }
-  bool handshake() override {
-    handshaken_ = SSL_accept(ssl_) == 1;
+  bool handshake(Deadline deadline) override {
+    handshaken_ = until_deadline(ssl_, deadline, [&] { return SSL_accept(ssl_); }) == 1;
     ERR_clear_error();
     return handshaken_;
   }
-  long read(char* buf, std::size_t n) override { return SSL_read(ssl_, buf, static_cast<int>(n)); }
+  long read(char* buf, std::size_t n, Deadline deadline) override {
+    long r = until_deadline(ssl_, deadline, [&] { return SSL_read(ssl_, buf, static_cast<int>(n)); });
+    ERR_clear_error();
+    return r;
+  }
   long write(const char* buf, std::size_t n) override { return SSL_write(ssl_, buf, static_cast<int>(n)); }
 
  private:

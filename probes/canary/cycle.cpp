@@ -14,11 +14,13 @@
 #include "daemon/core/files.hpp"
 #include "probes/canary/identity.hpp"
 #include "probes/canary/lock.hpp"
+#include "probes/canary/marker.hpp"
 #include "probes/canary/pattern.hpp"
 #include "probes/canary/raw_writer.hpp"
 #include "probes/canary/safety.hpp"
 #include "probes/canary/scanner.hpp"
 #include "probes/canary/stack.hpp"
+#include "probes/canary/state_json.hpp"
 
 namespace fsaudit::canary {
 
@@ -57,25 +59,6 @@ fs::path inflight_path(const fs::path& state_dir, const std::string& name) {
 }
 
 // ---------------------------------------------------------------- report (de)serialisation
-namespace {
-json inj_json(const Injection& i) {
-  return json{{"device", i.device},         {"offset", i.offset},           {"before", i.before_hex},
-              {"after", i.after_hex},       {"block_index", i.block_index}, {"block_offset", i.block_offset},
-              {"block_size", i.block_size}};
-}
-Injection inj_from(const json& j) {
-  Injection i;
-  i.device = j.value("device", "");
-  i.offset = j.value("offset", std::uint64_t{0});
-  i.before_hex = j.value("before", "");
-  i.after_hex = j.value("after", "");
-  i.block_index = j.value("block_index", std::uint64_t{0});
-  i.block_offset = j.value("block_offset", std::uint64_t{0});
-  i.block_size = j.value("block_size", std::uint64_t{0});
-  return i;
-}
-}  // namespace
-
 std::string CycleReport::to_json() const {
   json j{{"canary", canary},
          {"fs", fs},
@@ -111,7 +94,7 @@ std::string CycleReport::to_json() const {
          {"preexisting_errors", preexisting_errors},
          {"recovery", recovery},
          {"cleanup_errors", cleanup_errors}};
-  if (injection) j["injection"] = inj_json(*injection);
+  if (injection) j["injection"] = injection_json(*injection);
   return j.dump(2);
 }
 
@@ -153,7 +136,8 @@ std::optional<CycleReport> CycleReport::from_json(const std::string& text) {
     r.preexisting_errors = j.value("preexisting_errors", std::uint64_t{0});
     r.recovery = j.value("recovery", "");
     r.cleanup_errors = j.value("cleanup_errors", std::vector<std::string>{});
-    if (j.contains("injection")) r.injection = inj_from(j["injection"]);
+    if (j.contains("injection"))
+      if (auto i = parse_injection(j["injection"])) r.injection = *i;
     return r;
   } catch (...) {
     return std::nullopt;
@@ -163,10 +147,11 @@ std::optional<CycleReport> CycleReport::from_json(const std::string& text) {
 // ---------------------------------------------------------------- persistent state
 CanaryState load_state(const fs::path& state_dir, const std::string& name) {
   CanaryState s;
-  auto t = read_file(canary_state_dir(state_dir, name) / "state.json");
-  if (!t) return s;
+  // Root answers canary-status from it: never through a symlink, never more than a state file's size.
+  auto t = state_json::read_state_file(canary_state_dir(state_dir, name) / "state.json");
+  if (!t || !*t) return s;
   try {
-    json j = json::parse(*t);
+    json j = json::parse(**t);
     s.runs = j.value("runs", std::map<std::string, std::uint64_t>{});
     s.cycles = j.value("cycles", std::uint64_t{0});
     s.recoveries = j.value("recoveries", std::uint64_t{0});
@@ -206,48 +191,23 @@ CanaryState record_cycle(const fs::path& state_dir, const CycleReport& r) {
 // ---------------------------------------------------------------- the cycle
 namespace {
 
-struct Marker {
-  std::string phase;
-  double started = 0;
-  std::uint64_t nonce = 0;
-  std::uint64_t counters_before = 0;
-  std::map<std::string, std::uint64_t> counters_before_devices;
-  long pid = 0;
-  std::string boot_id;
-  std::optional<Injection> injection;
-};
-
 Result<void> write_marker(const fs::path& state_dir, const std::string& name, const Marker& m) {
-  json j{{"phase", m.phase},
-         {"started", m.started},
-         {"nonce", m.nonce},
-         {"counters_before", m.counters_before},
-         {"counters_before_devices", m.counters_before_devices},
-         {"pid", m.pid},
-         {"boot_id", m.boot_id}};
-  if (m.injection) j["injection"] = inj_json(*m.injection);
   std::error_code ec;
   fs::create_directories(canary_state_dir(state_dir, name), ec);
-  return write_file_atomic(inflight_path(state_dir, name), j.dump(2) + "\n", 0600);
+  return write_file_atomic(inflight_path(state_dir, name), marker_text(m), 0600);
 }
 
+// nullopt: no marker. A marker that cannot be read or parsed comes back with phase "unreadable" and
+// the reason (it may hide an injection that needs restoring).
 std::optional<Marker> read_marker(const fs::path& state_dir, const std::string& name) {
-  auto t = read_file(inflight_path(state_dir, name));
-  if (!t) return std::nullopt;
+  auto path = inflight_path(state_dir, name);
+  auto t = state_json::read_state_file(path);
+  if (t && !*t) return std::nullopt;
+  auto parsed = t ? parse_marker(**t) : Result<Marker>(err(t.error()));
+  if (parsed) return *parsed;
   Marker m;
-  try {
-    json j = json::parse(*t);
-    m.phase = j.value("phase", "");
-    m.started = j.value("started", 0.0);
-    m.nonce = j.value("nonce", std::uint64_t{0});
-    m.counters_before = j.value("counters_before", std::uint64_t{0});
-    m.counters_before_devices = j.value("counters_before_devices", std::map<std::string, std::uint64_t>{});
-    m.pid = j.value("pid", 0L);
-    m.boot_id = j.value("boot_id", "");
-    if (j.contains("injection")) m.injection = inj_from(j["injection"]);
-  } catch (...) {
-    m.phase = "unreadable";
-  }
+  m.phase = "unreadable";
+  m.unreadable = parsed.error();
   return m;
 }
 
@@ -428,7 +388,8 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
   phase(env, "recovering");
   // An unreadable marker may hide an injection that needs restoring: a person decides.
   if (m->phase == "unreadable")
-    return keep("the marker " + inflight_path(env.state_dir, name).string() + " is unreadable; inspect it, then remove it");
+    return keep("the marker " + inflight_path(env.state_dir, name).string() + " is unreadable (" + m->unreadable +
+                "); inspect it, then remove it");
   bool online = is_online(*t, env.host);
   auto v = verify_canary(cfg, name, env.host, env.state_dir, online ? &ops : nullptr, online);
   if (!v) return keep(std::string("cannot verify the canary ") + (online ? "online" : "offline") + ": " + v.error());

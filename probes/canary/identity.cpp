@@ -8,6 +8,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/canary/scanner.hpp"
+#include "probes/canary/state_json.hpp"
 
 namespace fsaudit::canary {
 
@@ -29,6 +30,7 @@ DeviceKind device_kind(std::string_view s) {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+namespace sj = state_json;
 
 namespace {
 
@@ -139,42 +141,89 @@ json to_json(const DeviceIdentity& d) {
               {"serial", d.serial},   {"wwid", d.wwid},         {"by_id", d.by_id},
               {"backing_file", d.backing_file}, {"inode", d.inode}, {"fs_dev", d.fs_dev}};
 }
-DeviceIdentity from_json(const json& j) {
+// Assigns a field, or says what is wrong with it; every field save_record writes is required.
+template <class T, class R>
+std::string take(R r, T& out, const char* key) {
+  if (!r) return r.error();
+  if (!*r) return std::string("\"") + key + "\" is missing";
+  out = static_cast<T>(**r);
+  return "";
+}
+
+// A record names a handful of members; more is not a record fsaudit wrote.
+constexpr std::size_t kMaxDevices = 64;
+
+Result<DeviceIdentity> device_from_json(const json& j) {
+  if (!j.is_object()) return err("a device is not an object");
   DeviceIdentity d;
-  d.path = j.value("path", "");
-  d.resolved = j.value("resolved", "");
-  d.kind = device_kind(j.value("kind", ""));
-  d.size = j.value("size", std::uint64_t{0});
-  d.major = j.value("major", 0u);
-  d.minor = j.value("minor", 0u);
-  d.serial = j.value("serial", "");
-  d.wwid = j.value("wwid", "");
-  d.by_id = j.value("by_id", std::vector<std::string>{});
-  d.backing_file = j.value("backing_file", "");
-  d.inode = j.value("inode", std::uint64_t{0});
-  d.fs_dev = j.value("fs_dev", std::uint64_t{0});
+  std::string kind;
+  std::uint64_t major = 0, minor = 0;
+  for (auto why : {take(sj::string_field(j, "path"), d.path, "path"), take(sj::string_field(j, "resolved"), d.resolved, "resolved"),
+                   take(sj::string_field(j, "kind"), kind, "kind"), take(sj::u64_field(j, "size"), d.size, "size"),
+                   take(sj::u64_field(j, "major", UINT32_MAX), major, "major"),
+                   take(sj::u64_field(j, "minor", UINT32_MAX), minor, "minor"),
+                   take(sj::string_field(j, "serial"), d.serial, "serial"), take(sj::string_field(j, "wwid"), d.wwid, "wwid"),
+                   take(sj::string_field(j, "backing_file"), d.backing_file, "backing_file"),
+                   take(sj::u64_field(j, "inode"), d.inode, "inode"), take(sj::u64_field(j, "fs_dev"), d.fs_dev, "fs_dev")})
+    if (!why.empty()) return err(why);
+  d.major = static_cast<unsigned>(major);
+  d.minor = static_cast<unsigned>(minor);
+  d.kind = device_kind(kind);
+  if (d.kind == DeviceKind::unknown) return err("\"kind\" is \"" + kind + "\", not block, loop or file");
+  if (d.resolved.empty()) return err("\"resolved\" is empty");
+  auto by_id = j.find("by_id");
+  if (by_id == j.end()) return err("\"by_id\" is missing");
+  if (!by_id->is_array() || by_id->size() > kMaxDevices) return err("\"by_id\" is not a list of at most " + std::to_string(kMaxDevices) + " links");
+  for (const auto& l : *by_id) {
+    json one{{"link", l}};
+    std::string link;
+    if (auto why = take(sj::string_field(one, "link"), link, "link"); !why.empty()) return err("\"by_id\": " + why);
+    d.by_id.push_back(std::move(link));
+  }
   return d;
 }
 }  // namespace
 
+std::string record_text(const CanaryRecord& r) {
+  json j{{"name", r.name}, {"signature_id", r.signature_id}, {"pattern_key", r.pattern_key}, {"created", r.created}};
+  j["devices"] = json::array();
+  for (const auto& d : r.devices) j["devices"].push_back(to_json(d));
+  return j.dump(2) + "\n";
+}
+
+Result<CanaryRecord> parse_record(std::string_view text, const std::string& name) {
+  auto j = sj::parse_object(text);
+  if (!j) return err(j.error());
+  CanaryRecord r;
+  for (auto why : {take(sj::string_field(*j, "name"), r.name, "name"),
+                   take(sj::string_field(*j, "signature_id"), r.signature_id, "signature_id"),
+                   take(sj::u64_field(*j, "pattern_key"), r.pattern_key, "pattern_key"),
+                   take(sj::number_field(*j, "created"), r.created, "created")})
+    if (!why.empty()) return err(why);
+  if (r.name != name) return err("it belongs to canary \"" + r.name + "\", not \"" + name + "\"");
+  if (r.signature_id.empty()) return err("\"signature_id\" is empty");
+  auto devices = j->find("devices");
+  if (devices == j->end()) return err("\"devices\" is missing");
+  if (!devices->is_array() || devices->empty() || devices->size() > kMaxDevices)
+    return err("\"devices\" is not a list of 1 to " + std::to_string(kMaxDevices) + " devices");
+  for (const auto& d : *devices) {
+    auto id = device_from_json(d);
+    if (!id) return err("device " + std::to_string(r.devices.size() + 1) + ": " + id.error());
+    r.devices.push_back(std::move(*id));
+  }
+  return r;
+}
+
 Result<CanaryRecord> load_record(const fs::path& state_dir, const std::string& name) {
   auto p = canary_state_dir(state_dir, name) / "identity.json";
-  auto t = read_file(p);
-  if (!t) return err("canary \"" + name + "\" was never initialised (no " + p.string() +
-                     "); run: fsauditd canary init " + name + " --config FILE");
-  try {
-    json j = json::parse(*t);
-    CanaryRecord r;
-    r.name = j.at("name").get<std::string>();
-    r.signature_id = j.at("signature_id").get<std::string>();
-    r.pattern_key = j.at("pattern_key").get<std::uint64_t>();
-    r.created = j.value("created", 0.0);
-    for (const auto& d : j.at("devices")) r.devices.push_back(from_json(d));
-    if (r.name != name) return err(p.string() + " belongs to canary \"" + r.name + "\"");
-    return r;
-  } catch (const std::exception& e) {
-    return err("corrupt canary record " + p.string() + ": " + e.what() + "; re-run canary init");
-  }
+  auto t = sj::read_state_file(p);
+  if (!t) return err("unreadable canary record: " + t.error() + "; re-run canary init");
+  if (!*t)
+    return err("canary \"" + name + "\" was never initialised (no " + p.string() + "); run: fsauditd canary init " + name +
+               " --config FILE");
+  auto r = parse_record(**t, name);
+  if (!r) return err("corrupt canary record " + p.string() + ": " + r.error() + "; re-run canary init");
+  return r;
 }
 
 Result<void> save_record(const fs::path& state_dir, const CanaryRecord& r) {
@@ -182,10 +231,7 @@ Result<void> save_record(const fs::path& state_dir, const CanaryRecord& r) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return err("cannot create " + dir.string() + ": " + ec.message());
-  json j{{"name", r.name}, {"signature_id", r.signature_id}, {"pattern_key", r.pattern_key}, {"created", r.created}};
-  j["devices"] = json::array();
-  for (const auto& d : r.devices) j["devices"].push_back(to_json(d));
-  return write_file_atomic(dir / "identity.json", j.dump(2) + "\n", 0600);
+  return write_file_atomic(dir / "identity.json", record_text(r), 0600);
 }
 
 std::string signature_text(const std::string& name, const std::string& id) {

@@ -49,6 +49,12 @@ struct CanaryRecord {
 };
 
 std::filesystem::path canary_state_dir(const std::filesystem::path& state_dir, const std::string& name);
+// The text of <state_dir>/canary/<name>/identity.json.
+std::string record_text(const CanaryRecord& r);
+// The record's text as save_record writes it, for canary `name`: every field with its type, a known
+// device kind, 1 to 64 devices; anything else is refused with the field at fault. Pure.
+Result<CanaryRecord> parse_record(std::string_view text, const std::string& name);
+// <state_dir>/canary/<name>/identity.json through parse_record (a symlink or non-regular file refused).
 Result<CanaryRecord> load_record(const std::filesystem::path& state_dir, const std::string& name);
 Result<void> save_record(const std::filesystem::path& state_dir, const CanaryRecord& r);
 

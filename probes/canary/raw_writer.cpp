@@ -14,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
 #include "probes/canary/identity.hpp"
 
 namespace fsaudit::canary {
@@ -60,6 +62,43 @@ Result<RawWriteGrant> grant_for(const DeviceIdentity& m, std::uint64_t begin, st
   }
   return g;
 }
+
+std::vector<FileWriter> writers_of(const HostPaths& host, std::uint64_t dev, std::uint64_t ino, long except_pid) {
+  namespace fs = std::filesystem;
+  std::vector<FileWriter> out;
+  std::error_code ec;
+  for (fs::directory_iterator p(host.procfs, ec), end; !ec && p != end; p.increment(ec)) {
+    const std::string name = p->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos || name.size() > 9) continue;
+    long pid = std::stol(name);
+    if (pid == except_pid) continue;
+    bool writes = false;
+    std::error_code fec;
+    for (fs::directory_iterator f(p->path() / "fd", fec), fend; !fec && f != fend && !writes; f.increment(fec)) {
+      struct stat st {};
+      // stat() follows the fd's magic link to the open file itself (also when deleted or renamed).
+      if (::stat(f->path().c_str(), &st) != 0 || st.st_dev != dev || st.st_ino != ino) continue;
+      auto info = read_file(p->path() / "fdinfo" / f->path().filename(), 4096);
+      if (!info) continue;
+      for (auto line : lines(*info)) {
+        if (!line.starts_with("flags:")) continue;
+        auto flags = std::strtoul(std::string(trim(line.substr(6))).c_str(), nullptr, 8);
+        if ((flags & O_ACCMODE) != O_RDONLY) writes = true;
+      }
+    }
+    if (!writes) continue;
+    FileWriter w;
+    w.pid = pid;
+    w.comm = std::string(trim(read_file(p->path() / "comm", 256).value_or("?")));
+    const std::string status = read_file(p->path() / "status", 16384).value_or("");
+    for (auto line : lines(status))
+      if (line.starts_with("Uid:")) w.uid = std::strtol(std::string(trim(line.substr(4))).c_str(), nullptr, 10);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+bool expected_writer_of_exported_vdev(const FileWriter& w) { return w.comm == "zfs-fuse" && w.uid == 0; }
 
 namespace {
 
@@ -118,6 +157,13 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
   struct stat st {};
   if (::fstat(fd, &st) != 0) return err("refused: stat failed");
   if (auto why = identity_check(fd, st, *grant); !why.empty()) return err("refused: " + resolved.string() + ": " + why);
+  // A file vdev has no O_EXCL: an offline canary's file must have no writer but us (and zfs-fuse's
+  // descriptor of an exported pool); a writer's next write could land on top of ours.
+  if (grant->exclusive && S_ISREG(st.st_mode))
+    for (const auto& w : writers_of(grant->host, st.st_dev, st.st_ino, static_cast<long>(::getpid())))
+      if (!expected_writer_of_exported_vdev(w))
+        return err("refused: " + resolved.string() + " is held open for writing by pid " + std::to_string(w.pid) + " (" +
+                   w.comm + ", uid " + std::to_string(w.uid) + "); a file vdev cannot be opened exclusively, so nothing else may write it");
   std::uint64_t size = 0;
   if (S_ISBLK(st.st_mode)) {
     if (::ioctl(fd, BLKGETSIZE64, &size) != 0) return err("refused: BLKGETSIZE64 failed");

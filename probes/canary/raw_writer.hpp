@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/core/host_paths.hpp"
 #include "daemon/core/result.hpp"
 
 namespace fsaudit::canary {
@@ -34,7 +35,23 @@ struct RawWriteGrant {
   // anything is written.
   std::optional<std::vector<unsigned char>> block;
   bool exclusive = false;              // block devices: open O_EXCL (the canary is offline; nothing may hold it)
+                                       // regular files (O_EXCL does nothing there): no other writer (writers_of)
+  HostPaths host;                      // where writers_of looks for other writers (/proc)
 };
+
+// A process that has a file open for writing (from /proc/<pid>/fd and fdinfo).
+struct FileWriter {
+  long pid = 0;
+  std::string comm;
+  long uid = -1;  // real uid from /proc/<pid>/status; -1 when unknown
+};
+// Every process but `except_pid` with a descriptor open for writing (O_WRONLY or O_RDWR) on the
+// file (dev, ino), found through host.procfs. A process that exits during the scan is skipped.
+std::vector<FileWriter> writers_of(const HostPaths& host, std::uint64_t dev, std::uint64_t ino, long except_pid);
+// Whether a writer of an offline canary's file vdev may stay: only root's zfs-fuse, which keeps
+// the vdev files of an exported pool open (and does no I/O to them: its pool is exported, which the
+// offline verification checked). Root is not in the threat model (it can write anyway).
+bool expected_writer_of_exported_vdev(const FileWriter& w);
 
 struct DeviceIdentity;
 // A grant for [begin, end) on a verified member, carrying its identity (loop: the backing file's).

@@ -19,10 +19,13 @@
 #include "probes/canary/identity.hpp"
 #include "probes/canary/lab.hpp"
 #include "probes/canary/lock.hpp"
+#include "probes/canary/marker.hpp"
 #include "probes/canary/pattern.hpp"
 #include "probes/canary/probe.hpp"
 #include "probes/canary/scanner.hpp"
 #include "probes/canary/stack.hpp"
+#include "daemon/core/helper_client.hpp"
+#include "tests/canary/helper_socket.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/lab.hpp"
 #include "tests/support/private_bus.hpp"
@@ -254,16 +257,27 @@ TEST(CanaryMatrix, Ext4IsSilent) {
   expect_verdict_metrics(cfg, s->name, "silent");
 }
 
+// A zfs-fuse mirror on two file vdevs, initialised as a canary (its config in `cfg`); nullptr after a failure.
+std::unique_ptr<Stack> initialised_zfs_mirror(config::Config& cfg) {
+  auto s = make_stack("zfs-mirror");
+  if (!s) return nullptr;
+  cfg = s->config();
+  ProcessRunner pr;
+  auto in = init_canary(cfg, s->name, pr);
+  if (!in) {
+    ADD_FAILURE() << "canary init: " << in.error();
+    return nullptr;
+  }
+  return s;
+}
+
 TEST(CanaryMatrix, ZfsMirrorIsRepaired) {
   FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
   ZfsFuse zf;
   ASSERT_TRUE(zf.ok()) << zf.error();
-  auto s = make_stack("zfs-mirror");
+  config::Config cfg;
+  auto s = initialised_zfs_mirror(cfg);
   ASSERT_TRUE(s);
-  auto cfg = s->config();
-  ProcessRunner pr;
-  auto in = init_canary(cfg, s->name, pr);
-  ASSERT_TRUE(in) << in.error();
   auto r = cycle(cfg, s->name);
   SCOPED_TRACE(r.to_json());
   EXPECT_EQ(r.verdict, Verdict::repaired);
@@ -274,6 +288,32 @@ TEST(CanaryMatrix, ZfsMirrorIsRepaired) {
   expect_verdict_metrics(cfg, s->name, "repaired");
   auto st = run({"zpool", "status", s->pool_name});
   EXPECT_NE(st.out.find("ONLINE"), std::string::npos) << st.out;
+}
+
+// Issue 29: a file vdev cannot be opened O_EXCL (a no-op on regular files). With the pool exported,
+// a process that holds a vdev file open for writing makes the injection refuse, naming it; zfs-fuse's
+// own descriptors (it keeps an exported pool's files open) do not, so the next cycle runs.
+TEST(CanaryMatrix, ZfsFileVdevWithAForeignWriterIsRefusedThenTheCycleRuns) {
+  FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
+  ZfsFuse zf;
+  ASSERT_TRUE(zf.ok()) << zf.error();
+  config::Config cfg;
+  auto s = initialised_zfs_mirror(cfg);
+  ASSERT_TRUE(s);
+  FileHolder writer(s->files, O_RDWR, "foreign-writer");
+  ASSERT_TRUE(writer.ok());
+  auto r = cycle(cfg, s->name);
+  EXPECT_EQ(r.verdict, Verdict::refused) << r.to_json();
+  EXPECT_NE(r.reason.find("held open for writing by pid " + std::to_string(writer.pid()) + " (foreign-writer"), std::string::npos)
+      << r.to_json();
+  EXPECT_FALSE(r.injection) << r.to_json();
+  expect_clean_after_cycle(*s, cfg);
+  writer.release();
+  r = cycle(cfg, s->name);
+  SCOPED_TRACE(r.to_json());
+  EXPECT_EQ(r.verdict, Verdict::repaired);
+  EXPECT_EQ(r.repair_verified, 1);
+  expect_clean_after_cycle(*s, cfg);
 }
 
 // ------------------------------------------------------------------ refusals
@@ -1084,6 +1124,152 @@ TEST(CanaryDBus, InitThenRunNowOverTheBus) {
   auto cfg = config::parse_config(yaml, "dbus.yaml");
   expect_clean_after_cycle(*raid, cfg);
   expect_clean_after_cycle(*single, cfg);
+}
+
+// ------------------------------------------------------------------ the hostile daemon, canary part
+// Issue 29: the real fsaudit-helper behind a private socket, asked by the daemon's user (nobody) to
+// run a canary whose state in the helper's directory was forged: state files replaced by symlinks to
+// a root-owned file, a stale marker from an earlier cycle, a marker and a record naming the other
+// canary's device, a record of a canary root's config does not have, oversized files. Each is
+// refused with its reason; no byte of either canary's device or of the root-owned file changes.
+// Then an honest cycle through the same helper still runs.
+TEST(HostileCanaryDaemon, EveryForgedStateFileIsRefusedAndNothingIsWritten) {
+  FSAUDIT_REQUIRE_LAB_OR_SKIP();
+  auto a = make_stack("btrfs-single");
+  ASSERT_TRUE(a);
+  auto b = make_stack("btrfs-single");
+  ASSERT_TRUE(b);
+  a->name = "hostile-a";
+  b->name = "hostile-b";
+  TempDir d("canary-hostile");
+  auto helper_state = d / "helper-state";
+  fs::create_directories(helper_state);
+  ::chmod(helper_state.c_str(), 0700);
+  std::string yaml = "state_dir: " + helper_state.string() + "\ndbus_address: none\ncanary:\n  canaries:\n" + entry(*a) + entry(*b);
+  auto cfgf = trusted_config(d, yaml);
+  auto cfg = config::parse_config(yaml, cfgf.string());
+  ProcessRunner pr;
+  ASSERT_TRUE(init_canary(cfg, a->name, pr));
+  ASSERT_TRUE(init_canary(cfg, b->name, pr));
+  HelperSocket sock(d.path(), {FSAUDIT_HELPER_BINARY, "--config", cfgf.string(), "--state-dir", helper_state.string(),
+                               "--allow-user", "nobody"});
+  ASSERT_TRUE(sock.ok());
+  Nobody nobody;
+  auto ask = [&](const std::string& canary) {
+    return run_as(nobody.uid, nobody.gid, [&]() -> std::string {
+      auto r = helper_exchange(sock.path(), nlohmann::json{{"verb", "canary-run"}, {"canary", canary}}.dump(),
+                               std::chrono::seconds(300));
+      return r ? *r : "client error: " + r.error();
+    });
+  };
+  const std::string dev_a = a->devices().at(0), dev_b = b->devices().at(0);
+  auto root_file = d / "root-owned.json";  // what a forger would like root to read (or write)
+  auto dir_a = canary_state_dir(helper_state, a->name);
+  auto record_a = dir_a / "identity.json", marker_a = inflight_path(helper_state, a->name);
+  const std::string good_record_a = *read_file(record_a), good_record_b = *read_file(canary_state_dir(helper_state, b->name) / "identity.json");
+  auto rec_a = parse_record(good_record_a, a->name), rec_b = parse_record(good_record_b, b->name);
+  ASSERT_TRUE(rec_a && rec_b);
+  // A marker shaped as a cycle writes it (a 4 KiB block, 16 bytes 512 into it), whose "after" bytes
+  // are what the device holds there now.
+  auto forged_marker = [&](const std::string& dev) {
+    auto now = read_direct(dev, MiB + 512, 16);
+    EXPECT_TRUE(now);
+    Marker m;
+    m.phase = "injected";
+    m.started = 1;
+    m.nonce = 7;
+    m.pid = 1;
+    m.boot_id = "an-earlier-boot";
+    m.injection = Injection{dev, MiB + 512, std::string(32, 'a'), now ? to_hex(*now) : "", 0, MiB, 4096};
+    return marker_text(m);
+  };
+  write_text(root_file, forged_marker(dev_a));
+  auto settled = [&] {
+    std::vector<std::vector<std::size_t>> h;
+    for (int i = 0; i < 15; ++i) {
+      ::sync();
+      auto again = std::vector<std::vector<std::size_t>>{block_hashes(dev_a), block_hashes(dev_b)};
+      if (again == h) break;
+      h = again;
+      DaemonProcess::sleep_ms(1000);
+    }
+    return h;
+  };
+  const auto before = settled();
+  const auto root_file_before = digest_file(root_file);
+  ASSERT_FALSE(before.at(0).empty());
+
+  struct Case {
+    const char* what;
+    std::function<void()> forge;
+    std::string canary;
+    std::vector<std::string> why;
+  };
+  auto record_naming_b = [&] {
+    auto r = *rec_a;
+    r.devices = rec_b->devices;
+    r.devices[0].path = rec_a->devices[0].path;  // the path of A, the identity of B's device
+    return record_text(r);
+  };
+  auto ghost = [&] {
+    auto r = *rec_a;
+    r.name = "ghost";
+    fs::create_directories(canary_state_dir(helper_state, "ghost"));
+    write_text(canary_state_dir(helper_state, "ghost") / "identity.json", record_text(r));
+  };
+  const std::vector<Case> cases = {
+      {"identity.json is a symlink to a root-owned file",
+       [&] {
+         write_text(d / "record-copy.json", good_record_a);
+         fs::remove(record_a);
+         fs::create_symlink(d / "record-copy.json", record_a);
+       },
+       a->name, {"is a symlink", "not followed"}},
+      {"identity.json names the other canary's device", [&] { write_text(record_a, record_naming_b()); }, a->name,
+       {"device identity changed"}},
+      {"identity.json is oversized", [&] { write_text(record_a, good_record_a + std::string(70 << 10, ' ')); }, a->name,
+       {"more than"}},
+      {"a record of a canary that is not in root's config", ghost, "ghost", {"not a canary in the helper's config"}},
+      {"inflight.json is a symlink to a root-owned file", [&] { fs::create_symlink(root_file, marker_a); }, a->name,
+       {"is unreadable", "is a symlink", "marker stays"}},
+      {"inflight.json is oversized", [&] { write_text(marker_a, forged_marker(dev_a) + std::string(70 << 10, ' ')); }, a->name,
+       {"is unreadable", "more than", "marker stays"}},
+      {"a marker naming the other canary's device", [&] { write_text(marker_a, forged_marker(dev_b)); }, a->name,
+       {"is not a verified member", "marker stays"}},
+      {"a stale marker from an earlier cycle", [&] { write_text(marker_a, forged_marker(dev_a)); }, a->name,
+       {"earlier boot", "restore failed", "marker stays"}},
+  };
+  // Refused before anything is taken offline: neither device changes. A marker naming B's device is
+  // refused after A was taken offline (its unmount is A's own write), so from then on A is compared
+  // with itself offline, and B with the start.
+  std::vector<std::size_t> a_offline;
+  for (const auto& c : cases) {
+    c.forge();
+    auto out = ask(c.canary);
+    for (const auto& why : c.why) EXPECT_NE(out.find(why), std::string::npos) << c.what << ": " << out;
+    EXPECT_EQ(out.find("\"verdict\":\"repaired\""), std::string::npos) << c.what << ": " << out;
+    // Put the honest state back for the next case.
+    std::error_code ec;
+    fs::remove(marker_a, ec);
+    fs::remove(record_a, ec);
+    write_text(record_a, good_record_a);
+    ::chmod(record_a.c_str(), 0600);
+    fs::remove_all(canary_state_dir(helper_state, "ghost"), ec);
+    ::sync();
+    bool offline = !fs::exists(a->mnt() / kSignatureFile);
+    if (!offline) EXPECT_EQ(block_hashes(dev_a), before.at(0)) << c.what << ": root wrote to canary A";
+    else if (a_offline.empty()) a_offline = block_hashes(dev_a);
+    else EXPECT_EQ(block_hashes(dev_a), a_offline) << c.what << ": root wrote to canary A";
+    EXPECT_EQ(block_hashes(dev_b), before.at(1)) << c.what << ": root wrote to canary B";
+  }
+  EXPECT_FALSE(a_offline.empty()) << "no case took A offline: the marker cases did not get as far as the member check";
+  EXPECT_EQ(digest_file(root_file), root_file_before);
+  // The refusals after taking A offline leave it so (a person decides); mount it back for the teardown.
+  if (!fs::exists(a->mnt() / kSignatureFile)) must({"mount", dev_a, a->mnt().string()});
+  // Honest state: the same helper runs the cycle (B was never taken offline by a refusal).
+  auto out = ask(b->name);
+  EXPECT_NE(out.find("\"verdict\":\"detected\""), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(inflight_path(helper_state, b->name)));
 }
 
 }  // namespace

@@ -409,6 +409,68 @@ TEST(CanaryRawWriter, WritesInsideGrantAndReportsOldBytes) {
   EXPECT_EQ(*back, (std::vector<unsigned char>{0x11, 0x11, 1, 2, 3, 4, 5, 0x11, 0x11}));
 }
 
+// Issue 29: a file vdev cannot be opened O_EXCL (no-op on files), so an offline canary's file with
+// another process holding it open for writing is refused, naming that process; a reader is fine.
+TEST(CanaryRawWriter, AFileVdevAnotherProcessWritesIsRefused) {
+  TempDir d("canary-unit");
+  auto p = make_file(d, 1 << 20);
+  auto dev = std::filesystem::canonical(p).string();
+  auto before = digest_file(p);
+  testing::FileHolder reader({dev}, O_RDONLY, "canary-reader");
+  testing::FileHolder writer({dev}, O_RDWR, "foreign-writer");
+  ASSERT_TRUE(reader.ok() && writer.ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(dev.c_str(), &st), 0);
+  auto ws = writers_of(HostPaths{}, st.st_dev, st.st_ino, ::getpid());
+  ASSERT_EQ(ws.size(), 1u);
+  EXPECT_EQ(ws[0].pid, writer.pid());
+  EXPECT_EQ(ws[0].comm, "foreign-writer");
+  EXPECT_EQ(ws[0].uid, static_cast<long>(::getuid()));
+  auto g = file_grant(dev, 8192, 12288);
+  g.exclusive = true;  // offline, as the cycle injects and restores
+  std::vector<unsigned char> bytes(16, 0xEE);
+  auto r = raw_write({dev, 8192, bytes, std::nullopt}, {g});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("held open for writing by pid " + std::to_string(writer.pid()) + " (foreign-writer"), std::string::npos)
+      << r.error();
+  EXPECT_EQ(digest_file(p), before);
+  writer.release();
+  r = raw_write({dev, 8192, bytes, std::nullopt}, {g});
+  EXPECT_TRUE(r) << "with only a reader left: " << r.error();
+}
+
+// The only writer an offline file vdev may have: root's zfs-fuse, which keeps the files of an exported
+// pool open. A /proc fixture: zfs-fuse (uid 0) and an impostor named zfs-fuse (uid 1000) writing,
+// a reader; only zfs-fuse is expected.
+TEST(CanaryRawWriter, OnlyRootsZfsFuseMayHoldAnExportedFileVdev) {
+  TempDir d("canary-unit");
+  auto p = make_file(d, 4096);
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  auto proc = [&](const std::string& pid, const std::string& comm, int uid, const std::string& flags) {
+    auto base = d / "proc" / pid;
+    std::filesystem::create_directories(base / "fd");
+    std::filesystem::create_directories(base / "fdinfo");
+    std::filesystem::create_symlink(p, base / "fd" / "7");
+    testing::write_text(base / "fdinfo" / "7", "pos:\t0\nflags:\t" + flags + "\nmnt_id:\t30\n");
+    testing::write_text(base / "comm", comm + "\n");
+    testing::write_text(base / "status", "Name:\t" + comm + "\nUid:\t" + std::to_string(uid) + "\t" + std::to_string(uid) + "\t0\t0\n");
+  };
+  proc("100", "zfs-fuse", 0, "0100002");
+  proc("200", "zfs-fuse", 1000, "0100001");
+  proc("300", "cat", 0, "0100000");
+  HostPaths host;
+  host.procfs = d / "proc";
+  auto ws = writers_of(host, st.st_dev, st.st_ino, 1);
+  ASSERT_EQ(ws.size(), 2u);
+  std::sort(ws.begin(), ws.end(), [](const FileWriter& a, const FileWriter& b) { return a.pid < b.pid; });
+  EXPECT_EQ(ws[0].pid, 100);
+  EXPECT_EQ(ws[1].pid, 200);
+  EXPECT_TRUE(expected_writer_of_exported_vdev(ws[0]));
+  EXPECT_FALSE(expected_writer_of_exported_vdev(ws[1])) << "a process may call itself zfs-fuse";
+  EXPECT_TRUE(writers_of(host, st.st_dev, st.st_ino + 1, 1).empty());
+}
+
 // The grant is a verified member, not a path: a file (or device) replaced at the same path, a grant
 // without identity, or a block that is no longer the located one are all refused.
 TEST(CanaryRawWriter, GrantIsTheVerifiedDeviceNotItsPath) {

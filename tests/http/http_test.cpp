@@ -8,6 +8,8 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -480,6 +482,143 @@ TEST_F(HttpServer, SixtyFourSlowClientsDoNotSilenceTlsScrapes) {
                                     s->url() + "/metrics"}, 5);
     ASSERT_EQ(r.out, "200") << "scrape " << i << ": " << r.err;
     EXPECT_EQ(body(), metrics);
+  }
+}
+
+namespace {
+
+// A real TLS client (openssl s_client) behind a proxy that passes its ClientHello whole and then
+// holds back the rest of its handshake: `gap_ms` < 0 passes nothing more (a stall), else one byte
+// per gap (a trickle: each byte arrives well within a per-recv timeout). seconds() is how long the
+// server kept the connection open from the ClientHello on (-1: still open when the proxy gave up).
+class StalledTlsClient {
+ public:
+  StalledTlsClient(int server_port, int gap_ms) {
+    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0 ||
+        ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    int in[2];
+    if (::pipe(in) != 0) return;
+    std::string target = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    client_ = ::fork();
+    if (client_ == 0) {
+      ::dup2(in[0], 0);
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execlp("openssl", "openssl", "s_client", "-connect", target.c_str(), "-quiet", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    stdin_ = in[1];  // kept open: s_client waits for input instead of closing
+    proxy_ = std::thread([this, l, server_port, gap_ms] { run(l, server_port, gap_ms); });
+  }
+  ~StalledTlsClient() {
+    if (proxy_.joinable()) proxy_.join();
+    if (client_ > 0) {
+      ::kill(client_, SIGKILL);
+      int st = 0;
+      ::waitpid(client_, &st, 0);
+    }
+    if (stdin_ >= 0) ::close(stdin_);
+  }
+  double seconds() {
+    if (proxy_.joinable()) proxy_.join();
+    return seconds_;
+  }
+  std::size_t passed() const { return passed_; }
+
+ private:
+  void run(int l, int server_port, int gap_ms) {
+    pollfd lp{l, POLLIN, 0};
+    int c = ::poll(&lp, 1, 10000) == 1 ? ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+    ::close(l);
+    if (c < 0) return;
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(static_cast<uint16_t>(server_port));
+    dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(s, reinterpret_cast<sockaddr*>(&dst), sizeof dst) != 0) {
+      ::close(c);
+      ::close(s);
+      return;
+    }
+    std::string held;  // the client's bytes not yet passed on
+    bool hello_sent = false;
+    std::chrono::steady_clock::time_point t0{}, next{};
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+    char buf[16384];
+    while (std::chrono::steady_clock::now() < give_up) {
+      pollfd p[2] = {{c, POLLIN, 0}, {s, POLLIN, 0}};
+      ::poll(p, 2, 50);
+      if (p[0].revents & POLLIN) {
+        long n = ::recv(c, buf, sizeof buf, 0);
+        if (n > 0) held.append(buf, static_cast<std::size_t>(n));
+      }
+      if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+        long n = ::recv(s, buf, sizeof buf, 0);
+        if (n <= 0) {
+          seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          break;
+        }
+        (void)::send(c, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL);
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (!hello_sent && held.size() >= 5) {
+        std::size_t rec = 5 + (static_cast<std::size_t>(static_cast<unsigned char>(held[3])) << 8 | static_cast<unsigned char>(held[4]));
+        if (held.size() >= rec) {
+          (void)::send(s, held.data(), rec, MSG_NOSIGNAL);
+          passed_ += rec;
+          held.erase(0, rec);
+          hello_sent = true;
+          t0 = next = now;
+        }
+      } else if (hello_sent && gap_ms >= 0 && !held.empty() && now >= next) {
+        (void)::send(s, held.data(), 1, MSG_NOSIGNAL);
+        held.erase(0, 1);
+        ++passed_;
+        next = now + std::chrono::milliseconds(gap_ms);
+      }
+    }
+    ::close(c);
+    ::close(s);
+  }
+
+  pid_t client_ = -1;
+  int stdin_ = -1;
+  std::thread proxy_;
+  double seconds_ = -1;
+  std::size_t passed_ = 0;
+};
+
+}  // namespace
+
+// Issue 29: a TLS client that stops mid-handshake, or trickles the rest of its handshake a byte at
+// a time (each byte well within any per-recv timeout), holds its worker at most the head deadline
+// (5 s from accept). With every worker held so, a scrape waits at most that long and then succeeds.
+TEST_F(HttpServer, AStalledOrTrickledTlsHandshakeHoldsAWorkerAtMostTheHeadDeadline) {
+  auto s = start(tls_and_basic_auth());
+  ASSERT_TRUE(s);
+  std::vector<std::unique_ptr<StalledTlsClient>> clients;
+  for (int gap : {-1, 700, -1, 700}) clients.push_back(std::make_unique<StalledTlsClient>(s->options().port, gap));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = fsaudit::testing::run({"curl", "-sS", "--max-time", "12", "--cacert", (dir / "cert.pem").string(), "-u",
+                                  "prometheus:scrape-me", "-o", (dir / "body").string(), "-w", "%{http_code}", s->url() + "/metrics"},
+                                 20);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.out, "200") << r.err;
+  EXPECT_LT(took, 6.0) << "a scrape waited for the stalled handshakes";
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    double held = clients[i]->seconds();
+    EXPECT_GE(held, 3.0) << "client " << i << " (passed " << clients[i]->passed() << " bytes): closed early, or still open after 40 s (-1)";
+    EXPECT_LT(held, 6.0) << "client " << i << " (passed " << clients[i]->passed() << " bytes) held a worker past the head deadline";
   }
 }
 

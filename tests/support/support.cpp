@@ -2,7 +2,11 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -215,6 +219,34 @@ std::string unique_name(const std::string& prefix) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", rd());
   return prefix + buf;
+}
+
+FileHolder::FileHolder(const std::vector<std::string>& files, int flags, const std::string& comm) {
+  int ready[2];
+  if (::pipe(ready) != 0) return;
+  std::fflush(nullptr);
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    bool all = true;
+    for (const auto& f : files) all = ::open(f.c_str(), flags) >= 0 && all;
+    ::prctl(PR_SET_NAME, comm.c_str());
+    (void)!::write(ready[1], all ? "y" : "n", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  if (pid_ > 0) (void)!::read(ready[0], &c, 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  ok_ = c == 'y';
+}
+
+void FileHolder::release() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int st = 0;
+  ::waitpid(pid_, &st, 0);
+  pid_ = -1;
 }
 
 }  // namespace fsaudit::testing

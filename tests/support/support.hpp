@@ -52,4 +52,21 @@ void write_text(const std::filesystem::path& p, const std::string& text);
 // prefix + 8 random hex digits: names (devices, journal namespaces) no other test run uses.
 std::string unique_name(const std::string& prefix);
 
+// A child process that holds `files` open with `flags` (O_RDWR: a writer) under the name `comm`
+// (what /proc/PID/comm shows) until release() or destruction kill and reap it. ok(): it opened all.
+class FileHolder {
+ public:
+  FileHolder(const std::vector<std::string>& files, int flags, const std::string& comm);
+  ~FileHolder() { release(); }
+  FileHolder(const FileHolder&) = delete;
+  FileHolder& operator=(const FileHolder&) = delete;
+  bool ok() const { return ok_; }
+  int pid() const { return pid_; }
+  void release();
+
+ private:
+  int pid_ = -1;
+  bool ok_ = false;
+};
+
 }  // namespace fsaudit::testing
