@@ -8,6 +8,7 @@
 
 #include "probes/btrfs/probe.hpp"
 #include "probes/btrfs/scrub_status.hpp"
+#include "probes/btrfs/stack.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/support.hpp"
 
