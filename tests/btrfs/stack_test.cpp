@@ -12,15 +12,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-stack::StackModel model_of(const std::string& tree) {
+// What read_sysfs finds in the fixture tree (one filesystem under sys/fs/btrfs).
+SysfsFilesystem sysfs_of(const std::string& tree) {
   auto root = testing::probe_fixture_dir() / "btrfs" / tree;
-  auto host = HostPaths::under(root);
   std::string fsid;
   for (const auto& e : fs::directory_iterator(root / "sys/fs/btrfs")) fsid = e.path().filename().string();
-  auto f = read_sysfs(host, fsid);
+  auto f = read_sysfs(HostPaths::under(root), fsid);
   EXPECT_TRUE(f.ok()) << tree << ": " << (f.ok() ? "" : f.error());
-  return f.ok() ? stack_model(*f) : stack::StackModel{};
+  return f.ok() ? *f : SysfsFilesystem{};
 }
+
+stack::StackModel model_of(const std::string& tree) { return stack_model(sysfs_of(tree)); }
 
 TEST(BtrfsStackModel, DupKeepsTwoCopiesOnOneDevice) {
   auto m = model_of("tree-dup");
@@ -68,20 +70,16 @@ TEST(BtrfsStackModel, Raid1WithAMemberMissingHasNoMarginAndSaysSo) {
 }
 
 TEST(BtrfsStackModel, NodatasumIsBlindAndProfilesAreJudgedByTheirShape) {
-  auto root = testing::probe_fixture_dir() / "btrfs/tree-dup";
-  std::string fsid;
-  for (const auto& e : fs::directory_iterator(root / "sys/fs/btrfs")) fsid = e.path().filename().string();
-  auto f = read_sysfs(HostPaths::under(root), fsid);
-  ASSERT_TRUE(f.ok());
-  EXPECT_EQ(stack_model(*f, false).expectation(), stack::Expectation::blind);
+  auto f = sysfs_of("tree-dup");
+  EXPECT_EQ(stack_model(f, false).expectation(), stack::Expectation::blind);
   // While a balance converts single -> raid1, a block sits in either: no one number of copies.
-  auto converting = *f;
+  auto converting = f;
   converting.profiles.push_back({"data", "single", 8 << 20, 4 << 20});
   auto c = stack_model(converting);
   EXPECT_EQ(c.layout, "dup+single");
   EXPECT_FALSE(c.copies.has_value());
   EXPECT_EQ(c.expectation(), stack::Expectation::detected);
-  auto odd = *f;
+  auto odd = f;
   odd.profiles.push_back({"data", "raid7", 8 << 20, 4 << 20});
   EXPECT_EQ(stack_model(odd).health, stack::Health::unknown);
 }

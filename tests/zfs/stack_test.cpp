@@ -3,6 +3,7 @@
 // written from the documented format (tests/fixtures/written/zfs).
 #include <gtest/gtest.h>
 
+#include "probes/zfs/probe.hpp"
 #include "probes/zfs/stack.hpp"
 #include "tests/support/support.hpp"
 
@@ -138,6 +139,16 @@ TEST(ZfsStackModel, CutOutputIsUnknownHealthAndChecksumOffIsBlind) {
   EXPECT_NE(m.reason.find("cut short"), std::string::npos) << m.reason;
   auto off = stack_model(pool_of("zfs/zfs-fuse-status-three-way-mirror.txt"), DatasetShape{1, false});
   EXPECT_EQ(off.expectation(), stack::Expectation::blind);
+}
+
+// The probe exports what the model says: a degraded mirror survives no further member failure.
+TEST(ZfsStackModel, TheProbeExportsTheMarginOfADegradedMirrorAsZero) {
+  auto st = parse_zpool_status(testing::fixture("captured/zfs-fuse/zpool-status-mirror-degraded-offline.txt"));
+  ASSERT_TRUE(st.ok());
+  std::map<std::string, ScrubMemory> memory;
+  auto b = build_zfs_metrics(*st, {}, StatusFormat::text, memory);
+  EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "fxcapm"}, {"fs", "zfs"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_zfs_pool_redundant", {{"pool", "fxcapm"}}), 1);  // by design
 }
 
 TEST(ZfsStackModel, DatasetShapeRefusesWhatItCannotRead) {
