@@ -76,11 +76,12 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
       if (val)
         b.gauge("fsaudit_zfs_pool_errors", "Error counters of the pool's root vdev row (reset by zpool clear).",
                 {{"pool", p.name}, {"kind", kind}}, static_cast<double>(*val));
+    const auto model = stack_model(p);
     b.gauge("fsaudit_zfs_pool_redundant",
             "1 if every data/special/dedup top-level vdev is a mirror, raidz or draid (bad copies can be repaired).",
-            pl, pool_is_redundant(p) ? 1 : 0);
-    if (auto m = stack_model(p); m.margin)
-      b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", p.name}, {"fs", "zfs"}}, *m.margin);
+            pl, model.designed_redundancy.value_or(0) > 0 ? 1 : 0);
+    if (model.margin)
+      b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", p.name}, {"fs", "zfs"}}, *model.margin);
 
     std::map<std::string, int> seen;
     for (const auto& v : p.vdevs) {
