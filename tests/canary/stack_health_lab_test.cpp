@@ -1,7 +1,9 @@
-// A canary on a stack that is not whole is refused before anything is touched (no export, import,
-// umount or write), with what is wrong with the pool in the reason, read through the filesystem's own
-// parser (the stack model): zfs-fuse with a mirror member offline, btrfs raid1 with a member missing.
-// Real loop devices, mounts and zfs-fuse; every member's bytes are hashed before and after.
+// The canary reads its stack's model (what the filesystem reports it is) through the filesystem's own
+// parser. A canary on a stack that is not whole is refused before anything is touched (no export,
+// import, umount or write), with what is wrong with the pool in the reason: zfs-fuse with a mirror
+// member offline, btrfs raid1 with a member missing; every member's bytes are hashed before and
+// after. And the copies a cycle must find come from the model: ZFS copies=2 on one vdev is repaired.
+// Real loop devices, mounts and zfs-fuse.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -88,6 +90,39 @@ TEST(CanaryStackHealth, ZfsMirrorWithAMemberOfflineIsRefusedUntouched) {
   EXPECT_EQ(settled(vdevs), before);
   EXPECT_FALSE(fs::exists(inflight_path(cfg.state_dir, "zm")));
   must({"zpool", "online", pool, vdevs[1].string()});
+}
+
+// The stack model, not the layout word, says what a cycle must find: one file vdev whose dataset has
+// copies=2 keeps two copies of each block on it, and a bad copy is repaired. (The word "single" alone
+// said 1 copy, so the cycle ended in error.)
+TEST(CanaryStackModel, ZfsCopiesTwoOnOneVdevIsRepaired) {
+  FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
+  ZfsFuse zf;
+  ASSERT_TRUE(zf.ok()) << zf.error();
+  TempDir dir("canary-health");
+  const fs::path vdev = dir / "v0.vdev";
+  { std::ofstream o(vdev); }
+  fs::resize_file(vdev, 96 << 20);
+  const std::string pool = "fsauditcc" + std::to_string(::getpid());
+  const fs::path mnt = dir / "mnt";
+  fs::create_directories(mnt);
+  ZfsPool p(pool, {"-m", mnt.string(), vdev.string()});
+  ASSERT_TRUE(p.ok()) << p.error();
+  must({"zfs", "set", "copies=2", pool});
+  for (int i = 0; i < 50 && !fs::exists(mnt / "."); ++i) DaemonProcess::sleep_ms(100);
+  auto cfg = canary_config(dir.path(), "    - name: zc\n      fs: zfs\n      layout: single\n      pool: " + pool +
+                                           "\n      devices: [" + vdev.string() + "]\n      mountpoint: " + mnt.string() + "\n");
+  ProcessRunner pr;
+  auto in = init_canary(cfg, "zc", pr);
+  ASSERT_TRUE(in) << in.error();
+  auto r = cycle(cfg, "zc");
+  SCOPED_TRACE(r.to_json());
+  EXPECT_EQ(r.expect, "repaired");
+  EXPECT_EQ(r.expected_copies, 2u);
+  EXPECT_EQ(r.copies_found, 2u);
+  EXPECT_EQ(r.verdict, Verdict::repaired);
+  EXPECT_TRUE(r.expectation_met);
+  EXPECT_FALSE(fs::exists(inflight_path(cfg.state_dir, "zc")));
 }
 
 TEST(CanaryStackHealth, BtrfsRaid1WithAMemberMissingIsRefusedUntouched) {
