@@ -1,6 +1,7 @@
 // btrfs sysfs: devinfo/<devid>/error_stats, and profile names from allocation/ directory names.
 #include "fuzz/fuzz_util.hpp"
 #include "probes/btrfs/probe.hpp"
+#include "probes/btrfs/stack.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fsaudit;
@@ -19,6 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   f.devices.push_back(d);
   f.profiles.push_back({"data", profile, size, size / 2});
   (void)btrfs::profile_is_redundant(profile);
+  (void)btrfs::stack_model(f);
   Target t;
   t.name = "/srv";
   btrfs::Observation o;

@@ -1,4 +1,4 @@
-// Pure parsers of btrfs's sysfs error_stats, 'btrfs device stats' and profile names (parse.hpp).
+// Pure parsers of btrfs's sysfs error_stats and 'btrfs device stats' (parse.hpp).
 #include "probes/btrfs/parse.hpp"
 
 #include <array>
@@ -99,20 +99,6 @@ Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text) 
                (ls.empty() ? std::string() : " (first line: '" + std::string(trim(ls.front())) + "')"));
   }
   return out;
-}
-
-int profile_spare_copies(std::string_view p) {
-  auto s = to_lower(p);
-  if (s == "dup" || s == "raid1" || s == "raid10" || s == "raid5") return 1;
-  if (s == "raid1c3" || s == "raid6") return 2;
-  if (s == "raid1c4") return 3;
-  return 0;
-}
-
-bool profile_is_redundant(std::string_view p) {
-  auto s = to_lower(p);
-  return s == "dup" || s == "raid1" || s == "raid1c3" || s == "raid1c4" || s == "raid10" || s == "raid5" ||
-         s == "raid6";
 }
 
 }  // namespace fsaudit::btrfs

@@ -27,11 +27,28 @@ struct DeviceStatsEntry {
 // `btrfs device stats [-c] <mnt>`: "[/dev/x].write_io_errs N" lines, or the tabular -T form.
 Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text);
 
-// Block-group profile names as sysfs spells them: single, dup, raid0, raid1, raid1c3, raid1c4,
-// raid10, raid5, raid6. True where a bad copy can be rebuilt from another copy or from parity.
-bool profile_is_redundant(std::string_view profile);
-// How many member devices (or bad copies) the profile survives: raid1/raid10/raid5/dup 1,
-// raid1c3/raid6 2, raid1c4 3, single/raid0 0.
-int profile_spare_copies(std::string_view profile);
+// What read_sysfs (probe.hpp) reads of one filesystem under <sysfs>/fs/btrfs/<fsid>/.
+struct SysfsDevice {
+  std::uint64_t devid = 0;
+  std::string name;                 // kernel name ("sda3", "dm-0"), "" when unknown (missing)
+  bool missing = false;
+  std::optional<DeviceErrors> errors;  // nullopt when error_stats is absent or unreadable
+  std::string errors_problem;          // why errors is nullopt
+};
+struct AllocationProfile {
+  std::string type;     // data, metadata, system
+  std::string profile;  // single, raid1, ...
+  std::uint64_t total_bytes = 0;
+  std::uint64_t used_bytes = 0;
+};
+struct SysfsFilesystem {
+  std::string fsid;
+  std::vector<std::string> member_names;  // <fsid>/devices/*
+  std::vector<SysfsDevice> devices;       // <fsid>/devinfo/*
+  std::vector<AllocationProfile> profiles;
+  // Attributes that are there but unreadable or junk (file and errno or text): the probe fails
+  // with them. Absent ones (older kernels) are left at their defaults.
+  std::vector<std::string> problems;
+};
 
 }  // namespace fsaudit::btrfs

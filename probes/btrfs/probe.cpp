@@ -17,6 +17,7 @@
 #include "daemon/core/files.hpp"
 #include "daemon/core/helper_client.hpp"
 #include "daemon/core/strings.hpp"
+#include "probes/btrfs/stack.hpp"
 
 namespace fsaudit::btrfs {
 
@@ -275,7 +276,6 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
           {{"target", target}}, missing);
 
   std::map<std::string, std::uint64_t> nonredundant;  // type -> used bytes
-  bool data_seen = false, data_redundant = true;
   for (const auto& p : f.profiles) {
     metrics::Labels l{{"target", target}, {"type", p.type}, {"profile", p.profile}};
     b.gauge("fsaudit_btrfs_allocated_bytes", "Bytes allocated to btrfs block groups of this type and profile.", l,
@@ -288,15 +288,6 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
             "a bad copy can be repaired; 0 for single/raid0.",
             l, red ? 1 : 0);
     nonredundant[p.type] += red ? 0 : p.used_bytes;
-    if (p.type == "data" && (p.total_bytes > 0 || p.used_bytes > 0)) {
-      data_seen = true;
-      // Each missing member takes one spare copy (or parity) away: a raid1 with one member gone
-      // has a single copy left and can no longer repair anything. dup keeps both copies on one
-      // device, so a missing device takes both.
-      int spare = profile_spare_copies(p.profile);
-      if (missing > 0 && to_lower(p.profile) == "dup") spare = 0;
-      if (spare - missing <= 0) data_redundant = false;
-    }
   }
   for (const auto& type : {"data", "metadata", "system"}) {
     if (!nonredundant.count(type)) continue;
@@ -305,11 +296,14 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
             "cannot be repaired.",
             {{"target", target}, {"type", type}}, static_cast<double>(nonredundant[type]));
   }
-  if (data_seen)
+  auto model = stack_model(f);
+  if (model.spare_copies)
     b.gauge("fsaudit_filesystem_data_redundancy",
             "1 if a bad data copy can be repaired from another copy or parity (btrfs dup/raid1*/raid10/raid5/6 "
             "data, bcachefs replicas>1); 0 if it cannot.",
-            {{"target", target}, {"fs", t.fstype.empty() ? "btrfs" : t.fstype}}, data_redundant ? 1 : 0);
+            {{"target", target}, {"fs", t.fstype.empty() ? "btrfs" : t.fstype}}, *model.spare_copies > 0 ? 1 : 0);
+  if (model.margin)
+    b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", target}, {"fs", "btrfs"}}, *model.margin);
 }
 
 // Counters from `btrfs device stats` for the devices sysfs had none for.

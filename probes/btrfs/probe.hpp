@@ -32,29 +32,6 @@
 
 namespace fsaudit::btrfs {
 
-struct SysfsDevice {
-  std::uint64_t devid = 0;
-  std::string name;                 // kernel name ("sda3", "dm-0"), "" when unknown (missing)
-  bool missing = false;
-  std::optional<DeviceErrors> errors;  // nullopt when error_stats is absent or unreadable
-  std::string errors_problem;          // why errors is nullopt
-};
-struct AllocationProfile {
-  std::string type;     // data, metadata, system
-  std::string profile;  // single, raid1, ...
-  std::uint64_t total_bytes = 0;
-  std::uint64_t used_bytes = 0;
-};
-struct SysfsFilesystem {
-  std::string fsid;
-  std::vector<std::string> member_names;  // <fsid>/devices/*
-  std::vector<SysfsDevice> devices;       // <fsid>/devinfo/*
-  std::vector<AllocationProfile> profiles;
-  // Attributes that are there but unreadable or junk (file and errno or text): the probe fails
-  // with them. Absent ones (older kernels) are left at their defaults.
-  std::vector<std::string> problems;
-};
-
 // What stays true while a filesystem stays mounted, kept between runs so that a run reads only what
 // can change (counters, missing, allocation): which fsid a mount source has (found by listing every
 // btrfs in sysfs, so each run cost grew with the host's btrfs count) and which member is which devid

@@ -639,15 +639,18 @@ class Cycle {
       return finish(Verdict::error, "a pending cycle could not be cleaned up: " + r_.recovery);
     r_.fs = t_->fs;
     r_.layout = t_->layout;
-    r_.expect = t_->expect.empty() ? default_expectation(t_->fs, t_->layout) : t_->expect;
+    r_.expect = t_->expect;
     r_.file_blocks = t_->file_blocks;
-    r_.expected_copies = expected_copies(*t_);
     ops_.emplace(*t_, StackEnv{env_.runner, env_.tools, env_.stop, env_.command_timeout});
     // Cleanup must finish even after a stop request: its commands do not take the stop token.
     ops_nostop_.emplace(*t_, StackEnv{env_.runner, env_.tools, {}, env_.command_timeout});
-
+    // The stack's health first: a member missing makes the member check below fail too, with a
+    // reason that does not say what is wrong with the pool.
+    auto model = ops_->model(env_.host);
+    if (model && !model->healthy()) return refuse_unhealthy(*model);
     auto v = verify_canary(cfg_, name_, env_.host, env_.state_dir, &*ops_, true);
     if (!v) return finish(Verdict::refused, v.error());
+    if (auto why = adopt_stack(model); why) return why;
     auto before = ops_->counters();
     if (!before) return finish(Verdict::error, before.error());
     before_counters_ = *before;
@@ -660,6 +663,26 @@ class Cycle {
     r_.block_size = bs_;
     key_ = PatternKey{v->record.pattern_key, random_u64()};
     file_ = fs::path(t_->mountpoint) / kCanaryFile;
+    return std::nullopt;
+  }
+
+  // What the filesystem says it is, read before anything is exported, unmounted or written. A stack
+  // that is not whole is refused: a cycle would prove nothing about it, and its restore could land on
+  // the one good copy.
+  End refuse_unhealthy(const stack::StackModel& m) {
+    if (r_.expect.empty()) r_.expect = std::string(stack::to_string(m.expectation()));  // from the design
+    return finish(Verdict::refused, "the canary's stack is not healthy (" + std::string(stack::to_string(m.health)) +
+                                        "): " + m.reason);
+  }
+
+  // The expectation and the copies to find come from the stack, not from the layout word.
+  End adopt_stack(const Result<stack::StackModel>& m) {
+    if (!m) return finish(Verdict::refused, "cannot read the health of the canary's stack: " + m.error());
+    if (r_.expect.empty()) r_.expect = std::string(stack::to_string(m->expectation()));
+    if (!stack::layout_matches(t_->fs, t_->layout, m->layout))
+      return finish(Verdict::error, "the configured layout " + t_->layout + " is not the filesystem's (" + m->layout +
+                                        "): the configured layout does not match the filesystem");
+    r_.expected_copies = m->copies.value_or(0);
     return std::nullopt;
   }
 
@@ -713,8 +736,8 @@ class Cycle {
     // A layout that keeps N copies but shows another number is not the stack the verdict would describe.
     if (r_.expected_copies != 0 && r_.copies_found != r_.expected_copies)
       return abort(Verdict::error, "found " + std::to_string(r_.copies_found) + " copies of block " + std::to_string(chosen_) +
-                                       " but layout " + t_->layout + " keeps " + std::to_string(r_.expected_copies) +
-                                       ": the configured layout does not match the filesystem");
+                                       " but the filesystem keeps " + std::to_string(r_.expected_copies) +
+                                       ": the members scanned are not the filesystem's");
     if (env_.stop.stop_requested()) return abort(Verdict::error, "cancelled");
     return std::nullopt;
   }

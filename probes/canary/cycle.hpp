@@ -65,7 +65,7 @@ struct CycleReport {
   std::uint64_t preexisting_errors = 0;  // counters were non-zero before the cycle: a real error; not cleared
   std::string recovery;              // a pending cycle found at start and cleaned up (empty if none)
   std::vector<std::string> cleanup_errors;
-  std::uint64_t expected_copies = 0;  // from the layout; 0 = unknown layout (not checked)
+  std::uint64_t expected_copies = 0;  // from the stack model; 0 = unknown (mixed layouts: not checked)
   // Not persisted: the cycle never started because another process holds the canary's lock.
   bool busy = false;
   double scan_bytes_per_second() const { return scan_seconds > 0 ? scan_bytes / scan_seconds : 0; }

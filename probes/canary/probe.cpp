@@ -29,7 +29,10 @@ std::optional<ProbeSchedule> CanaryProbe::own_schedule() const {
 
 metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& s) {
   metrics::Batch b;
-  std::string expect = t.expect.empty() ? default_expectation(t.fs, t.layout) : t.expect;
+  // Derived from the live stack at each cycle (its model); until a cycle read it, not known.
+  std::string expect = !t.expect.empty()                      ? t.expect
+                       : s.last && !s.last->expect.empty() ? s.last->expect
+                                                              : "unknown";
   metrics::Labels base{{"target", t.name}, {"fs", t.fs}, {"layout", t.layout}};
   for (const auto& v : verdicts()) {
     auto l = base;

@@ -1,5 +1,6 @@
 #include "probes/canary/stack.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -7,10 +8,13 @@
 
 #include "daemon/core/strings.hpp"
 #include "daemon/core/units.hpp"
+#include "daemon/probe/targets.hpp"
 #include "probes/btrfs/probe.hpp"
 #include "probes/btrfs/scrub_driver.hpp"
 #include "probes/btrfs/scrub_status.hpp"
+#include "probes/btrfs/stack.hpp"
 #include "probes/zfs/scrub_driver.hpp"
+#include "probes/zfs/stack.hpp"
 #include "probes/zfs/status.hpp"
 
 namespace fsaudit::canary {
@@ -64,26 +68,6 @@ std::vector<std::string> devices_with_new_errors(const Counters& before, const C
     if (n > (it == before.per_device.end() ? 0 : it->second)) out.push_back(d);
   }
   return out;
-}
-
-std::uint64_t expected_copies(const config::CanaryTarget& t) {
-  std::string l = to_lower(t.layout);
-  if (l == "single" || l == "plain" || l == "raid0" || l == "stripe" || l == "raid5" || l == "raid6" ||
-      l.rfind("raidz", 0) == 0)
-    return 1;
-  if (t.fs == "zfs" && l == "mirror") return t.devices.size();
-  if (l == "dup" || l == "raid1" || l == "raid10" || l == "mirror") return 2;
-  if (l == "raid1c3") return 3;
-  if (l == "raid1c4") return 4;
-  return 0;
-}
-
-std::string default_expectation(const std::string& fs, const std::string& layout) {
-  if (fs != "btrfs" && fs != "zfs" && fs != "bcachefs") return "blind";
-  static const std::set<std::string> redundant = {"raid1", "raid1c3", "raid1c4", "raid10", "dup", "mirror",
-                                                  "raidz", "raidz1", "raidz2", "raidz3", "raid5", "raid6",
-                                                  "replicas", "draid", "draid1", "draid2", "draid3"};
-  return redundant.count(to_lower(layout)) ? "repaired" : "detected";
 }
 
 bool expectation_met(const std::string& expect, const std::string& verdict) {
@@ -236,6 +220,48 @@ Result<Counters> StackOps::counters() {
     return c;
   }
   return c;  // xfs/ext4: no data error counters
+}
+
+Result<stack::StackModel> StackOps::model(const HostPaths& host) {
+  if (t_.fs == "zfs") {
+    auto r = run({env_.tool("zpool"), "status", t_.pool});
+    if (!r.ok()) return err("zpool status " + t_.pool + ": " + r.describe());
+    auto rep = zfs::parse_zpool_status(r.out);
+    if (!rep) return err("zpool status " + t_.pool + ": " + rep.error());
+    auto pool = std::find_if(rep->pools.begin(), rep->pools.end(), [&](const auto& p) { return p.name == t_.pool; });
+    if (pool == rep->pools.end()) return err("zpool status " + t_.pool + " printed no pool " + t_.pool);
+    // A pool that is not whole is refused whatever its dataset says: zfs get may not answer for it.
+    auto ds = [&]() -> Result<zfs::DatasetShape> {
+      auto g = run({env_.tool("zfs"), "get", "-Hp", zfs::kDatasetShapeProps, t_.pool});
+      if (!g.ok()) return err("zfs get " + std::string(zfs::kDatasetShapeProps) + " " + t_.pool + ": " + g.describe());
+      auto props = zfs::parse_property_table(g.out);
+      if (!props) return err("zfs get " + t_.pool + ": " + props.error());
+      return zfs::dataset_shape(*props, t_.pool);
+    }();
+    if (!ds) {
+      auto whole = zfs::stack_model(*pool);
+      if (!whole.healthy()) return whole;
+      return err(ds.error());
+    }
+    return zfs::stack_model(*pool, *ds);
+  }
+  if (t_.fs == "btrfs") {
+    // sysfs knows a btrfs only while it is mounted; the canary is, at the start of a cycle.
+    auto mounts = read_mount_table(host);
+    if (!mounts) return err(mounts.error());
+    const MountEntry* m = nullptr;
+    for (const auto& e : **mounts)
+      if (e.mountpoint == t_.mountpoint) m = &e;  // the last one is what the path shows
+    if (!m || m->fstype != "btrfs") return err(t_.mountpoint + " is not a mounted btrfs: its health cannot be read");
+    auto fsid = btrfs::find_fsid(host, m->source);
+    if (!fsid) return err(fsid.error());
+    auto f = btrfs::read_sysfs(host, *fsid);
+    if (!f) return err(f.error());
+    auto opts = "," + m->mount_options + "," + m->super_options + ",";
+    bool sums = opts.find(",nodatasum,") == std::string::npos && opts.find(",nodatacow,") == std::string::npos;
+    return btrfs::stack_model(*f, sums);
+  }
+  return stack::plain_model(t_.fs, t_.name);
 }
 
 ScrubOutcome StackOps::scrub() {

@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "daemon/config/sections/canary.hpp"
+#include "daemon/core/host_paths.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/probe/probe.hpp"
 #include "probes/canary/parse.hpp"
+#include "probes/stack/model.hpp"
 
 namespace fsaudit::canary {
 
@@ -30,8 +32,6 @@ struct Counters {
 // The members whose counters rose from `before` to `after`.
 std::vector<std::string> devices_with_new_errors(const Counters& before, const Counters& after);
 
-// Physical copies of one data block that the layout keeps (0: unknown layout, not checked).
-std::uint64_t expected_copies(const config::CanaryTarget& t);
 
 struct ScrubOutcome {
   bool supported = false;
@@ -67,6 +67,9 @@ class StackOps {
   Result<void> take_offline();  // unmount / zpool export
   Result<void> bring_online();  // mount / zpool import
   Result<Counters> counters();
+  // What the stack is and how healthy it is now, read through the filesystem's own parser
+  // (zpool status + zfs get; btrfs sysfs of the mounted canary; a plain model for XFS/ext4).
+  Result<stack::StackModel> model(const HostPaths& host);
   ScrubOutcome scrub();
   Result<void> clear_counters();
 
@@ -81,8 +84,6 @@ class StackOps {
   StackEnv env_;
 };
 
-// Default expectation from the stack: repaired | detected | blind.
-std::string default_expectation(const std::string& fs, const std::string& layout);
 bool expectation_met(const std::string& expect, const std::string& verdict);
 
 }  // namespace fsaudit::canary

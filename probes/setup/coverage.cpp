@@ -43,27 +43,9 @@ std::string ago(double secs) {
 
 }  // namespace
 
-std::string normalize_layout(const std::string& fs, const std::string& layout) {
-  std::string l = to_lower(layout);
-  if (l == "raidz") return "raidz1";
-  if (fs == "zfs" && (l == "stripe" || l == "disk" || l == "plain" || l == "file" || l.empty())) return "single";
-  if ((fs == "xfs" || fs == "ext4") && (l == "single" || l.empty())) return "plain";
-  if ((fs == "xfs" || fs == "ext4") && l.starts_with("lvm-raid")) return "lvm-raid";
-  if (l.empty()) return "single";
-  return l;
-}
-
 std::string redundancy_of(const StackFacts& f) {
-  if (f.fs == "btrfs") {
-    if (!f.btrfs || f.btrfs->data_profiles.empty()) return "unknown";
-    return joined({f.btrfs->data_profiles.begin(), f.btrfs->data_profiles.end()});
-  }
-  if (f.fs == "zfs") {
-    if (!f.zpool || f.zpool->data_vdev_layouts.empty()) return "unknown";
-    std::set<std::string> s;
-    for (const auto& l : f.zpool->data_vdev_layouts) s.insert(normalize_layout("zfs", l));
-    return joined(s);
-  }
+  // btrfs and ZFS say themselves what they are (the stack model's layout).
+  if (f.fs == "btrfs" || f.fs == "zfs") return f.model && !f.model->layout.empty() ? f.model->layout : "unknown";
   if (f.fs == "bcachefs") {
     if (!f.bcachefs || !f.bcachefs->data_replicas) return "unknown";
     return *f.bcachefs->data_replicas > 1 ? "replicas" : "single";

@@ -9,6 +9,7 @@
 #include "daemon/config/sections/canary.hpp"
 #include "daemon/config/sections/setup.hpp"
 #include "probes/setup/facts.hpp"
+#include "probes/stack/model.hpp"
 
 namespace fsaudit::setup {
 
@@ -18,8 +19,8 @@ using Signature = std::map<std::string, std::string>;
 // Redundancy in the canary layout vocabulary: btrfs profiles (single, dup, raid1, ...), ZFS vdev
 // layouts (mirror, raidz1, single), bcachefs (replicas, single), XFS/ext4 (plain, md-raid1, lvm-raid).
 std::string redundancy_of(const StackFacts& f);
-// The same vocabulary for a configured canary layout ("raidz" -> "raidz1", ZFS "stripe" -> "single").
-std::string normalize_layout(const std::string& fs, const std::string& layout);
+// The same vocabulary for a configured canary layout: the stack model's (probes/stack/model.hpp).
+using stack::normalize_layout;
 
 Signature stack_signature(const StackFacts& f);
 // A canary's signature: from its live filesystem when `live` is given (mounted), else from its config.

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "probes/stack/model.hpp"
+
 namespace fsaudit::setup {
 
 // One member block device as the kernel sees it (the partition's whole disk for model etc.).
@@ -38,8 +40,6 @@ struct ZfsVdevFacts {
 
 struct ZfsPoolFacts {
   std::string name;
-  // Layout of each top-level data vdev: mirror, raidz1..3, draid*, or "disk"/"file" for a plain vdev.
-  std::vector<std::string> data_vdev_layouts;
   std::vector<ZfsVdevFacts> stacked;        // leaf vdevs that are files or sit on another filesystem
   std::optional<int> ashift;                // pool property; 0 = chosen per vdev at creation
   std::optional<bool> autotrim;             // absent before OpenZFS 0.8 (zfs-fuse)
@@ -97,6 +97,8 @@ struct StackFacts {
   std::optional<BtrfsFacts> btrfs;
   std::optional<BcachefsFacts> bcachefs;
   std::optional<ScrubFacts> scrub;
+  // What the filesystem reports it is (btrfs, ZFS: from their own parsers; probes/stack/model.hpp).
+  std::optional<stack::StackModel> model;
   std::optional<double> measured_io_bytes;  // typical write size on this target, where measurable
   std::string kernel_release;
   std::vector<std::string> problems;  // facts that could not be gathered, and why

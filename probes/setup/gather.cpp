@@ -12,9 +12,12 @@
 #include "probes/bcachefs/probe.hpp"
 #include "probes/capacity/statfs_helper.hpp"
 #include "probes/btrfs/probe.hpp"
+#include "probes/btrfs/stack.hpp"
 #include "probes/scrub_driver/drivers.hpp"
 #include "probes/scrub_driver/model.hpp"
 #include "probes/setup/nocow.hpp"
+#include "probes/setup/rules.hpp"
+#include "probes/zfs/stack.hpp"
 
 namespace fsaudit::setup {
 
@@ -166,10 +169,13 @@ void zfs_facts(StackFacts& f, GatherEnv& env) {
     f.problems.push_back("pool " + pool + " not in zpool status");
     return;
   }
+  zfs::DatasetShape shape;
+  if (f.zdataset && f.zdataset->copies) shape.copies = *f.zdataset->copies;
+  shape.checksum = data_checksummed(f).value_or(true);
+  f.model = zfs::stack_model(*ps, shape);
   ZfsPoolFacts pf;
   pf.name = pool;
   auto layout = zfs_layout(*ps);
-  pf.data_vdev_layouts = layout.data_vdev_layouts;
   for (const auto& leaf : layout.leaves) {
     bool is_path = !leaf.empty() && leaf[0] == '/' && !leaf.starts_with("/dev/");
     if (is_path) {
@@ -228,6 +234,8 @@ void btrfs_facts(StackFacts& f, GatherEnv& env) {
     f.problems.push_back(fsid.error());
     return;
   }
+  if (auto sf = btrfs::read_sysfs(env.host, *fsid)) f.model = btrfs::stack_model(*sf, data_checksummed(f).value_or(true));
+  else f.problems.push_back(sf.error());
   BtrfsFacts b;
   b.fsid = *fsid;
   auto root = env.host.sys("fs/btrfs/" + *fsid);

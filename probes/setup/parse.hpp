@@ -9,15 +9,14 @@
 #include <vector>
 
 #include "daemon/core/result.hpp"
+#include "probes/zfs/properties.hpp"
 #include "probes/zfs/status.hpp"
 
 namespace fsaudit::setup {
 
-// name -> property -> value, from `zfs get -Hp ...` / `zpool get -Hp all POOL` (tab separated, no
-// header) or the plain form with a "NAME PROPERTY VALUE SOURCE" header (zfs-fuse's zpool get). A
-// value "-" is kept as "-". Text that is neither is an error.
-using PropertyTable = std::map<std::string, std::map<std::string, std::string>>;
-Result<PropertyTable> parse_property_table(std::string_view text);
+// `zfs get` / `zpool get` tables: ZFS's parser (probes/zfs/properties.hpp).
+using zfs::PropertyTable;
+using zfs::parse_property_table;
 
 // "95.5M" / "100052992" -> bytes; "-" or garbage -> nullopt.
 std::optional<double> property_bytes(std::string_view v);
@@ -28,10 +27,10 @@ std::optional<double> property_percent(std::string_view v);
 std::string normalize_fs(const std::string& fstype);
 
 struct ZfsLayout {
-  std::vector<std::string> data_vdev_layouts;  // mirror, raidz2, disk, file, ...
-  std::vector<std::string> leaves;             // leaf vdev names of data/special/dedup/log vdevs
+  std::vector<std::string> leaves;  // leaf vdev names of data/special/dedup/log vdevs
 };
-// Top-level data vdevs (role data/special/dedup) and their layout; leaves for the stacked check.
+// The leaves of the pool's data/special/dedup/log vdevs, for the stacked check. (What the vdevs
+// make of the pool is its stack model: probes/zfs/stack.hpp.)
 ZfsLayout zfs_layout(const zfs::ZfsPoolStatus& pool);
 
 // One /proc/spl/kstat/zfs/<pool>/objset-0x<id> file (OpenZFS 0.8+ on Linux): the dataset's write()

@@ -159,10 +159,6 @@ std::string bytes(double v) {
   return fmt(i ? "%.1f" : "%.0f", v) + " " + u[i];
 }
 
-bool redundant_zfs_layout(const std::string& l) {
-  return l == "mirror" || l.starts_with("raidz") || l.starts_with("draid");
-}
-
 class Judge {
  public:
   Judge(const StackFacts& f, const config::SetupConfig& c) : f_(f), c_(c) {}
@@ -171,6 +167,20 @@ class Judge {
     e_.findings.push_back({rule, r ? r->severity : "warning", std::move(evidence)});
   }
   void unknown(const std::string& rule, std::string reason) { e_.not_evaluable.push_back({rule, std::move(reason)}); }
+  // not_repairable from the stack model: whether every data block has a second copy or parity.
+  void repairable(const std::string& what) {
+    if (!f_.model || f_.model->layout.empty()) {
+      unknown("not_repairable", "the filesystem's layout is not known (" +
+                                    (f_.model ? f_.model->reason : std::string("no stack model")) + ")");
+      return;
+    }
+    const auto& m = *f_.model;
+    if (!m.repairs)
+      fire("not_repairable", what + m.layout +
+                                 (m.copies ? ", " + std::to_string(*m.copies) + " cop" + (*m.copies == 1 ? "y" : "ies")
+                                           : std::string(", a block may have one copy")) +
+                                 " of a data block, no parity");
+  }
   Evaluation run();
 
  private:
@@ -211,14 +221,7 @@ void Judge::btrfs() {
   } else {
     unknown("btrfs_nocow_files", "NOCOW scan disabled or not run");
   }
-  if (b.data_profiles.empty()) {
-    unknown("not_repairable", "no data profile in sysfs allocation");
-  } else {
-    std::vector<std::string> bad;
-    for (const auto& p : b.data_profiles)
-      if (p == "single" || p == "raid0") bad.push_back(p);
-    if (!bad.empty()) fire("not_repairable", "btrfs data profile " + join(bad, "+") + ": one copy of every data block");
-  }
+  repairable("btrfs data profile ");
   std::vector<std::string> r56;
   for (const auto& p : b.data_profiles)
     if (p == "raid5" || p == "raid6") r56.push_back("data " + p);
@@ -270,18 +273,7 @@ void Judge::zfs() {
     return;
   }
   const auto& p = *f_.zpool;
-  if (p.data_vdev_layouts.empty()) {
-    unknown("not_repairable", "no data vdevs seen in zpool status");
-  } else {
-    std::vector<std::string> plain;
-    for (const auto& l : p.data_vdev_layouts)
-      if (!redundant_zfs_layout(l)) plain.push_back(l);
-    int copies = f_.zdataset && f_.zdataset->copies ? *f_.zdataset->copies : 1;
-    if (!plain.empty() && copies < 2)
-      fire("not_repairable", "pool " + p.name + ": " + std::to_string(plain.size()) + " of " +
-                                 std::to_string(p.data_vdev_layouts.size()) + " top-level data vdevs without redundancy (" +
-                                 join(plain) + ") and copies=" + std::to_string(copies));
-  }
+  repairable("pool " + p.name + ": data vdevs ");
   if (!p.stacked.empty()) {
     std::vector<std::string> ev;
     for (const auto& v : p.stacked)

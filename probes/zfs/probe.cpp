@@ -4,6 +4,7 @@
 #include <set>
 
 #include "daemon/core/strings.hpp"
+#include "probes/zfs/stack.hpp"
 
 namespace fsaudit::zfs {
 
@@ -56,18 +57,7 @@ bool says_no_zfs(const CommandResult& r) {
 
 }  // namespace
 
-bool pool_is_redundant(const ZfsPoolStatus& pool) {
-  bool any = false;
-  for (const auto& v : pool.vdevs) {
-    if (v.depth != 0) continue;
-    if (v.role != "data" && v.role != "special" && v.role != "dedup") continue;
-    any = true;
-    const auto& t = v.type;
-    bool redundant = !v.leaf && (t.starts_with("mirror") || t.starts_with("raidz") || t.starts_with("draid"));
-    if (!redundant) return false;
-  }
-  return any;
-}
+bool pool_is_redundant(const ZfsPoolStatus& pool) { return stack_model(pool).designed_redundancy.value_or(0) > 0; }
 
 metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vector<ZfsPoolList>& lists,
                                  StatusFormat format, std::map<std::string, ScrubMemory>& memory) {
@@ -86,9 +76,12 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
       if (val)
         b.gauge("fsaudit_zfs_pool_errors", "Error counters of the pool's root vdev row (reset by zpool clear).",
                 {{"pool", p.name}, {"kind", kind}}, static_cast<double>(*val));
+    const auto model = stack_model(p);
     b.gauge("fsaudit_zfs_pool_redundant",
             "1 if every data/special/dedup top-level vdev is a mirror, raidz or draid (bad copies can be repaired).",
-            pl, pool_is_redundant(p) ? 1 : 0);
+            pl, model.designed_redundancy.value_or(0) > 0 ? 1 : 0);
+    if (model.margin)
+      b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", p.name}, {"fs", "zfs"}}, *model.margin);
 
     std::map<std::string, int> seen;
     for (const auto& v : p.vdevs) {

@@ -31,8 +31,9 @@ struct ScrubMemory {
 metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vector<ZfsPoolList>& lists,
                                  StatusFormat format, std::map<std::string, ScrubMemory>& memory);
 
-// True when a pool's data vdevs (data/special/dedup roles) are all mirror/raidz/draid: the layout
-// can repair a bad copy. copies=N datasets are not seen here.
+// True when a pool's data vdevs (data/special/dedup roles) are all mirror/raidz/draid: it survives
+// a member failure (its stack model's designed redundancy, probes/zfs/stack.hpp). copies=N datasets
+// are not seen here.
 bool pool_is_redundant(const ZfsPoolStatus& pool);
 
 // One `zpool status` for two probes. The zfs probe posts every complete status it read; the scrub

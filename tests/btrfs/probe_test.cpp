@@ -8,6 +8,7 @@
 
 #include "probes/btrfs/probe.hpp"
 #include "probes/btrfs/scrub_status.hpp"
+#include "probes/btrfs/stack.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/support.hpp"
 
@@ -339,6 +340,7 @@ TEST(BtrfsProbeAdapter, Raid1TreeCountersProfilesAndScrub) {
   EXPECT_EQ(b.value("fsaudit_btrfs_allocated_bytes", {{"type", "metadata"}, {"profile", "raid1"}}), 54525952);
   EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 0);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
   // The scrub's counts are the scrub probe's (tests/scrub/probe_test.cpp, same fixtures).
   EXPECT_FALSE(b.has("fsaudit_btrfs_scrub_errors"));
 }
@@ -354,6 +356,7 @@ TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
   const auto& b = r.metrics;
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"kind", "corruption"}}), 4);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/s"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "/mnt/s"}}), 0);
   EXPECT_EQ(b.value("fsaudit_btrfs_profile_redundant", {{"type", "data"}, {"profile", "single"}}), 0);
   EXPECT_EQ(b.value("fsaudit_btrfs_profile_redundant", {{"type", "metadata"}, {"profile", "dup"}}), 1);
   EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 262144);

@@ -698,8 +698,9 @@ TEST(CanaryCrash, AForgedInjectionIsNotOneACycleMakes) {
   fs::remove(inflight_path(cfg.state_dir, s->name));
 }
 
-// The layout is checked against the copies found: a single-copy btrfs configured as raid1 is an
-// error, not a verdict about a stack that is not there; the canary is left clean.
+// The layout word is checked against what the filesystem reports (its stack model) before anything
+// is touched: a single-copy btrfs configured as raid1 is an error, not a verdict about a stack that is
+// not there; the canary is left clean.
 TEST(CanaryLayout, CopiesFoundMustMatchTheLayout) {
   FSAUDIT_REQUIRE_LAB_OR_SKIP();
   auto s = make_stack("btrfs-single");
@@ -710,7 +711,7 @@ TEST(CanaryLayout, CopiesFoundMustMatchTheLayout) {
   ASSERT_TRUE(init_canary(cfg, s->name, pr));
   auto r = cycle(cfg, s->name);
   EXPECT_EQ(r.verdict, Verdict::error) << r.to_json();
-  EXPECT_NE(r.reason.find("layout raid1 keeps 2"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("the configured layout raid1 is not the filesystem's (single)"), std::string::npos) << r.reason;
   EXPECT_FALSE(r.injection.has_value());
   expect_clean_after_cycle(*s, cfg);
 }

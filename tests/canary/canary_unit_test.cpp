@@ -148,15 +148,57 @@ TEST(CanaryConfig, OverlappingCanariesAreRejected) {
             2u);
 }
 
-TEST(CanaryExpectation, DerivedFromStack) {
-  EXPECT_EQ(default_expectation("btrfs", "raid1"), "repaired");
-  EXPECT_EQ(default_expectation("btrfs", "dup"), "repaired");
-  EXPECT_EQ(default_expectation("zfs", "mirror"), "repaired");
-  EXPECT_EQ(default_expectation("zfs", "raidz2"), "repaired");
-  EXPECT_EQ(default_expectation("btrfs", "single"), "detected");
-  EXPECT_EQ(default_expectation("zfs", "stripe"), "detected");
-  EXPECT_EQ(default_expectation("xfs", "md-raid1"), "blind");
-  EXPECT_EQ(default_expectation("ext4", "plain"), "blind");
+// The expectation and the copies to find come from what the filesystem reports (the stack model,
+// read through zpool status and zfs get), not from the layout word: a single vdev with copies=2
+// keeps 2 copies and repairs, where the word "single" said 1 copy, detected.
+TEST(CanaryExpectation, DerivedFromTheStackNotTheLayoutWord) {
+  auto cfg = parse("canary: {canaries: [{name: c, fs: zfs, layout: single, pool: fxstkc2, devices: [/dev/x], mountpoint: /m}]}");
+  testing::FakeRunner runner;
+  runner.answer("zpool status fxstkc2", testing::fixture("zfs/zfs-fuse-status-single-vdev-copies-2.txt"));
+  runner.answer("zfs get -Hp copies,checksum fxstkc2", testing::fixture("zfs/zfs-fuse-get-Hp-copies-checksum-copies-2.txt"));
+  StackOps ops(cfg.canary.canaries[0], StackEnv{runner, cfg.tools, {}});
+  auto m = ops.model(cfg.host);
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_EQ(m->copies, 2u);
+  EXPECT_EQ(m->expectation(), stack::Expectation::repaired);
+  EXPECT_TRUE(stack::layout_matches("zfs", "single", m->layout));
+  EXPECT_FALSE(stack::layout_matches("zfs", "mirror", m->layout));
+  // A status that names another pool is not this canary's.
+  runner.answer("zpool status fxstkc2", testing::fixture("zfs/zfs-fuse-status-three-way-mirror.txt"));
+  auto other = ops.model(cfg.host);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().find("printed no pool fxstkc2"), std::string::npos) << other.error();
+  // XFS and ext4: one copy, blind.
+  auto x = parse("canary: {canaries: [{name: x, fs: xfs, devices: [/dev/x], mountpoint: /m}]}");
+  StackOps xops(x.canary.canaries[0], StackEnv{runner, x.tools, {}});
+  auto xm = xops.model(x.host);
+  ASSERT_TRUE(xm.ok());
+  EXPECT_EQ(xm->copies, 1u);
+  EXPECT_EQ(xm->expectation(), stack::Expectation::blind);
+}
+
+// A pool that is resilvering is refused before anything is touched: the only commands run are the
+// reads of its state (no export, import, umount), and the reason says what is wrong with the pool
+// (here also when its dataset's properties cannot be read: the fake answers no zfs get).
+TEST(CanaryRefusal, ResilveringPoolIsRefusedBeforeAnythingIsTouched) {
+  TempDir d("canary-unit");
+  auto cfg = parse("state_dir: " + (d / "state").string() +
+                   "\ncanary: {canaries: [{name: c, fs: zfs, layout: raidz1, pool: bulk, devices: [/dev/null-nonexistent], "
+                   "mountpoint: /srv/nowhere}]}\n");
+  testing::FakeRunner runner;
+  runner.answer("zpool status bulk",
+                testing::fixture("written/zfs/zpool-status-openzfs-resilver-in-progress-slash-total-replacing-resilvering.txt"));
+  CycleEnv env(cfg.host, runner, cfg.tools, SystemClock::instance(), cfg.state_dir);
+  auto r = run_cycle(cfg.canary, "c", env);
+  EXPECT_EQ(r.verdict, Verdict::refused) << r.to_json();
+  EXPECT_NE(r.reason.find("resilvering"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("pool bulk is DEGRADED"), std::string::npos) << r.reason;
+  EXPECT_EQ(r.expect, "repaired");  // from the design: a raidz1 repairs once whole
+  EXPECT_FALSE(r.injection.has_value());
+  // Reads only: its state and its dataset's properties.
+  for (const auto& c : runner.calls) EXPECT_TRUE(c.starts_with("zpool status") || c.starts_with("zfs get")) << c;
+  EXPECT_EQ(runner.count("zpool status bulk"), 1);
+  EXPECT_FALSE(std::filesystem::exists(inflight_path(cfg.state_dir, "c")));
 }
 
 TEST(CanaryExpectation, MetOrNot) {
@@ -768,25 +810,6 @@ TEST(CanaryRecovery, UnreadableMarkerIsKeptAndReported) {
   EXPECT_NE(r.recovery.find("unreadable"), std::string::npos) << r.recovery;
   EXPECT_TRUE(std::filesystem::exists(inflight_path(cfg.state_dir, "c")));
   EXPECT_TRUE(runner.calls.empty());
-}
-
-// ---- layout and copies
-TEST(CanaryLayout, ExpectedCopies) {
-  auto t = [](std::string fs, std::string layout, std::size_t n) {
-    config::CanaryTarget c;
-    c.fs = fs;
-    c.layout = layout;
-    c.devices.assign(n, "/dev/x");
-    return expected_copies(c);
-  };
-  EXPECT_EQ(t("btrfs", "raid1", 2), 2u);
-  EXPECT_EQ(t("btrfs", "raid1c3", 3), 3u);
-  EXPECT_EQ(t("btrfs", "single", 1), 1u);
-  EXPECT_EQ(t("btrfs", "dup", 1), 2u);
-  EXPECT_EQ(t("zfs", "mirror", 3), 3u);
-  EXPECT_EQ(t("zfs", "raidz1", 3), 1u);
-  EXPECT_EQ(t("xfs", "plain", 1), 1u);
-  EXPECT_EQ(t("ext4", "md-raid1", 1), 0u);  // unknown: not checked
 }
 
 // ---- init refuses a filesystem with data, or a big one, unless forced

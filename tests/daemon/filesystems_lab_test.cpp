@@ -68,6 +68,9 @@ TEST(FilesystemsDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
   auto text = d.wait_for_metric("fsaudit_btrfs_device_errors", dev_a, 90);
   ASSERT_EQ(scrape_value(text, "fsaudit_btrfs_device_errors", dev_a), 0) << d.log();
   EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_data_redundancy", {{"target", mnt.string()}, {"fs", "btrfs"}}), 1);
+  // The stack model's margin: a whole raid1 survives one member failure.
+  EXPECT_EQ(scrape_value(text, "fsaudit_redundancy_margin", {{"target", mnt.string()}, {"fs", "btrfs"}}), 1)
+      << scrape_lines(text, "fsaudit_redundancy_margin");
   // The kernel log watcher must be reading before the corruption is hit.
   d.wait_for_metric("fsaudit_kernel_log_source_info", {}, 90);
   DaemonProcess::sleep_ms(1500);

@@ -9,6 +9,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/core/clock.hpp"
 #include "daemon/core/files.hpp"
+#include "probes/btrfs/stack.hpp"
 #include "probes/canary/cycle.hpp"
 #include "probes/setup/coverage.hpp"
 #include "probes/setup/gather.hpp"
@@ -16,6 +17,7 @@
 #include "probes/setup/parse.hpp"
 #include "probes/setup/probe.hpp"
 #include "probes/setup/rules.hpp"
+#include "probes/zfs/stack.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
 
@@ -45,6 +47,29 @@ BlockDevice ssd(const std::string& n, std::uint64_t phys = 4096) {
   return d;
 }
 
+// The stack models the filesystems' own builders make (probes/<fs>/stack.hpp), as gather fills them.
+stack::StackModel btrfs_model(const std::string& data, const std::string& metadata = "raid1") {
+  btrfs::SysfsFilesystem s;
+  s.fsid = "0a5b1c2d-3e4f-5a6b-7c8d-9e0f1a2b3c4d";
+  s.devices.resize(2);
+  s.devices[0].devid = 1;
+  s.devices[1].devid = 2;
+  s.profiles = {{"data", data, 1ull << 30, 1ull << 29}, {"metadata", metadata, 1ull << 28, 1ull << 20}};
+  return btrfs::stack_model(s);
+}
+// The pool `name` of a captured zpool status (tests/fixtures/<fixture>), with the dataset's copies.
+stack::StackModel zfs_model(const std::string& fixture, const std::string& name, int copies = 1) {
+  auto st = zfs::parse_zpool_status(testing::fixture(fixture));
+  EXPECT_TRUE(st.ok()) << fixture;
+  if (st)
+    for (const auto& p : st->pools)
+      if (p.name == name) return zfs::stack_model(p, zfs::DatasetShape{copies, true});
+  ADD_FAILURE() << "no pool " << name << " in " << fixture;
+  return {};
+}
+const char kTwoMirrors[] = "written/zfs/zpool-status-openzfs-healthy-features-notice-two-mirrors.txt";
+const char kMirrorAndSingle[] = "captured/zfs-fuse/zpool-status-mirror-and-single-never-scrubbed.txt";
+
 // A healthy stack of each kind: no rule may fire on these.
 StackFacts healthy_btrfs() {
   StackFacts f;
@@ -61,6 +86,7 @@ StackFacts healthy_btrfs() {
   b.unallocated_bytes = 500ull << 30;
   b.nocow = NocowScan{120, 0, false, {}, {}};
   f.btrfs = b;
+  f.model = btrfs_model("raid1");
   f.scrub = ScrubFacts{kNow - 90 * 86400, kNow - 3 * 86400, ""};
   f.kernel_release = "6.18.44";
   return f;
@@ -77,11 +103,11 @@ StackFacts healthy_zfs() {
   f.zdataset = ZfsDatasetFacts{"tank/vm", "on", "lz4", 1, 16384};
   ZfsPoolFacts p;
   p.name = "tank";
-  p.data_vdev_layouts = {"mirror", "mirror"};
   p.ashift = 12;
   p.autotrim = true;
   p.capacity_percent = 41;
   f.zpool = p;
+  f.model = zfs_model(kTwoMirrors, "homes");  // a pool of two mirrors
   f.measured_io_bytes = 16384;
   f.scrub = ScrubFacts{kNow - 90 * 86400, kNow - 86400, ""};
   return f;
@@ -126,7 +152,9 @@ std::vector<RuleCase> cases() {
       {"zfs_checksum_off", [] { auto f = healthy_zfs(); f.zdataset->checksum = "off"; return f; }, healthy_zfs},
       {"bcachefs_data_checksum_none",
        [] { auto f = healthy_bcachefs(); f.bcachefs->data_checksum = "none"; return f; }, healthy_bcachefs},
-      {"not_repairable", [] { auto f = healthy_btrfs(); f.btrfs->data_profiles = {"single"}; return f; }, healthy_btrfs},
+      {"not_repairable",
+       [] { auto f = healthy_btrfs(); f.btrfs->data_profiles = {"single"}; f.model = btrfs_model("single"); return f; },
+       healthy_btrfs},
       {"btrfs_raid56", [] { auto f = healthy_btrfs(); f.btrfs->data_profiles = {"raid5"}; return f; }, healthy_btrfs},
       {"metadata_not_duplicated", [] { auto f = healthy_btrfs(); f.btrfs->metadata_profiles = {"single"}; return f; },
        healthy_btrfs},
@@ -205,13 +233,24 @@ TEST(SetupRules, UnknownPropertiesAreNotEvaluableNeverFindings) {
 
 TEST(SetupRules, ZfsCopiesTwoMakesASingleVdevRepairable) {
   auto f = healthy_zfs();
-  f.zpool->data_vdev_layouts = {"disk"};
+  f.model = zfs_model(kMirrorAndSingle, "fxcaps");  // one file vdev
   EXPECT_TRUE(evaluate(f, cfg()).holds("not_repairable"));
-  f.zdataset->copies = 2;
+  f.model = zfs_model(kMirrorAndSingle, "fxcaps", 2);
   EXPECT_FALSE(evaluate(f, cfg()).holds("not_repairable"));
-  f.zdataset->copies = 1;
-  f.zpool->data_vdev_layouts = {"mirror", "disk"};  // a stripe with one plain disk
-  EXPECT_TRUE(evaluate(f, cfg()).holds("not_repairable"));
+  // A stripe of a mirror and one plain disk: a block on the disk has one copy.
+  auto mixed = zfs::parse_zpool_status(testing::fixture(kMirrorAndSingle));
+  ASSERT_TRUE(mixed.ok());
+  auto pool = mixed->pools[0];
+  pool.vdevs.insert(pool.vdevs.end(), mixed->pools[1].vdevs.begin(), mixed->pools[1].vdevs.end());
+  f.model = zfs::stack_model(pool);
+  auto e = evaluate(f, cfg());
+  ASSERT_TRUE(e.holds("not_repairable"));
+  for (const auto& x : e.findings)
+    if (x.rule == "not_repairable") {
+      EXPECT_NE(x.evidence.find("mirror+single"), std::string::npos) << x.evidence;
+    }
+  f.model.reset();
+  EXPECT_FALSE(evaluate(f, cfg()).holds("not_repairable"));  // not known: not evaluable, never a finding
 }
 
 TEST(SetupRules, AutotrimOnlyMattersOnSsdsAndScrubNeverCompletedCountsFromFirstSeen) {
@@ -266,7 +305,6 @@ TEST(SetupParse, ZfsLayoutFromZpoolStatus) {
   ASSERT_TRUE(st.ok()) << st.error();
   ASSERT_EQ(st->pools.size(), 1u);
   auto l = zfs_layout(st->pools[0]);
-  EXPECT_EQ(l.data_vdev_layouts, std::vector<std::string>{"mirror"});
   EXPECT_EQ(l.leaves, (std::vector<std::string>{"/tmp/setupx/v1", "/tmp/setupx/v2"}));
   EXPECT_EQ(zfs_pool_of("tank/vm/disk0@snap"), "tank");
   EXPECT_EQ(normalize_fs("fuse.zfs"), "zfs");

@@ -43,6 +43,7 @@ MOUNTINFO_READER = "daemon/probe/targets.cpp"
 RANKS = {
     "daemon/core": 0,                                               # Result, strings, files, HostPaths, fstype, windows
     "daemon/metrics": 1, "daemon/runner": 1, "daemon/systemd": 1,   # store, command runner, sd-notify/journal
+    "probes/stack": 1,                                              # the stack model every filesystem fills
     "daemon/probe": 2,                                              # the Probe API, targets, the mount table
     "daemon/config": 3, "daemon/scheduler": 3,
     "daemon/http": 4, "probes/scrub_driver": 4,                     # /metrics and the page; the scrub driver interface

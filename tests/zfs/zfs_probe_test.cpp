@@ -91,6 +91,9 @@ TEST(ZfsProbe, DetectsPlainTextOnZfsFuseAndCachesIt) {
   EXPECT_EQ(max_ck, 3533);
   EXPECT_EQ(b.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap2"}, {"state", "online"}}), 1);
   EXPECT_DOUBLE_EQ(b.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 481.0 * 1024 * 1024);
+  // The mirror survives one member failure, the single vdev none.
+  EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "fsauditcap"}, {"fs", "zfs"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "fsauditcap2"}, {"fs", "zfs"}}), 0);
 
   r.argvs.clear();
   res = probe.run(Target::host(), ctx);
