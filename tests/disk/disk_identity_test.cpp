@@ -7,6 +7,9 @@
 #include "daemon/metrics/label_value.hpp"
 #include "daemon/probe/targets.hpp"
 #include "probes/disk/probe.hpp"
+#include "probes/md/probe.hpp"
+#include "tests/support/fake_runner.hpp"
+#include "tests/support/probe_fixture.hpp"
 #include "tests/support/support.hpp"
 
 namespace fsaudit::block {
@@ -114,6 +117,18 @@ TEST(DiskLabel, DerivedOnDeviceSeries) {
   EXPECT_FALSE(b.has("x", {{"device", "nothing-here"}, {"disk", ""}}));
   for (const auto& m : b.families()[0].metric)
     for (std::size_t i = 1; i < m.label.size(); ++i) EXPECT_LT(m.label[i - 1].name, m.label[i].name);
+}
+
+// The md probe's series name the whole disks: a member its own, the array all of its members'.
+TEST(DiskLabel, MdProbeSeriesCarryTheirDisks) {
+  testing::FakeRunner runner;
+  testing::ContextHolder c(tree(), runner);
+  auto r = md::make_md_probe(config::default_config())->run(Target::host(), c.ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_TRUE(r.metrics.has("fsaudit_md_member_faulty", {{"device", "md0"}, {"member", "sda1"}, {"disk", "sda"}}));
+  EXPECT_TRUE(r.metrics.has("fsaudit_md_member_faulty", {{"device", "md0"}, {"member", "sdb1"}, {"disk", "sdb"}}));
+  EXPECT_TRUE(r.metrics.has("fsaudit_md_member_faulty", {{"device", "md1"}, {"member", "sdc1"}, {"disk", "sdc"}}));
+  EXPECT_TRUE(r.metrics.has("fsaudit_md_array_info", {{"device", "md0"}, {"disk", "sda,sdb"}}));
 }
 
 }  // namespace
