@@ -10,6 +10,7 @@
 #include "probes/canary/lab.hpp"
 #include "probes/canary/probe.hpp"
 #include "probes/capacity/probe.hpp"
+#include "probes/disk/probe.hpp"
 #include "probes/ext4/probe.hpp"
 #include "probes/kernel_log/probe.hpp"
 #include "probes/latency/probe.hpp"
@@ -63,6 +64,8 @@ const std::map<std::string, Factory>& factories() {
       {"xfs", one<xfs::make_xfs_probe>},
       {"ext4", one<ext4::make_ext4_probe>},
       {"md", one<md::make_md_probe>},
+      {"disk", one<disk::make_disk_probe>},
+      {"smart", one<disk::make_smart_probe>},
       {"kernel_log", one<kernel_log::make_kernel_log_probe>},
       {"canary", many<canary::make_canary_probes>},
       {"latency", many<latency::make_latency_probes>},

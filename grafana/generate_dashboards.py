@@ -338,6 +338,43 @@ def pool_detail():
             w=12, unit="short", description="1 while the pool is in that (non-ONLINE) state.",
             options=TS, custom=ts_custom(draw="line", fill=30), min_=0, max_=1)
 
+    d.row("Disks")
+    d.panel("table", "Disks under the watched filesystems",
+            [q(f'fsaudit_disk_info{{{I}}}', instant=True, fmt="table", ref="A"),
+             q(f'fsaudit_disk_at_risk{{{I}}}', instant=True, fmt="table", ref="B")],
+            w=24, h=8, unit="none",
+            description="Every whole disk under a watched filesystem: model, serial, WWN and /dev/disk/by-id name "
+                        "(which drive to pull), its bus, and whether its SMART says it may fail soon (Value #B = 1).",
+            options=TABLE, transformations=[{"id": "merge", "options": {}},
+                                            hide_fields("Time", "Value #A", "__name__", "job", "instance")])
+    d.panel("timeseries", "Redundancy margin and members at risk",
+            [q(f'fsaudit_redundancy_margin{{{I}, {T}}}', "margin {{target}}"),
+             q(f'fsaudit_members_at_risk{{{I}, {T}}}', "at risk {{target}}")],
+            w=12, unit="short", description="How many more member failures each filesystem survives now (0 = none), "
+                                            "and how many of its disks SMART flags as at risk.",
+            options=TS, custom=ts_custom(), min_=0)
+    d.panel("timeseries", "SMART sector and media errors",
+            [q(f'fsaudit_disk_ata_reallocated_sectors{{{I}}}', "{{disk}} reallocated"),
+             q(f'fsaudit_disk_ata_pending_sectors{{{I}}}', "{{disk}} pending"),
+             q(f'fsaudit_disk_ata_offline_uncorrectable_sectors{{{I}}}', "{{disk}} offline uncorrectable"),
+             q(f'fsaudit_disk_nvme_media_errors{{{I}}}', "{{disk}} NVMe media errors"),
+             q(f'fsaudit_disk_scsi_grown_defects{{{I}}}', "{{disk}} SCSI grown defects")],
+            w=12, unit="short", description="Raw SMART counters that predict failure: ATA reallocated, pending and "
+                                            "offline-uncorrectable sectors, NVMe media errors, SCSI grown defects. "
+                                            "Any rise is worth a look.",
+            options=TS, custom=ts_custom())
+    d.panel("timeseries", "Disk temperature",
+            [q(f'fsaudit_disk_temperature_celsius{{{I}}}', "{{disk}}")],
+            w=12, unit="celsius", description="Current temperature each disk's SMART reports (read every 30 minutes).",
+            options=TS, custom=ts_custom())
+    d.panel("timeseries", "NVMe wear and SMART read state",
+            [q(f'fsaudit_disk_nvme_percentage_used_ratio{{{I}}}', "{{disk}} life used"),
+             q(f'fsaudit_disk_nvme_available_spare_ratio{{{I}}}', "{{disk}} spare"),
+             q(f'fsaudit_disk_smart_state{{{I}, state!="ok"}} == 1', "{{disk}} {{state}}")],
+            w=12, unit="percentunit", description="NVMe life used and available spare (0-1), and disks whose last SMART "
+                                                  "read was not ok (standby: asleep and not woken; unsupported: no SMART).",
+            options=TS, custom=ts_custom())
+
     d.row("Scrubs")
     d.panel("timeseries", "Scrub / resilver progress",
             [q(f'fsaudit_scrub_running{{{I}, {T}}}', "running {{target}}"),

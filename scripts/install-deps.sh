@@ -5,7 +5,7 @@ set -eu
 PKGS="build-essential cmake pkg-config g++ git
   prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev libsystemd-dev liburing-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  util-linux e2fsprogs xfsprogs btrfs-progs zfs-fuse fio libfuse3-dev fuse3
+  util-linux e2fsprogs xfsprogs btrfs-progs zfs-fuse fio libfuse3-dev fuse3 smartmontools
   prometheus systemd dbus curl jq procps psmisc kmod python3 ccache
   libssl-dev libcrypt-dev openssl chromium lintian
   clang libclang-rt-14-dev lld prometheus-node-exporter"

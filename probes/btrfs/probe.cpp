@@ -13,6 +13,8 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/core/disk_identity.hpp"
+#include "daemon/metrics/derive_label.hpp"
 #include "daemon/core/block_device.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/helper_client.hpp"
@@ -440,6 +442,7 @@ class BtrfsProbe final : public Probe {
     }
 
     auto batch = btrfs_metrics(t, obs);
+    batch = metrics::with_derived_label(batch, "device", "disk", [&](const std::string& d) { return block::disk_label(ctx.host, d); });
     bool have_counters = counters_complete || obs.device_stats;
     if (!have_counters) {
       std::string why;

@@ -20,6 +20,7 @@
 #include "daemon/core/helper_client.hpp"
 #include "probes/canary/identity.hpp"
 #include "probes/canary/journal.hpp"
+#include "probes/disk/smart_verb.hpp"
 #include "probes/scrub/helper_verbs.hpp"
 
 namespace fsaudit::canary {
@@ -73,6 +74,7 @@ std::string answer(bool ok, const std::string& what, const json& body = nullptr)
 std::string handle_helper_request(std::string_view line, const config::Config& own, CommandRunner& runner,
                                   uid_t peer_uid, gid_t peer_gid) {
   if (auto scrub = scrub::handle_scrub_helper_request(line, own, runner, peer_uid, peer_gid)) return *scrub;
+  if (auto smart = disk::handle_smart_helper_request(line, own, runner)) return *smart;
   auto req = parse_helper_request(line);
   if (!req) return answer(false, req.error());
   if (auto why = check_helper_request(*req, own); !why.empty()) return answer(false, why);

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/core/block_device.hpp"
+#include "daemon/core/disk_identity.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/canary/scanner.hpp"
@@ -32,15 +34,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 namespace sj = state_json;
 
-namespace {
-
-std::string read_trim(const fs::path& p) {
-  auto t = read_file(p, 4096);
-  return t ? std::string(trim(*t)) : std::string();
-}
-
-}  // namespace
-
 Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths& host) {
   DeviceIdentity id;
   id.path = path;
@@ -63,32 +56,17 @@ Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths&
   auto sz = device_size(id.resolved);
   if (!sz) return err(sz.error());
   id.size = *sz;
-  fs::path sys = host.sys("dev/block/" + std::to_string(id.major) + ":" + std::to_string(id.minor));
-  auto sysdir = fs::canonical(sys, ec);
-  if (!ec) {
-    std::string bf = read_trim(sysdir / "loop" / "backing_file");
-    if (!bf.empty()) {
-      id.kind = DeviceKind::loop;
-      id.backing_file = bf;
-    } else {
-      id.kind = DeviceKind::block;
-    }
-    for (const fs::path& d : {sysdir, sysdir.parent_path()}) {
-      if (id.wwid.empty()) id.wwid = read_trim(d / "wwid");
-      if (id.wwid.empty()) id.wwid = read_trim(d / "device" / "wwid");
-      if (id.serial.empty()) id.serial = read_trim(d / "serial");
-      if (id.serial.empty()) id.serial = read_trim(d / "device" / "serial");
-    }
-  } else {
+  auto name = block::name_of_devnum(host, id.major, id.minor);
+  if (!name) {
     id.kind = DeviceKind::block;
+    return id;
   }
-  fs::path byid = host.dev("disk/by-id");
-  for (fs::directory_iterator it(byid, ec), end; !ec && it != end; it.increment(ec)) {
-    auto t = fs::canonical(it->path(), ec);
-    if (!ec && t == res) id.by_id.push_back(it->path().string());
-    ec.clear();
-  }
-  std::sort(id.by_id.begin(), id.by_id.end());
+  auto disk = block::identify(host, *name);
+  id.kind = disk.backing_file.empty() ? DeviceKind::block : DeviceKind::loop;
+  id.backing_file = disk.backing_file;
+  id.serial = disk.serial;
+  id.wwid = disk.wwn;
+  id.by_id = disk.by_id;
   return id;
 }
 

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "daemon/core/disk_identity.hpp"
+#include "daemon/metrics/derive_label.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/kernel_log/attribution.hpp"
@@ -222,20 +224,20 @@ ProbeResult KernelLogProbe::run(const Target&, ProbeContext& ctx) {
       fs::create_directories(ctx.state_dir, ec);
       auto w = write_file_atomic(ctx.state_dir / cfg_.state_file, st_.to_json(), 0600);
       if (!w) return stale_if(counted, ProbeResult::failed("cannot save kernel log state (counts would repeat after a restart): " +
-                                                           w.error(), snapshot()));
+                                                           w.error(), snapshot(ctx.host)));
     }
     if (!error.empty()) {
       // Reopen on the next run, resuming after what was counted.
       initialized_ = false;
-      return stale_if(counted, ProbeResult::failed(error, snapshot()));
+      return stale_if(counted, ProbeResult::failed(error, snapshot(ctx.host)));
     }
-    return stale_if(counted, ProbeResult::ok(snapshot()));
+    return stale_if(counted, ProbeResult::ok(snapshot(ctx.host)));
   } catch (const std::exception& e) {
     return ProbeResult::failed(std::string("kernel_log: ") + e.what());
   }
 }
 
-metrics::Batch KernelLogProbe::snapshot() const {
+metrics::Batch KernelLogProbe::snapshot(const HostPaths& host) const {
   metrics::Batch b;
   for (const auto& [k, v] : st_.errors)
     b.counter("fsaudit_kernel_errors_total",
@@ -264,6 +266,11 @@ metrics::Batch KernelLogProbe::snapshot() const {
       b.gauge("fsaudit_kernel_btrfs_reported_device_errors",
               "Last per-device btrfs error counter values printed by the kernel ('bdev X errs: ...' lines)",
               {{"device", k.first}, {"target", k.second}, {"counter", names[i]}}, static_cast<double>(v[i]));
+  b = metrics::with_derived_label(b, "device", "disk", [&](const std::string& d) {
+    auto& known = disks_[d];
+    if (known.empty()) known = block::disk_label(host, d);
+    return known;
+  });
   return b;
 }
 

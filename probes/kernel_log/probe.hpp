@@ -51,7 +51,9 @@ class KernelLogProbe final : public Probe {
   Result<void> init(ProbeContext& ctx);
   // Counts the event; true when it was an error (not a restatement of the kernel's own counters).
   bool handle(const Event& ev, double when, ProbeContext& ctx, std::unique_ptr<class TargetResolver>& resolver);
-  metrics::Batch snapshot() const;
+  metrics::Batch snapshot(const HostPaths& host) const;
+  // device -> its whole disks, once known: a counter keeps its labels when the device goes away.
+  mutable std::map<std::string, std::string> disks_;
 
   config::KernelLogConfig cfg_;
   std::mutex mu_;

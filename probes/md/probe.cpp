@@ -6,6 +6,8 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/core/disk_identity.hpp"
+#include "daemon/metrics/derive_label.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 
@@ -151,8 +153,12 @@ class MdProbe final : public Probe {
           for (const auto& p : o.sysfs[n].problems) why += (why.empty() ? "" : "; ") + p;
         }
       }
-      if (!why.empty()) return ProbeResult::failed(why, md::md_metrics(o));
-      return ProbeResult::ok(md::md_metrics(o));
+      auto b = md::md_metrics(o);
+      // A member's disk first: the array's own (all its members' disks) goes only where no member is named.
+      for (const char* from : {"member", "device"})
+        b = metrics::with_derived_label(b, from, "disk", [&](const std::string& d) { return block::disk_label(ctx.host, d); });
+      if (!why.empty()) return ProbeResult::failed(why, std::move(b));
+      return ProbeResult::ok(std::move(b));
     } catch (const std::exception& e) {
       return ProbeResult::failed(std::string("md probe: ") + e.what());
     }

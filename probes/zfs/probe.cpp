@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon/core/disk_identity.hpp"
+#include "daemon/metrics/derive_label.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/zfs/stack.hpp"
 
@@ -316,6 +318,7 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
       std::lock_guard lk(mu_);
       batch = build_zfs_metrics(*parsed, lists, fmt, scrubs_);
     }
+    batch = metrics::with_derived_label(batch, "vdev", "disk", [&](const std::string& v) { return block::disk_label(ctx.host, v); });
     if (!list_problem.empty()) return ProbeResult::failed(list_problem, std::move(batch));
     return ProbeResult::ok(std::move(batch));
   } catch (const std::exception& e) {

@@ -20,6 +20,7 @@
 #include "probes/bcachefs/probe.hpp"
 #include "probes/btrfs/probe.hpp"
 #include "probes/btrfs/scrub_status.hpp"
+#include "probes/disk/smart.hpp"
 #include "probes/kernel_log/classify.hpp"
 #include "probes/xfs/scrub_output.hpp"
 #include "probes/xfs/probe.hpp"
@@ -265,6 +266,29 @@ Facts facts_for(const std::string& parser, const std::string& text, const json& 
       f["event[" + std::to_string(n++) + "]"] = std::string(e->kind) + " " + e->fs + " " + e->device + " " + e->fs_device;
     }
     f["events"] = n;
+  } else if (parser == "smartctl_json") {
+    auto r = disk::parse_smartctl_json(text);
+    if (!r.ok()) return fail(r.error());
+    static const char* const kStates[] = {"ok", "standby", "unsupported", "failed"};
+    f["state"] = kStates[static_cast<int>(r->state)];
+    f["exit_status"] = r->exit_status;
+    auto opt = [&](const char* k, const auto& v) { f[k] = v ? json(*v) : json(nullptr); };
+    opt("passed", r->passed);
+    f["protocol"] = r->protocol.empty() ? json(nullptr) : json(r->protocol);
+    opt("reallocated_sectors", r->reallocated_sectors);
+    opt("pending_sectors", r->pending_sectors);
+    opt("offline_uncorrectable", r->offline_uncorrectable);
+    opt("udma_crc_errors", r->udma_crc_errors);
+    opt("critical_warning", r->critical_warning);
+    opt("media_errors", r->media_errors);
+    opt("available_spare", r->available_spare);
+    opt("available_spare_threshold", r->available_spare_threshold);
+    opt("percentage_used", r->percentage_used);
+    opt("grown_defects", r->grown_defects);
+    opt("uncorrected_read", r->uncorrected_read);
+    opt("uncorrected_write", r->uncorrected_write);
+    opt("temperature_celsius", r->temperature_celsius);
+    opt("power_on_hours", r->power_on_hours);
   } else {
     return fail("unknown parser in manifest: " + parser);
   }

@@ -75,7 +75,7 @@ TEST(Config, UnknownTopLevelKey) {
 TEST(Config, UnknownProbeName) {
   EXPECT_EQ(error_of("probes:\n  btfrs: {interval: 30s}\n"),
             "/etc/fsaudit/fsaudit.yaml:2:3: key 'probes.btfrs': unknown name (did you mean 'btrfs'?); known: capacity, "
-            "mount, zfs, btrfs, bcachefs, xfs, ext4, md, kernel_log, scrub, setup");
+            "mount, zfs, btrfs, bcachefs, xfs, ext4, md, disk, smart, kernel_log, scrub, setup");
 }
 
 TEST(Config, WrongTypeNamesLineAndColumn) {
