@@ -306,6 +306,9 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
             {{"target", target}, {"fs", t.fstype.empty() ? "btrfs" : t.fstype}}, *model.spare_copies > 0 ? 1 : 0);
   if (model.margin)
     b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", target}, {"fs", "btrfs"}}, *model.margin);
+  if (model.designed_redundancy)
+    b.gauge(stack::kDesignedMetric, stack::kDesignedHelp, {{"target", target}, {"fs", "btrfs"}},
+            *model.designed_redundancy);
 }
 
 // Counters from `btrfs device stats` for the devices sysfs had none for.

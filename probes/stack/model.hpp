@@ -65,6 +65,12 @@ inline constexpr const char* kMarginMetric = "fsaudit_redundancy_margin";
 inline constexpr const char* kMarginHelp =
     "Member device failures the filesystem or pool survives right now, with the members already offline, "
     "missing or faulted taken away (a healthy 2-way mirror: 1; a degraded one: 0).";
+// The same with every member well: what the layout was built to survive. An alert on margin 0 asks for
+// designed > 0, so a single-device filesystem (0 by design) never pages.
+inline constexpr const char* kDesignedMetric = "fsaudit_redundancy_designed";
+inline constexpr const char* kDesignedHelp =
+    "Member device failures the filesystem or pool survives with every member well (its layout: a 2-way "
+    "mirror 1, raid1c3 2, single or dup 0).";
 
 // XFS, ext4 and any filesystem without members it reports on: one copy, no data checksums, nothing
 // to lose. `name` is the target.

@@ -84,6 +84,9 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
             pl, model.designed_redundancy.value_or(0) > 0 ? 1 : 0);
     if (model.margin)
       b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", p.name}, {"fs", "zfs"}}, *model.margin);
+    if (model.designed_redundancy)
+      b.gauge(stack::kDesignedMetric, stack::kDesignedHelp, {{"target", p.name}, {"fs", "zfs"}},
+              *model.designed_redundancy);
 
     std::map<std::string, int> seen;
     for (const auto& v : p.vdevs) {

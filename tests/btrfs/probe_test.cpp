@@ -341,6 +341,7 @@ TEST(BtrfsProbeAdapter, Raid1TreeCountersProfilesAndScrub) {
   EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 0);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_redundancy_designed", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
   // The scrub's counts are the scrub probe's (tests/scrub/probe_test.cpp, same fixtures).
   EXPECT_FALSE(b.has("fsaudit_btrfs_scrub_errors"));
 }
@@ -357,6 +358,7 @@ TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"kind", "corruption"}}), 4);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/s"}}), 0);
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "/mnt/s"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_redundancy_designed", {{"target", "/mnt/s"}}), 0);
   EXPECT_EQ(b.value("fsaudit_btrfs_profile_redundant", {{"type", "data"}, {"profile", "single"}}), 0);
   EXPECT_EQ(b.value("fsaudit_btrfs_profile_redundant", {{"type", "metadata"}, {"profile", "dup"}}), 1);
   EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 262144);

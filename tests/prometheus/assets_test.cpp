@@ -269,9 +269,6 @@ TEST(AlertRules, RulesAndDashboardsUseOnlyMetricsTheDaemonProduces) {
         return m.substr(0, m.size() - suf.size());
     return m;
   };
-  // Produced by the redundancy-margin change (the stack model, h28stack) that lands beside the disk
-  // alerts (same release); drop once merged.
-  for (const char* m : {"fsaudit_redundancy_margin", "fsaudit_redundancy_designed"}) produced.insert(m);
   for (const auto& r : load_alert_rules(rules_file()))
     for (const auto& m : metric_names(r.expr))
       EXPECT_TRUE(produced.count(base(m))) << "alert " << r.name << " uses " << m << ", which nothing produces";

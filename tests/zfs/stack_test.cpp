@@ -148,6 +148,7 @@ TEST(ZfsStackModel, TheProbeExportsTheMarginOfADegradedMirrorAsZero) {
   std::map<std::string, ScrubMemory> memory;
   auto b = build_zfs_metrics(*st, {}, StatusFormat::text, memory);
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "fxcapm"}, {"fs", "zfs"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_redundancy_designed", {{"target", "fxcapm"}, {"fs", "zfs"}}), 1);  // FsauditNoRedundancyLeft
   EXPECT_EQ(b.value("fsaudit_zfs_pool_redundant", {{"pool", "fxcapm"}}), 1);  // by design
 }
 

@@ -94,6 +94,8 @@ TEST(ZfsProbe, DetectsPlainTextOnZfsFuseAndCachesIt) {
   // The mirror survives one member failure, the single vdev none.
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "fsauditcap"}, {"fs", "zfs"}}), 1);
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "fsauditcap2"}, {"fs", "zfs"}}), 0);
+  EXPECT_EQ(b.value("fsaudit_redundancy_designed", {{"target", "fsauditcap"}, {"fs", "zfs"}}), 1);
+  EXPECT_EQ(b.value("fsaudit_redundancy_designed", {{"target", "fsauditcap2"}, {"fs", "zfs"}}), 0);
 
   r.argvs.clear();
   res = probe.run(Target::host(), ctx);
