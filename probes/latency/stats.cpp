@@ -25,7 +25,7 @@ std::vector<double> Histogram::bounds_seconds(Detail d) {
   std::vector<double> out;
   if (d == Detail::full)
     for (auto b : kBucketBoundsNs) out.push_back(static_cast<double>(b) / 1e9);
-  else
+  else if (d == Detail::compact)
     for (auto b : kCompactBoundsNs) out.push_back(static_cast<double>(b) / 1e9);
   return out;
 }
@@ -40,7 +40,7 @@ std::vector<std::uint64_t> Histogram::cumulative(Detail d) const {
     bool last = i + 1 == per_bucket_.size();
     if (d == Detail::full || last) {
       out.push_back(acc);
-    } else if (compact != kCompactBoundsNs.end() && *compact == kBucketBoundsNs[i]) {
+    } else if (d == Detail::compact && compact != kCompactBoundsNs.end() && *compact == kBucketBoundsNs[i]) {
       out.push_back(acc);
       ++compact;
     }

@@ -791,6 +791,33 @@ TEST(StackStats, CompactEmitsTheCoarseHistogramP50P99AndSkipsThatOccurred) {
   }
 }
 
+// The default exposition (issue 33's series budget: at most 8 per stack): count and sum, p50 and p99.
+TEST(StackStats, SummaryEmitsCountSumAndWindowPercentilesOnly) {
+  FakeClock clk;
+  StackStats st(5min);
+  record_three(st, clk.now());
+  metrics::Batch b;
+  const auto& l = kTank;
+  auto with = tank_with;
+  st.emit(b, l, clk.now(), Detail::summary, false);
+  EXPECT_EQ(b.value("fsaudit_fsync_latency_seconds", l), 3.0);
+  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "50")), 400e-6);
+  EXPECT_DOUBLE_EQ(b.value("fsaudit_fsync_latency_window_seconds", with("percentile", "99")), 3e-3);
+  std::size_t samples = 0;
+  for (const auto& f : b.families()) {
+    for (const auto& m : f.metric) {
+      samples += f.type == metrics::MetricType::Histogram ? m.histogram.bucket.size() + 2 : 1;
+      if (f.name == "fsaudit_fsync_latency_seconds") {
+        ASSERT_EQ(m.histogram.bucket.size(), 1u);  // +Inf only
+        EXPECT_EQ(m.histogram.bucket[0].cumulative_count, 3u);
+        EXPECT_EQ(m.histogram.sample_count, 3u);
+      }
+    }
+  }
+  EXPECT_EQ(samples, 3u + 2u);  // +Inf, sum, count; p50, p99
+  EXPECT_TRUE(Histogram::bounds_seconds(Detail::summary).empty());
+}
+
 TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {
   FakeClock clk;
   StackStats st(5min);
