@@ -178,13 +178,18 @@ TEST(SetupRules, HealthyStacksHaveNoFindingAtAll) {
   }
 }
 
-TEST(SetupRules, UnknownPropertiesAreNotEvaluableNeverFindings) {
-  // zfs-fuse (pool v23): no autotrim, ashift 0, no I/O size; members of unknown type.
+// zfs-fuse (pool v23): no autotrim, ashift 0, no I/O size; members of unknown type.
+StackFacts zfs_fuse_facts() {
   auto f = healthy_zfs();
   f.zpool->autotrim.reset();
   f.zpool->ashift = 0;
   f.measured_io_bytes.reset();
   f.devices.clear();
+  return f;
+}
+
+TEST(SetupRules, UnknownPropertiesAreNotEvaluableNeverFindings) {
+  auto f = zfs_fuse_facts();
   auto e = evaluate(f, cfg());
   EXPECT_TRUE(e.findings.empty());
   std::set<std::string> ne;
@@ -206,11 +211,7 @@ TEST(SetupRules, UnknownPropertiesAreNotEvaluableNeverFindings) {
 // The series budget (issue 33): rules that cannot be judged are one count per target by default,
 // one series per rule only with setup.detail: full.
 TEST(SetupProbe, NotEvaluableRulesAreOneCountPerTargetUnlessDetailIsFull) {
-  auto f = healthy_zfs();
-  f.zpool->autotrim.reset();
-  f.zpool->ashift = 0;
-  f.measured_io_bytes.reset();
-  f.devices.clear();
+  auto f = zfs_fuse_facts();
   auto r = judge({f, healthy_btrfs()}, {}, cfg(), kNow);
   const auto n = static_cast<double>(r.targets[0].eval.not_evaluable.size());
   ASSERT_GE(n, 3);
