@@ -3,7 +3,6 @@
 // samples with nearest-rank quantiles. No I/O; time is passed in.
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -66,7 +65,7 @@ class RollingWindow {
       : window_(window), max_samples_(max_samples) {}
   void add(SteadyTime t, std::uint64_t ns);
   void expire(SteadyTime now);
-  std::size_t size() const { return samples_.size(); }
+  std::size_t size() const { return samples_.size() - head_; }
   // Samples still inside the window at `now` (drops the older ones).
   std::size_t size(SteadyTime now);
   struct Quantiles {
@@ -78,7 +77,12 @@ class RollingWindow {
  private:
   std::chrono::steady_clock::duration window_;
   std::size_t max_samples_;
-  std::deque<std::pair<SteadyTime, std::uint64_t>> samples_;
+  // The live samples are samples_[head_..]: a vector, not a deque, because an empty std::deque
+  // still holds a 512-byte block and its map, one per device stack (issue 33: memory per
+  // filesystem). Expired samples are erased in one go once they are half of the vector.
+  std::vector<std::pair<SteadyTime, std::uint64_t>> samples_;
+  std::size_t head_ = 0;
+  void drop_front(std::size_t n);
 };
 
 }  // namespace fsaudit::latency

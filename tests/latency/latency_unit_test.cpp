@@ -193,6 +193,24 @@ TEST(RollingWindow, CapDropsOldest) {
   EXPECT_EQ(q->max_ns, 3u);
 }
 
+// A sliding window over many expiries (the storage compacts as samples leave): always the last 5 s.
+TEST(RollingWindow, SlidesOverManyExpiriesInOrder) {
+  FakeClock clk;
+  RollingWindow w(5s);
+  for (std::uint64_t i = 0; i < 40; ++i) {
+    w.add(clk.now(), i + 1);
+    auto q = w.quantiles(clk.now());
+    ASSERT_TRUE(q);
+    const std::uint64_t n = std::min<std::uint64_t>(i + 1, 5);
+    EXPECT_EQ(w.size(), n) << i;
+    EXPECT_EQ(q->max_ns, i + 1) << i;
+    EXPECT_EQ(q->p50_ns, i + 1 - n + (n + 1) / 2) << i;  // nearest rank ceil(n/2) of the last n values
+    clk.advance(1s);
+  }
+  EXPECT_EQ(w.size(clk.now() + 10s), 0u);
+  EXPECT_FALSE(w.quantiles(clk.now() + 10s));
+}
+
 TEST(ErrnoClassification, SkipReasons) {
   EXPECT_EQ(classify_errno(EROFS), State::read_only);
   EXPECT_EQ(classify_errno(ENOSPC), State::no_space);
