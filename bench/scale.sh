@@ -20,6 +20,12 @@
 # sampling options (default "-F 199 -g"; "-F 499 --call-graph dwarf" unwinds through libc too, where
 # malloc's callers are lost with frame pointers).
 #
+# Per size it also prints the cost per filesystem: the growth over the smallest size of the run divided by the
+# filesystems added (RSS, samples, CPU, scrape time; node_exporter's the same way), so give a small size first
+# (--sizes "1 100 1000 10000"); and the first cycle after start: `fsauditd --once` (every probe on every target,
+# then the scrape text) timed with its peak RSS (/usr/bin/time), before the daemon of that size starts.
+# ZFS=N caps the zfs-fuse datasets (zfs-fuse's own limit on this machine); the rest of a size is ext4.
+#
 # --heap, at the largest size after its window: one `fsauditd --once` (a whole first cycle, every probe
 # on every target, then the scrape text) under heaptrack, into /var/tmp/fsaudit-scale-heap.*; prints
 # the heap at its peak and the allocation sites that held most of it (where the resident heap goes).
@@ -112,6 +118,8 @@ n_ext4=0 n_xfs=0 n_btrfs=0 n_zfs=0
 grow_to() {  # total: about 1/5 ZFS datasets, 1/50 XFS, 1/50 btrfs, the rest ext4
   local total=$1 want_zfs want_xfs want_btrfs want_ext4 t0=$SECONDS
   want_zfs=$((total / 5)); want_xfs=$((total / 50 > 0 ? total / 50 : 1)); want_btrfs=$want_xfs
+  [ -z "${ZFS:-}" ] || [ "$want_zfs" -le "$ZFS" ] || want_zfs=$ZFS
+  [ "$total" -gt 2 ] || { want_zfs=0; want_xfs=0; want_btrfs=0; }
   want_ext4=$((total - want_zfs - want_xfs - want_btrfs))
   if [ "$POOL_MADE" = 0 ] && [ "$want_zfs" -gt 0 ]; then
     truncate -s 512M "$IMG/pool.img"
@@ -204,6 +212,12 @@ CFG
   [ "$LATENCY" = 1 ] || printf 'latency:\n  enabled: false\n' >>"$IMG/fsaudit-$size.yaml"
   # EXTRA_CONFIG: YAML appended to fsauditd's config (e.g. a latency budget), for runs that vary a setting.
   [ -z "${EXTRA_CONFIG:-}" ] || printf '%s\n' "$EXTRA_CONFIG" >>"$IMG/fsaudit-$size.yaml"
+  # The first cycle after start, on its own: every probe on every target once, then the scrape text.
+  sed "s/^listen: .*/listen: 127.0.0.1:$(port)/" "$IMG/fsaudit-$size.yaml" >"$IMG/once-$size.yaml"
+  /usr/bin/time -f '%e %M' -o "$IMG/once-$size.time" "$FSAUDITD" --once --config "$IMG/once-$size.yaml" \
+    >/dev/null 2>"$IMG/once-$size.log" || echo "size $size: fsauditd --once failed: $IMG/once-$size.log" >&2
+  read -r once_s once_kib <"$IMG/once-$size.time" || { once_s=0; once_kib=0; }
+  rm -rf "$IMG/state-$size"; mkdir -p "$IMG/state-$size"
   "$FSAUDITD" --config "$IMG/fsaudit-$size.yaml" >"$IMG/fsauditd-$size.log" 2>&1 & fpid=$!; PIDS+=("$fpid")
   prometheus-node-exporter --web.listen-address=127.0.0.1:"$np" >"$IMG/ne-$size.log" 2>&1 & npid=$!; PIDS+=("$npid")
   # Scraped every 15 s like a Prometheus would: node_exporter does its work at scrape time.
@@ -257,6 +271,12 @@ CFG
       (ncpu > 0 ? sprintf("%.2f", fcpu / ncpu) : "n/a"), q, fr, fr / nr, fs * 1000, fs / ns, fc
     printf "%-6s %-8s %9.3f %9s %9s %9s %9s %7s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", "", "", "", "", nr, "", ns * 1000, "", nc
   }' >>"$IMG/table"
+  # Raw figures of the size, for the per-filesystem table: targets, CPU % (fsauditd, n_e), RSS KiB, scrape ms, samples.
+  awk -v s="$size" -v t="${targets:-0}" -v f="$((f1 - f0))" -v c="$c" -v r="$((r1 - r0))" -v n="$((n1 - n0))" -v hz="$HZ" \
+    -v win="$WINDOW" -v fr="$frss" -v nr="$nrss" -v fs="$fsec" -v ns="$nsec" -v fc="$fsamples" -v nc="$nsamples" \
+    -v os="$once_s" -v ok="$once_kib" 'BEGIN {
+    printf "%s %s %.4f %.4f %d %d %.3f %.3f %d %d %s %d\n", s, t, 100 * (f + c + r) / hz / win, 100 * n / hz / win, fr, nr,
+      fs * 1000, ns * 1000, fc, nc, os, ok }' >>"$IMG/raw"
   echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB, child processes' private memory ${kuss} KiB)" >&2
   echo "size $size: live children's CPU in the window by name (% of one core): ${by_name:-none}" >&2
   echo "size $size: resident memory: fsauditd ${fsplit}; node_exporter ${nsplit}" >&2
@@ -282,6 +302,27 @@ echo "fsyncs = write+fsync operations fsauditd issued in the window (fsaudit_lat
 echo "rows '(n_e)' are prometheus-node-exporter in the same run; ratios are fsauditd / node_exporter."
 [ "$LATENCY" = 1 ] || echo "latency sampler disabled (LATENCY=0): no fsync is issued by fsauditd in this run."
 cat "$IMG/table"
+echo
+echo "cost per filesystem: growth over the smallest size of the run / filesystems added (fsauditd, node_exporter,"
+echo "fsauditd/node_exporter; the smallest size's row: samples / targets); first cycle = fsauditd --once before that size's daemon."
+awk 'NR == 1 {t0 = $2; fc0 = $3; nc0 = $4; fr0 = $5; nr0 = $6; fs0 = $7; ns0 = $8; sc0 = $9; sn0 = $10}
+  {rows[NR] = $0; n = NR}
+  END {
+    printf "%-6s %-8s %9s %9s %6s %10s %10s %6s %10s %10s %8s %8s %10s %12s\n", "size", "targets", "rss_KiB/fs", "(n_e)", "ratio",
+      "series/fs", "(n_e)", "ratio", "cpu_%/kfs", "(n_e)", "scr_us/fs", "(n_e)", "1st_cyc_s", "1st_peak_KiB"
+    for (i = 1; i <= n; i++) {
+      split(rows[i], a, " "); d = a[2] - t0
+      rf = (d > 0 ? (a[5] - fr0) / d : 0); rn = (d > 0 ? (a[6] - nr0) / d : 0)
+      cf = (d > 0 ? 1000 * (a[3] - fc0) / d : 0); cn = (d > 0 ? 1000 * (a[4] - nc0) / d : 0)
+      sf = (d > 0 ? 1000 * (a[7] - fs0) / d : 0); sn = (d > 0 ? 1000 * (a[8] - ns0) / d : 0)
+      printf "%-6s %-8s %9s %9s %6s %10.1f %10.1f %6.2f %10s %10s %8s %8s %10s %12d\n", a[1], a[2],
+        (d > 0 ? sprintf("%.2f", rf) : "-"), (d > 0 ? sprintf("%.2f", rn) : "-"), (d > 0 && rn > 0 ? sprintf("%.2f", rf / rn) : "-"),
+        (d > 0 ? (a[9] - sc0) / d : a[9] / (a[2] > 0 ? a[2] : 1)), (d > 0 ? (a[10] - sn0) / d : a[10] / (a[2] > 0 ? a[2] : 1)),
+        (d > 0 && a[10] > sn0 ? (a[9] - sc0) / (a[10] - sn0) : (a[10] > 0 ? a[9] / a[10] : 0)),
+        (d > 0 ? sprintf("%.3f", cf) : "-"), (d > 0 ? sprintf("%.3f", cn) : "-"),
+        (d > 0 ? sprintf("%.2f", sf) : "-"), (d > 0 ? sprintf("%.2f", sn) : "-"), a[11], a[12]
+    }
+  }' "$IMG/raw"
 if [ "$PERF" = 1 ] && [ -s /var/tmp/fsaudit-scale-perf.data ]; then
   echo "perf (fsauditd, size $largest, self time): perf report -i /var/tmp/fsaudit-scale-perf.data"
   perf report -i /var/tmp/fsaudit-scale-perf.data --stdio --no-children --sort symbol 2>/dev/null | grep -E '^ +[0-9]' | head -25

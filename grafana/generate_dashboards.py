@@ -308,7 +308,7 @@ def fleet():
 def pool_detail():
     d = Dash("fsaudit-pool", "fsaudit / Pool detail",
              "One host's pools and filesystems: device/vdev states and error counters, scrub history, "
-             "canary history, fsync latency heatmap, kernel error events, probe status.",
+             "canary history, fsync latency (mean and window percentiles), kernel error events, probe status.",
              [var_datasource(), instance_var(multi=False), pool_var(), target_var()])
     d.row("Devices and vdevs")
     d.panel("table", "ZFS vdev tree", [q(f'fsaudit_zfs_vdev_state{{{I}, {P}}} == 1', instant=True, fmt="table")],
@@ -425,21 +425,17 @@ def pool_detail():
                         "properties": [{"id": "color", "value": {"mode": "fixed", "fixedColor": RED}}]}])
 
     d.row("Latency")
-    d.panel("heatmap", "fsync latency heatmap",
-            [q(f'sum by (le) (increase(fsaudit_fsync_latency_seconds_bucket{{{I}}}[$__rate_interval]) {ON_STACKS})',
-               "{{le}}", fmt="heatmap")],
-            w=12, h=9, unit="short", description="4 KiB write+fsync samples per latency bucket (histogram fsaudit_fsync_latency_seconds) "
-                                   "of the device stacks holding the selected targets.",
-            options={"calculate": False, "yAxis": {"unit": "s", "axisPlacement": "left"},
-                     "cellGap": 1, "color": {"mode": "scheme", "scheme": "Oranges", "exponent": 0.5, "steps": 64, "fill": "dark-orange", "scale": "exponential", "reverse": False},
-                     "rowsFrame": {"layout": "auto"}, "tooltip": {"mode": "single", "yHistogram": True},
-                     "legend": {"show": True}, "exemplars": {"color": "rgba(255,0,255,0.7)"},
-                     "filterValues": {"le": 1e-9}, "showValue": "never", "cellValues": {}})
+    # The default exposition (latency.detail: summary) has no finite buckets: mean from sum/count.
+    d.panel("timeseries", "fsync mean latency",
+            [q(f'sum by (instance, stack) (rate(fsaudit_fsync_latency_seconds_sum{{{I}}}[$__rate_interval])) '
+               f'/ sum by (instance, stack) (rate(fsaudit_fsync_latency_seconds_count{{{I}}}[$__rate_interval])) {ON_STACKS}',
+               "{{stack}} mean")],
+            w=12, h=9, unit="s", description="Mean of fsaudit's 4 KiB write+fsync samples (histogram fsaudit_fsync_latency_seconds: "
+                                             "sum / count) per device stack holding the selected targets.",
+            options=TS, custom=ts_custom())
     d.panel("timeseries", "fsync latency quantiles",
-            [q(f'fsaudit_fsync_latency_window_seconds{{{I}}} {ON_STACKS}', "{{stack}} p{{percentile}}"),
-             q(f'histogram_quantile(0.99, sum by (stack, le) (rate(fsaudit_fsync_latency_seconds_bucket{{{I}}}[$__rate_interval]) {ON_STACKS}))',
-               "{{stack}} p99 (histogram)")],
-            w=12, h=9, unit="s", description="Rolling-window percentiles from the sampler, and p99 from the histogram, "
+            [q(f'fsaudit_fsync_latency_window_seconds{{{I}}} {ON_STACKS}', "{{stack}} p{{percentile}}")],
+            w=12, h=9, unit="s", description="Rolling-window percentiles from the sampler (latency.window) "
                                              "per device stack holding the selected targets.",
             options=TS, custom=ts_custom())
 

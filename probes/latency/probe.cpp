@@ -42,7 +42,7 @@ SamplerSettings SamplerSettings::from(const config::LatencyConfig& c) {
   s.mode = parse_mode(c.mode).value_or(Mode::io_uring_fsync);
   s.direct_reads = c.direct_reads;
   s.window = c.window;
-  s.detail = c.detail == "full" ? Detail::full : Detail::compact;
+  s.detail = c.detail == "full" ? Detail::full : c.detail == "compact" ? Detail::compact : Detail::summary;
   s.fill_threshold = c.fill_threshold;
   s.dir_name = c.dir_name;
   s.interval = c.interval;

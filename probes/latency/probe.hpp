@@ -31,7 +31,7 @@ struct SamplerSettings {
   Mode mode = Mode::io_uring_fsync;
   bool direct_reads = false;
   std::chrono::steady_clock::duration window = std::chrono::minutes(5);
-  Detail detail = Detail::compact;
+  Detail detail = Detail::summary;
   double fill_threshold = 0.95;
   std::string dir_name = ".fsaudit";
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
@@ -110,8 +110,9 @@ class StackStats {
   // Sets the state; anything but ok counts one skip for that reason.
   void set_state(State s);
   void record(SteadyTime now, const SampleResult& r);
-  // labels: stack, target (where the probe file lives). Detail::compact: the compact histogram,
-  // window p50 and p99, and the skip counters of reasons that occurred; full: every series.
+  // labels: stack, target (where the probe file lives). Detail::summary: the histogram's count and
+  // sum (+Inf bucket only), window p50 and p99, and the skip counters of reasons that occurred;
+  // compact: the same with the 9-bucket histogram; full: every series.
   void emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, Detail detail, bool direct_reads);
   // Changes whenever what emit() shows changes (a sample, a state change, a sample leaving the
   // window): the store re-serialises a stack's series only then. Most stacks wait for their turn

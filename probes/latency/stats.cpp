@@ -25,7 +25,7 @@ std::vector<double> Histogram::bounds_seconds(Detail d) {
   std::vector<double> out;
   if (d == Detail::full)
     for (auto b : kBucketBoundsNs) out.push_back(static_cast<double>(b) / 1e9);
-  else
+  else if (d == Detail::compact)
     for (auto b : kCompactBoundsNs) out.push_back(static_cast<double>(b) / 1e9);
   return out;
 }
@@ -40,7 +40,7 @@ std::vector<std::uint64_t> Histogram::cumulative(Detail d) const {
     bool last = i + 1 == per_bucket_.size();
     if (d == Detail::full || last) {
       out.push_back(acc);
-    } else if (compact != kCompactBoundsNs.end() && *compact == kBucketBoundsNs[i]) {
+    } else if (d == Detail::compact && compact != kCompactBoundsNs.end() && *compact == kBucketBoundsNs[i]) {
       out.push_back(acc);
       ++compact;
     }
@@ -58,24 +58,37 @@ std::optional<std::uint64_t> nearest_rank(const std::vector<std::uint64_t>& sort
 
 void RollingWindow::add(SteadyTime t, std::uint64_t ns) {
   samples_.emplace_back(t, ns);
-  while (samples_.size() > max_samples_) samples_.pop_front();
+  if (size() > max_samples_) drop_front(size() - max_samples_);
+}
+
+void RollingWindow::drop_front(std::size_t n) {
+  head_ += n;
+  if (head_ == samples_.size()) {
+    samples_.clear();
+    head_ = 0;
+  } else if (head_ * 2 >= samples_.size()) {
+    samples_.erase(samples_.begin(), samples_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
 }
 
 void RollingWindow::expire(SteadyTime now) {
-  while (!samples_.empty() && now - samples_.front().first >= window_) samples_.pop_front();
+  std::size_t n = 0;
+  while (head_ + n < samples_.size() && now - samples_[head_ + n].first >= window_) ++n;
+  if (n > 0) drop_front(n);
 }
 
 std::size_t RollingWindow::size(SteadyTime now) {
   expire(now);
-  return samples_.size();
+  return size();
 }
 
 std::optional<RollingWindow::Quantiles> RollingWindow::quantiles(SteadyTime now) {
   expire(now);
-  if (samples_.empty()) return std::nullopt;
+  if (size() == 0) return std::nullopt;
   std::vector<std::uint64_t> v;
-  v.reserve(samples_.size());
-  for (const auto& s : samples_) v.push_back(s.second);
+  v.reserve(size());
+  for (auto it = samples_.begin() + static_cast<std::ptrdiff_t>(head_); it != samples_.end(); ++it) v.push_back(it->second);
   std::sort(v.begin(), v.end());
   return Quantiles{*nearest_rank(v, 500'000), *nearest_rank(v, 990'000), *nearest_rank(v, 999'000), v.back()};
 }

@@ -3,7 +3,6 @@
 // samples with nearest-rank quantiles. No I/O; time is passed in.
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -21,10 +20,12 @@ inline constexpr std::array<std::uint64_t, 19> kBucketBoundsNs = {
     1'000'000'000, 2'000'000'000,  5'000'000'000,                                    // 1s .. 5s
     10'000'000'000, 20'000'000'000, 30'000'000'000};                                 // 10s .. 30s
 
-// How much of a stack's latency is exported. `compact` (the default) keeps what the dashboards and
-// the alert read, at about a third of the series per stack: at 1,000 stacks the full set was most
-// of the daemon's memory and of its scrape. `full` is the whole set (latency.detail: full).
-enum class Detail { compact, full };
+// How much of a stack's latency is exported. `summary` (the default) keeps what the dashboards and
+// the alert read: the histogram's count and sum (its +Inf bucket only) and the window percentiles,
+// 6 series per stack: the series budget allows 8 per stack (issue 33), and the compact histogram
+// alone was 12. `compact` adds the 9-bucket histogram (for histogram_quantile over any range),
+// `full` is the whole set (latency.detail).
+enum class Detail { summary, compact, full };
 
 // The compact histogram's bounds, a subset of kBucketBoundsNs so that both expositions count the
 // same samples: SSD flushes (0.5 ms, 2 ms), HDD seeks and flushes (5 .. 50 ms), a struggling stack
@@ -64,7 +65,7 @@ class RollingWindow {
       : window_(window), max_samples_(max_samples) {}
   void add(SteadyTime t, std::uint64_t ns);
   void expire(SteadyTime now);
-  std::size_t size() const { return samples_.size(); }
+  std::size_t size() const { return samples_.size() - head_; }
   // Samples still inside the window at `now` (drops the older ones).
   std::size_t size(SteadyTime now);
   struct Quantiles {
@@ -76,7 +77,12 @@ class RollingWindow {
  private:
   std::chrono::steady_clock::duration window_;
   std::size_t max_samples_;
-  std::deque<std::pair<SteadyTime, std::uint64_t>> samples_;
+  // The live samples are samples_[head_..]: a vector, not a deque, because an empty std::deque
+  // still holds a 512-byte block and its map, one per device stack (issue 33: memory per
+  // filesystem). Expired samples are erased in one go once they are half of the vector.
+  std::vector<std::pair<SteadyTime, std::uint64_t>> samples_;
+  std::size_t head_ = 0;
+  void drop_front(std::size_t n);
 };
 
 }  // namespace fsaudit::latency

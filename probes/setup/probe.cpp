@@ -36,7 +36,7 @@ HostReport judge(std::vector<StackFacts> facts, std::vector<CanaryProof> canarie
   return r;
 }
 
-metrics::Batch setup_metrics(const HostReport& r) {
+metrics::Batch setup_metrics(const HostReport& r, bool rule_detail) {
   metrics::Batch b;
   double covered = 0, production = 0;
   bool any = false;
@@ -49,10 +49,18 @@ metrics::Batch setup_metrics(const HostReport& r) {
     for (const auto& f : t.silenced)
       b.gauge("fsaudit_setup_finding_silenced", "1 while a finding holds but is silenced in setup.silence.",
               {{"target", target}, {"rule", f.rule}}, 1);
-    for (const auto& n : t.eval.not_evaluable)
-      b.gauge("fsaudit_setup_rule_not_evaluable",
-              "1 when a setup rule cannot be judged here (property unknown to the tool, facts unreadable).",
-              {{"target", target}, {"rule", n.rule}}, 1);
+    // Which rules could not be judged is a diagnostic (setup.detail: full); by default one count per
+    // target, only where there is one: zfs-fuse alone left three per dataset (issue 33's budget).
+    if (rule_detail)
+      for (const auto& n : t.eval.not_evaluable)
+        b.gauge("fsaudit_setup_rule_not_evaluable",
+                "1 when a setup rule cannot be judged here (property unknown to the tool, facts unreadable).",
+                {{"target", target}, {"rule", n.rule}}, 1);
+    else if (!t.eval.not_evaluable.empty())
+      b.gauge("fsaudit_setup_rules_not_evaluable",
+              "Setup rules that cannot be judged on the target (property unknown to the tool, facts unreadable); "
+              "which ones: setup.detail: full, or the status page.",
+              {{"target", target}}, static_cast<double>(t.eval.not_evaluable.size()));
     metrics::Labels l{{"target", target}};
     for (const auto& [k, v] : t.signature) l[k] = v;
     b.info("fsaudit_stack_info", "The target's stack signature (value 1): what decides whether corruption is seen.", l);
@@ -228,11 +236,11 @@ ProbeResult SetupProbe::run(const Target&, ProbeContext& ctx) {
       for (const auto& e : events)
         if (sink_) sink_(e);
       if (auto w = save_findings(file, after); !w)
-        return ProbeResult::failed("cannot save setup findings: " + w.error(), setup_metrics(report));
+        return ProbeResult::failed("cannot save setup findings: " + w.error(), setup_metrics(report, cfg_.setup.detail == "full"));
     }
     // Findings of vanished targets were cleared above; with nothing left there is nothing to report.
     if (targets.empty() && cfg_.canary.canaries.empty()) return ProbeResult::not_applicable("no production filesystems");
-    return ProbeResult::ok(setup_metrics(report));
+    return ProbeResult::ok(setup_metrics(report, cfg_.setup.detail == "full"));
   } catch (const std::exception& e) {
     return ProbeResult::failed(std::string("setup probe internal error: ") + e.what());
   }

@@ -3,7 +3,8 @@
 // target, evaluates the setup rules, logs findings that appear or clear, and decides which targets a
 // canary covers. Metrics:
 //   fsaudit_setup_finding{target,rule,severity} 1 while a finding holds (not for silenced ones)
-//   fsaudit_setup_finding_silenced{target,rule} 1, fsaudit_setup_rule_not_evaluable{target,rule} 1
+//   fsaudit_setup_finding_silenced{target,rule} 1, fsaudit_setup_rules_not_evaluable{target} N (> 0 only),
+//   with setup.detail: full fsaudit_setup_rule_not_evaluable{target,rule} 1 instead
 //   fsaudit_stack_info{target,fs,data_checksums,redundancy,compression,kernel_release,device_model,device_transport} 1
 //   fsaudit_canary_stack_info{canary,...same fields} 1
 //   fsaudit_detection_covered{target} 0/1, fsaudit_detection_coverage_ratio,
@@ -40,7 +41,7 @@ struct HostReport {
 // Pure: facts -> evaluation, silencing and coverage for every target.
 HostReport judge(std::vector<StackFacts> facts, std::vector<CanaryProof> canaries, const config::SetupConfig& cfg,
                  double now);
-metrics::Batch setup_metrics(const HostReport& r);
+metrics::Batch setup_metrics(const HostReport& r, bool rule_detail);
 
 // target -> rule -> "severity\tevidence": what held at the last run (persisted in the state dir).
 using FindingMap = std::map<std::string, std::map<std::string, std::string>>;

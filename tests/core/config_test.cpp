@@ -95,6 +95,20 @@ TEST(Config, OutOfRangeSaysTheRange) {
             "from 100ms to 31d");
 }
 
+// The series budget's options (issue 33): the lean exposition is the default, more is opt-in.
+TEST(Config, SeriesDetailOptionsDefaultLeanAndNameTheKeyWhenWrong) {
+  auto c = config::default_config();
+  EXPECT_EQ(c.latency.detail, "summary");
+  EXPECT_EQ(c.setup.detail, "compact");
+  auto full = config::parse_config("latency: {detail: compact}\nsetup: {detail: full}\n", "x.yaml");
+  EXPECT_EQ(full.latency.detail, "compact");
+  EXPECT_EQ(full.setup.detail, "full");
+  EXPECT_NE(error_of("latency:\n  detail: histogram\n").find("fsaudit.yaml:2:11: key 'latency.detail'"), std::string::npos)
+      << error_of("latency:\n  detail: histogram\n");
+  EXPECT_NE(error_of("setup:\n  detail: rules\n").find("fsaudit.yaml:2:11: key 'setup.detail'"), std::string::npos)
+      << error_of("setup:\n  detail: rules\n");
+}
+
 TEST(Config, BadDurationAndSize) {
   EXPECT_EQ(error_of("probes:\n  zfs:\n    timeout: 5 minutes\n"),
             "/etc/fsaudit/fsaudit.yaml:3:14: key 'probes.zfs.timeout': invalid duration \"5 minutes\" (use a number "

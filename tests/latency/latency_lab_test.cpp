@@ -652,11 +652,12 @@ TEST(LatencyLab, DaemonScrapeShowsHistogramThenReadOnlySkip) {
         << ft::scrape_lines(text, "fsaudit_fsync_latency_seconds_count") << d.log();
     EXPECT_GT(ft::scrape_value(text, "fsaudit_fsync_latency_seconds_bucket", with(l, "le", "+Inf")), 0);
     EXPECT_EQ(ft::scrape_value(text, "fsaudit_probe_success", {{"probe", "latency"}, {"target", "host"}}), 1);
-    // The default (compact) exposition: the coarse buckets the alert's 0.5 s threshold is one of,
-    // and no per-stack state set.
-    EXPECT_GT(ft::scrape_value(text, "fsaudit_fsync_latency_seconds_bucket", with(l, "le", "0.5")), 0)
+    // The default (summary) exposition: no finite bucket (the alert reads the window p99), and no
+    // per-stack state set.
+    EXPECT_GT(ft::scrape_value(text, "fsaudit_fsync_latency_window_seconds", with(l, "percentile", "99")), 0)
+        << ft::scrape_lines(text, "fsaudit_fsync_latency_window_seconds");
+    EXPECT_TRUE(std::isnan(ft::scrape_value(text, "fsaudit_fsync_latency_seconds_bucket", with(l, "le", "0.5"))))
         << ft::scrape_lines(text, "fsaudit_fsync_latency_seconds_bucket");
-    EXPECT_TRUE(std::isnan(ft::scrape_value(text, "fsaudit_fsync_latency_seconds_bucket", with(l, "le", "0.2"))));
     EXPECT_TRUE(std::isnan(ft::scrape_value(text, "fsaudit_latency_sampler_state")))
         << ft::scrape_lines(text, "fsaudit_latency_sampler_state");
     ASSERT_TRUE(lab.mount->remount("ro"));

@@ -11,6 +11,8 @@
 #include "daemon/config/config.hpp"
 #include "probes/latency/probe.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/core/strings.hpp"
+#include "daemon/metrics/store.hpp"
 #include "probes/latency/budget.hpp"
 #include "probes/latency/sampler_child.hpp"
 #include "probes/latency/stacks.hpp"
@@ -189,6 +191,24 @@ TEST(RollingWindow, CapDropsOldest) {
   ASSERT_TRUE(q);
   EXPECT_EQ(w.size(), 3u);
   EXPECT_EQ(q->max_ns, 3u);
+}
+
+// A sliding window over many expiries (the storage compacts as samples leave): always the last 5 s.
+TEST(RollingWindow, SlidesOverManyExpiriesInOrder) {
+  FakeClock clk;
+  RollingWindow w(5s);
+  for (std::uint64_t i = 0; i < 40; ++i) {
+    w.add(clk.now(), i + 1);
+    auto q = w.quantiles(clk.now());
+    ASSERT_TRUE(q);
+    const std::uint64_t n = std::min<std::uint64_t>(i + 1, 5);
+    EXPECT_EQ(w.size(), n) << i;
+    EXPECT_EQ(q->max_ns, i + 1) << i;
+    EXPECT_EQ(q->p50_ns, i + 1 - n + (n + 1) / 2) << i;  // nearest rank ceil(n/2) of the last n values
+    clk.advance(1s);
+  }
+  EXPECT_EQ(w.size(clk.now() + 10s), 0u);
+  EXPECT_FALSE(w.quantiles(clk.now() + 10s));
 }
 
 TEST(ErrnoClassification, SkipReasons) {
@@ -789,6 +809,24 @@ TEST(StackStats, CompactEmitsTheCoarseHistogramP50P99AndSkipsThatOccurred) {
     st.emit(again, l, clk.now(), Detail::compact, false);
     EXPECT_FALSE(again.has("fsaudit_latency_sampler_state")) << state_name(quiet);
   }
+}
+
+// The default exposition (issue 33's series budget: at most 8 per stack): count and sum, p50 and p99.
+TEST(StackStats, SummaryEmitsCountSumAndWindowPercentilesOnly) {
+  FakeClock clk;
+  StackStats st(5min);
+  record_three(st, clk.now());
+  metrics::Batch b;
+  st.emit(b, kTank, clk.now(), Detail::summary, false);
+  // As a scrape shows it: the +Inf bucket, sum and count, then p50 and p99.
+  const auto text = metrics::serialize(b);
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_seconds_bucket", {{"le", "+Inf"}}), 3.0) << text;
+  std::size_t samples = 0;
+  for (auto line : fsaudit::lines(text)) samples += !line.empty() && line[0] != '#';
+  EXPECT_EQ(samples, 5u) << text;
+  EXPECT_DOUBLE_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_seconds", tank_with("percentile", "99")),
+                   3e-3);
+  EXPECT_TRUE(Histogram::bounds_seconds(Detail::summary).empty());
 }
 
 TEST(StackStats, EmitsHistogramPercentilesStateAndSkips) {

@@ -206,13 +206,18 @@ TEST(SetupRules, HealthyStacksHaveNoFindingAtAll) {
   }
 }
 
-TEST(SetupRules, UnknownPropertiesAreNotEvaluableNeverFindings) {
-  // zfs-fuse (pool v23): no autotrim, ashift 0, no I/O size; members of unknown type.
+// zfs-fuse (pool v23): no autotrim, ashift 0, no I/O size; members of unknown type.
+StackFacts zfs_fuse_facts() {
   auto f = healthy_zfs();
   f.zpool->autotrim.reset();
   f.zpool->ashift = 0;
   f.measured_io_bytes.reset();
   f.devices.clear();
+  return f;
+}
+
+TEST(SetupRules, UnknownPropertiesAreNotEvaluableNeverFindings) {
+  auto f = zfs_fuse_facts();
   auto e = evaluate(f, cfg());
   EXPECT_TRUE(e.findings.empty());
   std::set<std::string> ne;
@@ -229,6 +234,23 @@ TEST(SetupRules, UnknownPropertiesAreNotEvaluableNeverFindings) {
   auto e2 = evaluate(bare, cfg());
   EXPECT_TRUE(e2.findings.empty());
   EXPECT_GE(e2.not_evaluable.size(), 7u);
+}
+
+// The series budget (issue 33): rules that cannot be judged are one count per target by default,
+// one series per rule only with setup.detail: full.
+TEST(SetupProbe, NotEvaluableRulesAreOneCountPerTargetUnlessDetailIsFull) {
+  auto f = zfs_fuse_facts();
+  auto r = judge({f, healthy_btrfs()}, {}, cfg(), kNow);
+  const auto n = static_cast<double>(r.targets[0].eval.not_evaluable.size());
+  ASSERT_GE(n, 3);
+  ASSERT_TRUE(r.targets[1].eval.not_evaluable.empty());
+  auto compact = setup_metrics(r, false);
+  EXPECT_EQ(compact.value("fsaudit_setup_rules_not_evaluable", {{"target", f.target}}), n);
+  EXPECT_FALSE(compact.has("fsaudit_setup_rules_not_evaluable", {{"target", r.targets[1].facts.target}}));
+  EXPECT_FALSE(compact.has("fsaudit_setup_rule_not_evaluable"));
+  auto full = setup_metrics(r, true);
+  EXPECT_EQ(full.value("fsaudit_setup_rule_not_evaluable", {{"target", f.target}, {"rule", "zfs_autotrim_off"}}), 1);
+  EXPECT_FALSE(full.has("fsaudit_setup_rules_not_evaluable"));
 }
 
 TEST(SetupRules, ZfsCopiesTwoMakesASingleVdevRepairable) {
@@ -683,7 +705,7 @@ TEST(SetupProbe, TransitionsMetricsSilencingAndExemption) {
   bt.size_bytes = 300;
   auto sig = stack_signature(bt);
   auto r = judge({x, scratch, boot, bt}, {proof(sig, true, 60)}, sc, kNow);
-  auto b = setup_metrics(r);
+  auto b = setup_metrics(r, false);
   EXPECT_EQ(b.value("fsaudit_setup_finding", {{"target", "/var/lib/mysql"}, {"rule", "no_data_checksums"}}), 1);
   EXPECT_FALSE(b.has("fsaudit_setup_finding", {{"target", "/scratch"}}));
   EXPECT_EQ(b.value("fsaudit_setup_finding_silenced", {{"target", "/scratch"}, {"rule", "no_data_checksums"}}), 1);

@@ -180,6 +180,17 @@ double scrape_value(const std::string& text, const std::string& name,
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+std::vector<ScrapeSample> scrape_samples(const std::string& text) {
+  std::vector<ScrapeSample> out;
+  for (auto line : lines(text)) {
+    if (line.empty() || line[0] == '#') continue;
+    ScrapeSample s;
+    s.name = std::string(line.substr(0, line.find_first_of("{ ")));
+    if (parse_sample(line, s.name, s.labels, s.value)) out.push_back(std::move(s));
+  }
+  return out;
+}
+
 std::string scrape_lines(const std::string& text, const std::string& name) {
   std::string out;
   for (auto line : lines(text))

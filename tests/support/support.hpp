@@ -33,6 +33,13 @@ double scrape_value(const std::string& text, const std::string& name,
                     const std::map<std::string, std::string>& labels = {});
 // All sample lines of `name` (for messages).
 std::string scrape_lines(const std::string& text, const std::string& name);
+// Every sample line of the text (a histogram's _bucket, _sum and _count lines each count as one).
+struct ScrapeSample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+std::vector<ScrapeSample> scrape_samples(const std::string& text);
 
 class TempDir {
  public:

@@ -54,7 +54,7 @@ LatencyConfig parse_latency(Section s) {
   c.mode = s.choice("mode", c.mode, {"io_uring_fsync", "o_dsync"});
   c.direct_reads = s.boolean("direct_reads", c.direct_reads);
   c.window = s.duration("window", c.window, 10s, 24h);
-  c.detail = s.choice("detail", c.detail, {"compact", "full"});
+  c.detail = s.choice("detail", c.detail, {"summary", "compact", "full"});
   {
     auto b = s.section("budget");
     c.budget.stack_writes_per_second =

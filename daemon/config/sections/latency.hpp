@@ -43,7 +43,7 @@ struct LatencyConfig {
   std::string mode = "io_uring_fsync";                // io_uring_fsync | o_dsync
   bool direct_reads = false;                          // also time 4 KiB O_DIRECT random reads
   std::chrono::milliseconds window{std::chrono::minutes(5)};  // rolling quantile window
-  std::string detail = "compact";                     // compact | full: series exported per stack
+  std::string detail = "summary";                     // summary | compact | full: series exported per stack
   LatencyBudgetConfig budget;
   int parallel = 2;                                   // samples in flight at once (one sampler process each)
   double fill_threshold = 0.95;                       // skip when the fs is fuller than this (0..1)

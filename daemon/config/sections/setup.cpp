@@ -58,6 +58,7 @@ SetupConfig parse_setup(Section s) {
   c.coverage_grace = cv.duration("grace", c.coverage_grace, std::chrono::milliseconds(0), std::chrono::hours(24 * 31));
   c.coverage_exempt = cv.strings("exempt", c.coverage_exempt);
   cv.finish();
+  c.detail = s.choice("detail", c.detail, {"compact", "full"});
   s.finish();
   return c;
 }

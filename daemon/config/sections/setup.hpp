@@ -19,6 +19,7 @@
 //       grace: 6h                   # a canary covers while its last met expectation is younger than
 //                                   # its interval plus this grace
 //       exempt: ["/boot", "/boot/efi"]   # targets left out of coverage (globs)
+//     detail: compact               # full: one series per rule that cannot be judged, not one count
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -45,6 +46,7 @@ struct SetupConfig {
   std::vector<std::string> coverage_match = {"fs", "data_checksums", "redundancy", "kernel_release"};
   std::chrono::milliseconds coverage_grace{std::chrono::hours(6)};
   std::vector<std::string> coverage_exempt = {"/boot", "/boot/efi"};
+  std::string detail = "compact";  // compact | full (per-rule not-evaluable series)
 
   bool silenced(const std::string& target, const std::string& rule) const;
   bool exempt(const std::string& target) const;
