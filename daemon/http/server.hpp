@@ -20,6 +20,7 @@
 
 #include "daemon/core/result.hpp"
 #include "daemon/core/text_pieces.hpp"
+#include "daemon/http/request_head.hpp"
 #include "daemon/http/status.hpp"
 #include "daemon/http/tls.hpp"
 #include "daemon/http/web_config.hpp"
@@ -37,12 +38,6 @@ struct ServerOptions {
   std::shared_ptr<CapacityTrend> trend;
 };
 
-// What the server reads from a request head: the request line's method and path (query cut off)
-// and the Authorization header. An error (answered 400) when the request line is not HTTP.
-struct RequestHead {
-  std::string method, path, authorization;
-};
-Result<RequestHead> parse_request_head(std::string_view head);
 
 class Server {
  public:
