@@ -19,7 +19,6 @@
 #include "daemon/core/pipe_child.hpp"
 #include "daemon/core/trust.hpp"
 #include "daemon/dbus/service.hpp"
-#include "daemon/http/exposition.hpp"
 #include "daemon/http/server.hpp"
 #include "daemon/http/status.hpp"
 #include "daemon/metrics/store.hpp"
@@ -156,6 +155,8 @@ class Daemon {
   bool last_reload_ok_ = true;
   std::shared_ptr<metrics::Store> store_ = std::make_shared<metrics::Store>();
   std::unique_ptr<http::Server> exposer_;
+  std::shared_ptr<http::CapacityTrend> trend_ = std::make_shared<http::CapacityTrend>();  // the page's and D-Bus'
+
   std::string exposer_addr_;
   ProcessRunner runner_;
   std::unique_ptr<ThreadPool> pool_;
@@ -163,6 +164,11 @@ class Daemon {
   std::vector<std::shared_ptr<Probe>> probes_;
   std::vector<Target> targets_;
   std::string targets_fingerprint_;
+  std::set<std::string> explicit_mounted_;  // explicit target paths seen as mount points
+  // An explicit target whose path was a mount point and no longer is: its filesystem was unmounted.
+  // Target selection then finds the filesystem below it (or none); the mount probe's job for it is
+  // gone, so the daemon says it: the mount probe's failure series and the page's "not mounted".
+  void publish_unmounted(const std::vector<MountEntry>& mounts, std::vector<std::string>& keep);
   SteadyTime last_target_refresh_{};
   std::unique_ptr<MountTableWatch> mount_watch_;
   std::atomic<bool> mount_table_stale_{false};  // a probe run says: read the mount table again now
@@ -183,12 +189,42 @@ class Daemon {
 };
 
 
+void Daemon::publish_unmounted(const std::vector<MountEntry>& mounts, std::vector<std::string>& keep) {
+  for (const auto& t : cfg_.watched_targets().explicit_targets) {
+    const bool mounted = std::any_of(mounts.begin(), mounts.end(), [&](const MountEntry& m) { return m.mountpoint == t.path; });
+    if (mounted) {
+      explicit_mounted_.insert(t.path);
+      continue;
+    }
+    if (!explicit_mounted_.count(t.path)) continue;  // a directory inside a filesystem, or never mounted
+    const std::string name = t.name.empty() ? t.path : t.name;
+    // Named, the target now names the filesystem below it: its own series say so (not two of each).
+    if (std::any_of(targets_.begin(), targets_.end(), [&](const Target& x) { return x.name == name; })) continue;
+    const std::string reason = "not mounted: " + t.path + " is not in the mount table (it was mounted before)";
+    metrics::Labels l{{"probe", "mount"}, {"target", name}};
+    metrics::Batch b;
+    b.gauge("fsaudit_probe_success",
+            "1 if the last run of the probe on the target succeeded (or had nothing to do), 0 if it failed.", l, 0);
+    auto li = l;
+    li["reason"] = reason;
+    b.info("fsaudit_probe_failure_info", "Why the probe's last run failed (value 1; present only while failing).", li);
+    auto& f = b.status.fs(name);
+    f.mounted = false;
+    f.problems.push_back({metrics::Severity::critical, reason, "FsauditProbeFailing"});
+    b.status.runs.push_back({"mount", name, reason, false, false, false});
+    keep.push_back("unmounted\x1f" + name);
+    store_->publish("unmounted\x1f" + name, b);
+  }
+}
+
 void Daemon::publish_build_info() {
   metrics::Batch b;
   b.info("fsaudit_build_info", "fsauditd build information (value 1).", {{"version", FSAUDIT_VERSION}});
   b.gauge("fsaudit_config_last_reload_success", "1 if the last configuration (re)load succeeded.", {},
           last_reload_ok_ ? 1 : 0);
   b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
+  b.status.version = FSAUDIT_VERSION;
+  b.status.config_reload_ok = last_reload_ok_;
   store_->publish("build", std::move(b));
   // From the config, not from a cycle: alert exclusions hold before, during and after any cycle.
   if (ext_.config_metrics) store_->publish("canary-identity", ext_.config_metrics(cfg_));
@@ -198,6 +234,7 @@ bool Daemon::start_exposer() {
   http::ServerOptions o;
   o.address = cfg_.listen_address;
   o.port = cfg_.listen_port;
+  o.trend = trend_;
   std::string addr = o.address + ":" + std::to_string(o.port) + "|" + cfg_.web_config_file;
   if (exposer_ && addr == exposer_addr_) return true;
   if (!cfg_.web_config_file.empty()) {
@@ -206,7 +243,8 @@ bool Daemon::start_exposer() {
     o.web = std::move(*w);
   }
   exposer_.reset();  // the port is taken until the old listener is gone
-  auto s = http::Server::start(std::move(o), [store = store_] { return store->exposition(); });
+  auto s = http::Server::start(std::move(o), [store = store_] { return store->exposition(); },
+                               [store = store_] { return store->status(); });
   if (!s) {
     bool port = s.error().rfind("cannot listen", 0) == 0;
     logging::log(spdlog::level::err, s.error() + (port ? " (is another fsauditd or exporter using the port? change 'listen:')" : ""));
@@ -333,6 +371,7 @@ void Daemon::refresh_targets(bool force) {
     for (auto& [n, pi] : snap) probe_snapshot_.push_back(std::move(pi));
   }
   for (const auto& p : probes_) keep.push_back("self-probe\x1f" + p->name());
+  publish_unmounted(mounts, keep);
   scheduler_->set_jobs(std::move(jobs));
   store_->retain(keep);
   {
@@ -406,6 +445,7 @@ void Daemon::publish_job_locked(const JobOutcome& o) {
     li["reason"] = said.reason;
     b.info("fsaudit_probe_failure_info", "Why the probe's last run failed (value 1; present only while failing).", li);
   }
+  b.status.runs.push_back({probe, target, said.reason, !said.failed, said.stuck, o.spec->target.is_host()});
   store_->publish("self\x1f" + key, b);
 }
 
@@ -491,18 +531,18 @@ Daemon::ReloadVerdict Daemon::reload() {
 void Daemon::start_bus() {
   if (cfg_.dbus_address == "none") return;
   dbus::Hooks h;
-  h.status = [store = store_]() -> Result<nlohmann::json> {
-    auto ex = http::parse_exposition(store->text());
-    if (!ex) return err(ex.error());
-    return http::to_json(http::build_status(*ex, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()));
+  // The same model as the page, with the page's capacity trend while the listener runs.
+  h.status = [store = store_, trend = trend_]() -> Result<nlohmann::json> {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return http::to_json(http::build_status(store->status(), now, trend.get(), http::this_host()));
   };
   // The scrub probe's discovery under the scrub config, as it last published it; the probe checks
   // again when it carries a request out.
   h.scrub_targets = [store = store_]() -> Result<std::vector<std::string>> {
-    auto ex = http::parse_exposition(store->text());
-    if (!ex) return err(ex.error());
     std::vector<std::string> targets;
-    for (const auto* s : ex->find("fsaudit_scrub_mode_info")) targets.push_back(s->label("target"));
+    for (const auto& [key, items] : store->status())
+      for (const auto& f : items.filesystems)
+        if (f.scrub) targets.push_back(!f.target.empty() ? f.target : !f.pool.empty() ? f.pool : f.device);
     return targets;
   };
   h.probes = [this] {

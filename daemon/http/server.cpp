@@ -80,7 +80,9 @@ class Conn {
 
 }  // namespace
 
-Server::Server(ServerOptions opts, TextSource src) : opts_(std::move(opts)), source_(std::move(src)) {}
+Server::Server(ServerOptions opts, TextSource src, StatusSource status)
+    : opts_(std::move(opts)), source_(std::move(src)), status_source_(std::move(status)),
+      trend_(opts_.trend ? opts_.trend : std::make_shared<CapacityTrend>()) {}
 
 Result<void> Server::listen() {
   bool v6 = opts_.address.find(':') != std::string::npos;
@@ -112,8 +114,8 @@ Result<void> Server::listen() {
   return {};
 }
 
-Result<std::unique_ptr<Server>> Server::start(ServerOptions opts, TextSource metrics_text) {
-  std::unique_ptr<Server> s(new Server(std::move(opts), std::move(metrics_text)));
+Result<std::unique_ptr<Server>> Server::start(ServerOptions opts, TextSource metrics_text, StatusSource status) {
+  std::unique_ptr<Server> s(new Server(std::move(opts), std::move(metrics_text), std::move(status)));
   std::string where = s->opts_.address + ":" + std::to_string(s->opts_.port);
   if (s->opts_.web.tls) {
     auto ctx = load_tls(*s->opts_.web.tls);
@@ -127,16 +129,12 @@ Result<std::unique_ptr<Server>> Server::start(ServerOptions opts, TextSource met
     s->threads_.emplace_back([p = s.get()](std::stop_token st) { p->worker(st); });
   s->threads_.emplace_back([p = s.get()](std::stop_token st) { p->accept_loop(st); });
   auto trend = s->trend_;
-  auto src = s->source_;
-  s->sampler_ = std::jthread([trend, src](std::stop_token st) {
+  auto src = s->status_source_;
+  if (src) s->sampler_ = std::jthread([trend, src](std::stop_token st) {
     std::mutex mu;
     std::condition_variable_any cv;
     while (!st.stop_requested()) {
-      // Only the family the trend reads: a full parse held every sample with a map of its labels
-      // (several MB at 1,000 filesystems, once a minute).
-      if (auto pieces = src())
-        if (auto e = parse_exposition(family_text(*pieces, CapacityTrend::kFamily), CapacityTrend::kFamily))
-          trend->observe(*e, now_unix());
+      trend->observe(src(), now_unix());
       std::unique_lock l(mu);
       cv.wait_for(l, st, std::chrono::seconds(60), [] { return false; });
     }
@@ -418,11 +416,7 @@ bool Server::authorised(const std::string& authorization) const {
 }
 
 Result<Status> Server::status() const {
-  auto pieces = source_();
-  const std::string text = pieces ? pieces->join() : std::string();
-  auto e = parse_exposition(text);
-  if (!e) return err(e.error());
-  return build_status(*e, now_unix(), trend_.get());
+  return build_status(status_source_ ? status_source_() : StatusItemsByKey{}, now_unix(), trend_.get(), host_);
 }
 
 Server::Response Server::respond(const Request& r) {

@@ -20,6 +20,7 @@
 
 #include "daemon/core/result.hpp"
 #include "daemon/core/text_pieces.hpp"
+#include "daemon/http/request_head.hpp"
 #include "daemon/http/status.hpp"
 #include "daemon/http/tls.hpp"
 #include "daemon/http/web_config.hpp"
@@ -32,14 +33,11 @@ struct ServerOptions {
   WebConfig web;
   int threads = 4;
   int refresh_seconds = 30;
+  // The capacity history behind "days to full"; shared with the D-Bus status, kept across a
+  // listener restart. The server makes its own when none is given.
+  std::shared_ptr<CapacityTrend> trend;
 };
 
-// What the server reads from a request head: the request line's method and path (query cut off)
-// and the Authorization header. An error (answered 400) when the request line is not HTTP.
-struct RequestHead {
-  std::string method, path, authorization;
-};
-Result<RequestHead> parse_request_head(std::string_view head);
 
 class Server {
  public:
@@ -53,8 +51,10 @@ class Server {
   // The current exposition, shared and immutable: a scrape sends it without copying it.
   // The exposition as shared pieces (metrics::Store::exposition()): written out as they are.
   using TextSource = std::function<std::shared_ptr<const TextPieces>()>;
+  // The probes' status items (metrics::Store::status()): what / and /api/v1/status are built from.
+  using StatusSource = std::function<StatusItemsByKey()>;
   // Listens now; the error says why not (port taken, bad certificate, ...).
-  static Result<std::unique_ptr<Server>> start(ServerOptions opts, TextSource metrics_text);
+  static Result<std::unique_ptr<Server>> start(ServerOptions opts, TextSource metrics_text, StatusSource status = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -66,7 +66,7 @@ class Server {
   CapacityTrend& trend() { return *trend_; }
 
  private:
-  Server(ServerOptions opts, TextSource src);
+  Server(ServerOptions opts, TextSource src, StatusSource status);
   Result<void> listen();
   void accept_loop(std::stop_token st);
   void worker(std::stop_token st);
@@ -92,7 +92,9 @@ class Server {
 
   ServerOptions opts_;
   TextSource source_;
-  std::shared_ptr<CapacityTrend> trend_ = std::make_shared<CapacityTrend>();
+  StatusSource status_source_;
+  std::string host_ = this_host();
+  std::shared_ptr<CapacityTrend> trend_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // written once by the destructor: ends the accept loop's poll
   std::unique_ptr<TlsContext> tls_;  // only with TLS configured

@@ -1,28 +1,41 @@
 #include "daemon/http/status.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <set>
 
 #include "alerts/thresholds.hpp"
+#include "daemon/core/fstype.hpp"
 
 namespace fsaudit::http {
 namespace {
 
 constexpr double kDay = 86400;
 
-Health worse(Health a, Health b) {
-  auto rank = [](Health h) {
-    switch (h) {
-      case Health::ok: return 0;
-      case Health::unknown: return 1;
-      case Health::warning: return 2;
-      case Health::critical: return 3;
-    }
-    return 1;
-  };
-  return rank(a) >= rank(b) ? a : b;
+int rank(Health h) {
+  switch (h) {
+    case Health::ok: return 0;
+    case Health::unknown: return 1;
+    case Health::warning: return 2;
+    case Health::critical: return 3;
+  }
+  return 1;
+}
+
+Health worse(Health a, Health b) { return rank(a) >= rank(b) ? a : b; }
+
+Health health_of(metrics::Severity s) {
+  switch (s) {
+    case metrics::Severity::info: return Health::ok;
+    case metrics::Severity::warning: return Health::warning;
+    case metrics::Severity::critical: return Health::critical;
+  }
+  return Health::warning;
 }
 
 std::string num(double v) {
@@ -32,41 +45,95 @@ std::string num(double v) {
   return buf;
 }
 
-double sum(const Exposition& e, std::string_view name, const LabelSet& m) {
-  double s = 0;
-  for (const auto* x : e.find(name, m))
-    if (std::isfinite(x->value)) s += x->value;
-  return s;
+template <class T>
+void take(std::optional<T>& into, const std::optional<T>& from) {
+  if (from) into = from;
 }
 
-std::optional<bool> flag(const Exposition& e, std::string_view name, const LabelSet& m) {
-  auto v = e.value(name, m);
-  if (!v) return std::nullopt;
-  return *v != 0;
+// One filesystem's facts from every probe, joined.
+void merge(TargetStatus& t, const metrics::FsFacts& f) {
+  if (t.fs.empty()) t.fs = f.fs;
+  if (t.device.empty()) t.device = f.source;
+  take(t.mounted, f.mounted);
+  take(t.readonly, f.readonly);
+  take(t.data_checksums, f.data_checksums);
+  take(t.size_bytes, f.size_bytes);
+  take(t.avail_bytes, f.avail_bytes);
+  take(t.files, f.files);
+  take(t.files_free, f.files_free);
+  take(t.fsync_p50_seconds, f.fsync_p50_seconds);
+  take(t.fsync_p99_seconds, f.fsync_p99_seconds);
+  take(t.fsync_p999_seconds, f.fsync_p999_seconds);
+  take(t.detection_covered, f.detection_covered);
+  if (!f.covering_canary.empty()) t.covering_canary = f.covering_canary;
+  if (f.scrub && !t.scrub) t.scrub = f.scrub;
+  t.setup_findings.insert(t.setup_findings.end(), f.setup_findings.begin(), f.setup_findings.end());
+  for (const auto& p : f.problems)
+    if (p.severity != metrics::Severity::info)
+      t.problems.push_back({health_of(p.severity), p.words, runbook_url(p.runbook), t.name});
 }
 
-std::string canary_story(const Exposition& e, const CanaryStatus& c) {
-  if (c.verdict.empty()) return "no cycle has finished yet";
-  LabelSet m{{"target", c.name}};
-  std::string s = verdict_meaning(c.verdict);
-  std::vector<std::string> facts;
-  if (auto v = e.value("fsaudit_canary_copies_found", m)) facts.push_back(num(*v) + " cop" + (*v == 1 ? "y" : "ies") + " of the block found on the raw devices");
-  if (auto v = e.value("fsaudit_canary_read_errors_counted", m)) facts.push_back("the read-back raised the error counters by " + num(*v));
-  if (auto ran = e.value("fsaudit_canary_scrub_ran", m); ran && *ran == 1) {
-    std::string f = "the scrub found " + num(e.value("fsaudit_canary_scrub_errors_found", m).value_or(0)) +
-                    " error(s) and repaired " + num(e.value("fsaudit_canary_scrub_errors_repaired", m).value_or(0));
-    facts.push_back(f);
+// What ZFS pool or kernel device the filesystem sits on, to join the host-wide probes' facts.
+std::string pool_of(const TargetStatus& t) {
+  return fstype::is_zfs(t.fs) ? t.device.substr(0, t.device.find('/')) : std::string();
+}
+std::string device_of(const TargetStatus& t) {
+  return t.device.starts_with("/dev/") ? t.device.substr(t.device.rfind('/') + 1) : std::string();
+}
+
+// The rules whose numbers the alert rules share (alerts/thresholds.yml): same fill levels, the
+// same history before a forecast is believed.
+void threshold_problems(TargetStatus& t) {
+  auto problem = [&](Health h, std::string words, const char* alert) {
+    t.problems.push_back({h, std::move(words), runbook_url(alert), t.name});
+  };
+  if (t.size_bytes && t.avail_bytes && *t.size_bytes > 0) {
+    double free_ratio = *t.avail_bytes / *t.size_bytes;
+    if (free_ratio < thresholds::capacity_almost_full_avail_ratio)
+      problem(Health::critical, "only " + num(std::round(free_ratio * 1000) / 10) + "% space left (" +
+                                    format_bytes(*t.avail_bytes) + ")",
+              "FsauditFilesystemAlmostFull");
+    // FsauditFilesystemFullIn7Days: a warning, and only for a filesystem already below the fill level.
+    else if (t.days_to_full && *t.days_to_full < thresholds::capacity_forecast_days &&
+             free_ratio < thresholds::capacity_forecast_max_avail_ratio)
+      problem(Health::warning, "full in " + num(std::round(*t.days_to_full * 10) / 10) + " days at the current rate",
+              "FsauditFilesystemFullIn7Days");
   }
-  if (auto v = e.value("fsaudit_canary_time_to_detect_seconds", m); v && std::isfinite(*v))
-    facts.push_back("detected " + format_duration(*v) + " after the injection");
-  if (auto v = e.value("fsaudit_canary_repair_verified", m)) {
-    if (*v == 1) facts.push_back("the bad copy was verified rewritten on disk");
-    else if (*v == 0) facts.push_back("the bad copy is still bad on disk");
+  if (t.files && t.files_free && *t.files > 0 && *t.files_free / *t.files < thresholds::inodes_almost_full_avail_ratio)
+    problem(Health::critical, "only " + num(*t.files_free) + " inodes left of " + num(*t.files), "FsauditInodesAlmostFull");
+  if (t.scrub) {
+    const auto& sc = *t.scrub;
+    if (sc.age_seconds && !std::isfinite(*sc.age_seconds) && sc.mode != "unsupported")
+      problem(Health::warning, "never scrubbed", "FsauditScrubOverdue");
+    else if (sc.age_seconds && *sc.age_seconds > thresholds::scrub_overdue_days * kDay)
+      problem(Health::warning, "last scrub " + format_duration(*sc.age_seconds) + " ago", "FsauditScrubOverdue");
   }
-  for (std::size_t i = 0; i < facts.size(); ++i) s += (i == 0 ? ": " : "; ") + facts[i];
-  s += ".";
-  if (c.expectation_met && !*c.expectation_met) s += " This is not what the canary expects (" + c.expected + ").";
-  return s;
+  if (t.fsync_p99_seconds && *t.fsync_p99_seconds > thresholds::fsync_p99_slow_seconds)
+    problem(Health::warning, "fsync p99 is " + format_duration(*t.fsync_p99_seconds), "FsauditFsyncLatencyHigh");
+}
+
+void judge_protection(TargetStatus& t) {
+  bool setup_warns = std::any_of(t.setup_findings.begin(), t.setup_findings.end(),
+                                 [](const SetupFinding& f) { return f.severity != "info"; });
+  if (t.health == Health::critical) {
+    t.protection = Protection::broken;
+    t.protection_reason = t.problems.empty() ? "critical" : t.problems.front().text;
+  } else if (t.data_checksums && !*t.data_checksums) {
+    t.protection = Protection::exposed;
+    t.protection_reason = "no data checksums: corrupted data would be read back without an error";
+  } else if (!t.data_checksums) {
+    t.protection = Protection::exposed;
+    t.protection_reason = "not known yet whether its data is checksummed";
+  } else if (!t.detection_covered || !*t.detection_covered) {
+    t.protection = Protection::exposed;
+    t.protection_reason = "checksummed, but no canary on the same kind of stack has proven lately that corruption is caught";
+  } else if (setup_warns) {
+    t.protection = Protection::exposed;
+    t.protection_reason = "checksummed and proven by canary " + t.covering_canary + ", but its setup has a finding (below)";
+  } else {
+    t.protection = Protection::protected_;
+    t.protection_reason = "checksummed, and canary " + t.covering_canary + " proved lately that corruption on this kind of stack is caught";
+  }
 }
 
 }  // namespace
@@ -81,15 +148,26 @@ std::string to_string(Health h) {
   return "unknown";
 }
 
-std::string verdict_meaning(const std::string& v) {
-  if (v == "repaired") return "the injected corruption was detected and repaired from a good copy";
-  if (v == "detected") return "the injected corruption was detected, but there was no good copy to repair it from";
-  if (v == "silent") return "corrupted data was read back without any error: this stack cannot see bit rot";
-  if (v == "unverified") return "the cycle could not tell whether the corruption was seen";
-  if (v == "not_injectable") return "no copy of the test block could be found on the raw devices to corrupt";
-  if (v == "refused") return "the cycle refused to write (a safety check failed)";
-  if (v == "error") return "the cycle failed before it could reach a verdict";
-  return "verdict " + v;
+std::string to_string(Protection p) {
+  switch (p) {
+    case Protection::protected_: return "protected";
+    case Protection::exposed: return "exposed";
+    case Protection::broken: return "broken";
+  }
+  return "exposed";
+}
+
+std::string runbook_url(const std::string& alert) {
+  if (alert.empty()) return "";
+  std::string anchor;
+  for (char c : alert) anchor += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "https://github.com/fsaudit/fsaudit/blob/main/docs/runbooks.md#" + anchor;
+}
+
+std::string this_host() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
 }
 
 const TargetStatus* Status::target(const std::string& name) const {
@@ -135,180 +213,130 @@ std::optional<double> CapacityTrend::days_to_full(const std::string& target) con
   return h.back().second / -slope / kDay;
 }
 
-void CapacityTrend::observe(const Exposition& e, double now) {
-  for (const auto* s : e.find(kFamily))
-    if (std::isfinite(s->value)) add(s->label("target"), now, s->value);
+void CapacityTrend::observe(const StatusItemsByKey& items, double now) {
+  for (const auto& [key, it] : items)
+    for (const auto& f : it.filesystems)
+      if (!f.target.empty() && f.avail_bytes && std::isfinite(*f.avail_bytes)) add(f.target, now, *f.avail_bytes);
 }
 
-Status build_status(const Exposition& e, double now, const CapacityTrend* trend) {
+Status build_status(const StatusItemsByKey& items, double now, const CapacityTrend* trend, const std::string& host) {
   Status st;
   st.generated_at = now;
-  for (const auto* s : e.find("fsaudit_build_info")) st.version = s->label("version");
-  if (auto v = e.value("fsaudit_config_last_reload_success")) st.config_reload_ok = *v == 1;
-
-  std::set<std::string> canary_names;
-  for (const auto* s : e.find("fsaudit_canary_info")) canary_names.insert(s->label("target"));
-  for (const auto* s : e.find("fsaudit_canary_last_verdict")) canary_names.insert(s->label("target"));
-  for (const auto& name : canary_names) {
-    CanaryStatus c;
-    c.name = name;
-    LabelSet m{{"target", name}};
-    for (const auto* s : e.find("fsaudit_canary_info", m)) {
-      c.fs = s->label("fs");
-      c.layout = s->label("layout");
-      c.mountpoint = s->label("mountpoint");
+  st.host = host;
+  std::set<std::string> canary_names, canary_mounts;
+  for (const auto& [key, it] : items) {
+    if (!it.version.empty()) st.version = it.version;
+    if (it.config_reload_ok) st.config_reload_ok = it.config_reload_ok;
+    for (const auto& c : it.canaries) {
+      st.canaries.push_back(c);
+      canary_names.insert(c.name);
+      if (!c.mountpoint.empty()) canary_mounts.insert(c.mountpoint);
     }
-    if (auto v = e.state("fsaudit_canary_last_verdict", m, "verdict")) c.verdict = *v;
-    for (const auto* s : e.find("fsaudit_canary_expected_verdict_info", m)) c.expected = s->label("expected");
-    if (auto v = e.value("fsaudit_canary_expectation_met", m)) c.expectation_met = *v == 1;
-    if (auto v = e.value("fsaudit_canary_last_run_timestamp_seconds", m)) c.last_run = *v;
-    if (c.fs.empty())
-      for (const auto* s : e.find("fsaudit_canary_last_verdict", m)) c.fs = s->label("fs"), c.layout = s->label("layout");
-    c.story = canary_story(e, c);
-    st.canaries.push_back(std::move(c));
   }
+  std::sort(st.canaries.begin(), st.canaries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  auto is_canary = [&](const std::string& t) { return canary_names.count(t) || canary_mounts.count(t); };
 
-  // Targets: every filesystem the capacity/mount probes report.
+  // Targets: every filesystem a per-target probe said something about, or whose run failed.
   std::map<std::string, TargetStatus> by_name;
-  // The mount probe reports an unmounted target as its own failure, so a target with no mount
-  // details is still listed (as not mounted) through the mount probe's success series.
-  for (const char* n : {"fsaudit_filesystem_info", "fsaudit_filesystem_size_bytes", "fsaudit_probe_success"})
-    for (const auto* s : e.find(n)) {
-      if (std::string_view(n) == "fsaudit_probe_success" && s->label("probe") != "mount") continue;
-      auto& t = by_name[s->label("target")];
-      t.name = s->label("target");
-      if (t.fs.empty()) t.fs = s->label("fs");
-      if (t.device.empty()) t.device = s->label("device");
-    }
-  by_name.erase("");
-  for (const auto& c : canary_names) by_name.erase(c);
-
+  std::vector<const metrics::FsFacts*> host_wide;  // facts named by pool or device
   std::vector<ProbeIssue> issues;
-  for (const auto* s : e.find("fsaudit_probe_success")) {
-    LabelSet m{{"probe", s->label("probe")}, {"target", s->label("target")}};
-    bool stuck = e.value("fsaudit_probe_stuck", m).value_or(0) == 1;
-    if (s->value == 1 && !stuck) continue;
-    ProbeIssue p{s->label("probe"), s->label("target"), "", stuck};
-    for (const auto* f : e.find("fsaudit_probe_failure_info", m)) p.reason = f->label("reason");
-    if (stuck && p.reason.empty()) p.reason = "stuck past its timeout (e.g. statfs on a dead mount)";
-    issues.push_back(std::move(p));
+  for (const auto& [key, it] : items) {
+    for (const auto& f : it.filesystems) {
+      if (f.target.empty()) host_wide.push_back(&f);
+      else if (f.target != "host" && !is_canary(f.target)) by_name[f.target].name = f.target;
+    }
+    for (const auto& r : it.runs) {
+      if (!r.host_wide && !is_canary(r.target) && r.target != "host") by_name[r.target].name = r.target;
+      if (r.ok && !r.stuck) continue;
+      ProbeIssue p{r.probe, r.target, r.reason, r.stuck};
+      if (p.stuck && p.reason.empty()) p.reason = "stuck past its timeout (e.g. statfs on a dead mount)";
+      issues.push_back(std::move(p));
+    }
   }
+  for (const auto& [key, it] : items)
+    for (const auto& f : it.filesystems)
+      if (auto t = by_name.find(f.target); t != by_name.end()) merge(t->second, f);
 
-  for (auto& entry : by_name) {
-    const auto& name = entry.first;
-    auto& t = entry.second;  // a reference, not a binding: the lambda below captures it (clang 14)
-    LabelSet m{{"target", name}};
-    Health h = Health::ok;
-    auto problem = [&](Health level, std::string why) {
-      h = worse(h, level);
-      t.problems.push_back(std::move(why));
-    };
-    // The mount probe fails with "not mounted: ..." when the mount point is not in the mount table.
-    if (auto ok = e.value("fsaudit_probe_success", {{"probe", "mount"}, {"target", name}})) {
-      std::string reason;
-      for (const auto* f : e.find("fsaudit_probe_failure_info", {{"probe", "mount"}, {"target", name}})) reason = f->label("reason");
-      if (*ok == 1) t.mounted = true;
-      else if (reason.rfind("not mounted", 0) == 0) t.mounted = false;
-    }
-    t.readonly = flag(e, "fsaudit_filesystem_readonly", m);
-    t.data_checksums = flag(e, "fsaudit_filesystem_data_checksums", m);
-    t.size_bytes = e.value("fsaudit_filesystem_size_bytes", m);
-    t.avail_bytes = e.value("fsaudit_filesystem_avail_bytes", m);
+  for (const auto& [key, it] : items)
+    for (const auto& k : it.kernel_errors)
+      if (!is_canary(k.target)) {
+        st.kernel_errors.push_back(k);
+        if (auto t = by_name.find(k.target); t != by_name.end()) t->second.kernel_errors.push_back(k);
+        else if (k.target.empty())
+          st.host_problems.push_back({k.last_hour > 0 ? Health::critical : Health::warning,
+                                      "the kernel logged " + num(k.last_day) + " storage error(s) on " +
+                                          (k.device.empty() ? std::string("an unnamed device") : k.device) +
+                                          " in the last day (" + num(k.last_hour) + " in the last hour)",
+                                      runbook_url("FsauditKernelStorageErrors"), ""});
+      }
+
+  std::set<const metrics::FsFacts*> joined;
+  for (auto& [name, t] : by_name) {
+    const std::string pool = pool_of(t), device = device_of(t);
+    for (const auto* f : host_wide)
+      if ((!f->pool.empty() && f->pool == pool) || (!f->device.empty() && f->device == device)) {
+        merge(t, *f);
+        joined.insert(f);
+      }
     if (trend) t.days_to_full = trend->days_to_full(name);
-    if (t.mounted && !*t.mounted) problem(Health::critical, "not mounted");
-    if (t.readonly && *t.readonly) problem(Health::warning, "mounted read-only");
-    if (t.size_bytes && t.avail_bytes && *t.size_bytes > 0) {
-      double free_ratio = *t.avail_bytes / *t.size_bytes;
-      if (free_ratio < thresholds::capacity_almost_full_avail_ratio)
-        problem(Health::critical, "only " + num(free_ratio * 100) + "% space left");
-      // FsauditFilesystemFullIn7Days: a warning, and only for a filesystem already below the fill level.
-      if (t.days_to_full && *t.days_to_full < thresholds::capacity_forecast_days &&
-          free_ratio < thresholds::capacity_forecast_max_avail_ratio)
-        problem(Health::warning, "full in " + num(*t.days_to_full) + " days at the current rate");
-    }
-
-    if (double v = sum(e, "fsaudit_ext4_errors", m); v > 0) problem(Health::critical, "ext4 recorded " + num(v) + " error(s) in its superblock");
-    if (e.value("fsaudit_xfs_shutdown", m).value_or(0) == 1) problem(Health::critical, "XFS has shut down");
-    if (double v = sum(e, "fsaudit_xfs_unhealthy_metadata", m); v > 0) problem(Health::warning, "XFS marked " + num(v) + " metadata structure(s) unhealthy");
-    if (double v = sum(e, "fsaudit_btrfs_device_errors", m); v > 0) problem(Health::critical, "btrfs device error counters total " + num(v));
-    if (double v = sum(e, "fsaudit_btrfs_devices_missing", m); v > 0) problem(Health::critical, num(v) + " btrfs device(s) missing");
-    if (double v = sum(e, "fsaudit_bcachefs_device_errors", m); v > 0) problem(Health::critical, "bcachefs device error counters total " + num(v));
-    std::string pool;
-    if (t.fs == "zfs") {
-      pool = t.device.substr(0, t.device.find('/'));
-      LabelSet pm{{"pool", pool}};
-      if (auto s = e.state("fsaudit_zfs_pool_state", pm); s && *s != "online") problem(Health::critical, "pool " + pool + " is " + *s);
-      if (double v = e.value("fsaudit_zfs_pool_data_errors", pm).value_or(0); v > 0) problem(Health::critical, "pool " + pool + " has " + num(v) + " data error(s)");
-      if (double v = sum(e, "fsaudit_zfs_pool_errors", pm); v > 0) problem(Health::warning, "pool " + pool + " error counters total " + num(v));
-    }
-
-    // Scrubs are labelled by mount point, pool or md device.
-    for (const std::string& key : {name, pool}) {
-      if (key.empty() || t.scrub) continue;
-      LabelSet sm{{"target", key}};
-      if (e.find("fsaudit_scrub_observe_success", sm).empty() && e.find("fsaudit_scrub_last_completed_age_seconds", sm).empty())
-        continue;
-      ScrubStatus sc;
-      sc.age_seconds = e.value("fsaudit_scrub_last_completed_age_seconds", sm);
-      sc.running = e.value("fsaudit_scrub_running", sm).value_or(0) == 1;
-      sc.paused = e.value("fsaudit_scrub_paused", sm).value_or(0) == 1;
-      sc.progress_ratio = e.value("fsaudit_scrub_progress_ratio", sm);
-      for (const auto* s : e.find("fsaudit_scrub_last_errors", sm)) sc.errors[s->label("kind")] = s->value;
-      for (const auto* s : e.find("fsaudit_scrub_last_result_info", sm)) sc.last_result = s->label("result");
-      for (const auto* s : e.find("fsaudit_scrub_mode_info", sm)) sc.mode = s->label("mode");
-      for (const auto* s : e.find("fsaudit_scrub_decision_info", sm)) sc.decision = s->label("code");
-      if (sc.errors["uncorrectable"] > 0) problem(Health::critical, "the last scrub found " + num(sc.errors["uncorrectable"]) + " uncorrectable error(s)");
-      else if (sc.errors["found"] > 0) problem(Health::warning, "the last scrub found " + num(sc.errors["found"]) + " error(s)");
-      if (sc.errors["uncorrectable"] == 0) sc.errors.erase("uncorrectable");
-      if (sc.errors["found"] == 0 && !e.value("fsaudit_scrub_last_errors", {{"target", key}, {"kind", "found"}})) sc.errors.erase("found");
-      if (sc.age_seconds && !std::isfinite(*sc.age_seconds) && sc.mode != "unsupported") problem(Health::warning, "never scrubbed");
-      else if (sc.age_seconds && *sc.age_seconds > thresholds::scrub_overdue_days * kDay) problem(Health::warning, "last scrub " + format_duration(*sc.age_seconds) + " ago");
-      t.scrub = sc;
-    }
-
-    t.fsync_p50_seconds = e.value("fsaudit_fsync_latency_window_seconds", {{"target", name}, {"percentile", "50"}});
-    t.fsync_p99_seconds = e.value("fsaudit_fsync_latency_window_seconds", {{"target", name}, {"percentile", "99"}});
-    t.fsync_p999_seconds = e.value("fsaudit_fsync_latency_window_seconds", {{"target", name}, {"percentile", "99.9"}});
-    if (t.fsync_p99_seconds && *t.fsync_p99_seconds > thresholds::fsync_p99_slow_seconds) problem(Health::warning, "fsync p99 is " + format_duration(*t.fsync_p99_seconds));
-
-    for (const auto* s : e.find("fsaudit_setup_finding", m)) {
-      if (s->value != 1) continue;
-      t.setup_findings.push_back({s->label("rule"), s->label("severity")});
-      std::string sev = s->label("severity");
-      problem(sev == "critical" ? Health::critical : sev == "info" ? Health::ok : Health::warning, "setup: " + s->label("rule"));
-    }
+    threshold_problems(t);
     for (const auto& c : st.canaries)
       if (c.fs == t.fs) t.canaries.push_back(c.name);
-
     for (const auto& p : issues)
       if (p.target == name) {
         t.probe_issues.push_back(p);
-        problem(p.stuck ? Health::critical : Health::warning, "probe " + p.probe + (p.stuck ? " is stuck: " : " failed: ") + p.reason);
+        // A probe whose own facts already say why (the mount probe's "not mounted") is not repeated.
+        bool said = std::any_of(t.problems.begin(), t.problems.end(), [&](const auto& x) { return x.text == p.reason; });
+        if (!said)
+          t.problems.push_back({p.stuck ? Health::critical : Health::warning,
+                                "probe " + p.probe + (p.stuck ? " is stuck: " : " failed: ") + p.reason,
+                                runbook_url(p.stuck ? "FsauditProbeStuck" : "FsauditProbeFailing"), name});
       }
+    std::stable_sort(t.problems.begin(), t.problems.end(),
+                     [](const auto& a, const auto& b) { return rank(a.severity) > rank(b.severity); });
+    Health h = Health::ok;
+    for (const auto& p : t.problems) h = worse(h, p.severity);
     if (!t.mounted && !t.size_bytes) h = worse(h, Health::unknown);
     t.health = h;
+    judge_protection(t);
     st.targets.push_back(std::move(t));
   }
+  for (const auto* f : host_wide)
+    if (!joined.count(f))
+      for (const auto& p : f->problems)
+        if (p.severity != metrics::Severity::info) st.host_problems.push_back({health_of(p.severity), p.words, runbook_url(p.runbook), ""});
   for (const auto& p : issues)
-    if (!by_name.count(p.target) && !canary_names.count(p.target)) st.host_issues.push_back(p);
+    if (!by_name.count(p.target) && !is_canary(p.target)) {
+      st.host_issues.push_back(p);
+      st.host_problems.push_back({p.stuck ? Health::critical : Health::warning,
+                                  "probe " + p.probe + (p.stuck ? " is stuck: " : " failed: ") + p.reason,
+                                  runbook_url(p.stuck ? "FsauditProbeStuck" : "FsauditProbeFailing"), ""});
+    }
+  for (const auto& c : st.canaries)
+    if (c.expectation_met && !*c.expectation_met)
+      st.host_problems.push_back({Health::warning, "canary " + c.name + " did not reach its expected verdict (" + c.expected + "): " + c.story,
+                                  runbook_url("FsauditCanaryExpectationMissed"), ""});
+  if (st.config_reload_ok && !*st.config_reload_ok)
+    st.host_problems.push_back({Health::warning, "the last configuration reload was rejected; the previous configuration is running",
+                                runbook_url("FsauditConfigReloadFailed"), ""});
 
   Health overall = st.targets.empty() && st.canaries.empty() ? Health::unknown : Health::ok;
-  std::map<Health, int> counts;
   for (const auto& t : st.targets) {
     overall = worse(overall, t.health);
-    ++counts[t.health];
+    (t.protection == Protection::protected_ ? st.protected_count
+     : t.protection == Protection::broken   ? st.broken_count
+                                            : st.exposed_count)++;
+    for (const auto& p : t.problems)
+      if (!st.first || rank(p.severity) > rank(st.first->severity)) st.first = p;
   }
-  for (const auto& c : st.canaries)
-    if ((c.expectation_met && !*c.expectation_met) || c.verdict == "error" || c.verdict == "refused") overall = worse(overall, Health::warning);
-  if (!st.host_issues.empty()) overall = worse(overall, Health::warning);
-  if (st.config_reload_ok && !*st.config_reload_ok) overall = worse(overall, Health::warning);
+  for (const auto& p : st.host_problems) {
+    overall = worse(overall, p.severity);
+    if (!st.first || rank(p.severity) > rank(st.first->severity)) st.first = p;
+  }
   st.overall = overall;
-  st.summary = std::to_string(st.targets.size()) + " filesystem(s)";
-  std::string parts;
-  for (Health h : {Health::ok, Health::warning, Health::critical, Health::unknown})
-    if (counts[h]) parts += (parts.empty() ? "" : ", ") + std::to_string(counts[h]) + " " + to_string(h);
-  if (!parts.empty()) st.summary += ": " + parts;
-  st.summary += "; " + std::to_string(st.canaries.size()) + " canar" + (st.canaries.size() == 1 ? "y" : "ies");
+  st.summary = std::to_string(st.targets.size()) + " filesystem(s): " + std::to_string(st.protected_count) + " protected, " +
+               std::to_string(st.exposed_count) + " exposed, " + std::to_string(st.broken_count) + " broken; " +
+               std::to_string(st.canaries.size()) + " canar" + (st.canaries.size() == 1 ? "y" : "ies");
   if (!st.host_issues.empty()) st.summary += "; " + std::to_string(st.host_issues.size()) + " host probe(s) failing";
   return st;
 }
@@ -325,6 +353,12 @@ nlohmann::json opt(const std::optional<bool>& v) { return v ? nlohmann::json(*v)
 nlohmann::json issue_json(const ProbeIssue& p) {
   return {{"probe", p.probe}, {"target", p.target}, {"reason", p.reason}, {"stuck", p.stuck}};
 }
+nlohmann::json problem_json(const ProblemStatus& p) {
+  return {{"severity", to_string(p.severity)}, {"text", p.text}, {"runbook_url", p.runbook_url}, {"target", p.target}};
+}
+nlohmann::json kernel_json(const KernelErrors& k) {
+  return {{"device", k.device}, {"target", k.target}, {"last_hour", k.last_hour}, {"last_day", k.last_day}};
+}
 
 }  // namespace
 
@@ -332,23 +366,33 @@ nlohmann::json to_json(const CanaryStatus& c) {
   return {{"name", c.name},         {"fs", c.fs},         {"layout", c.layout},
           {"mountpoint", c.mountpoint}, {"verdict", c.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.verdict)},
           {"expected", c.expected}, {"expectation_met", opt(c.expectation_met)},
-          {"last_run", opt(c.last_run)}, {"story", c.story}};
+          {"last_run", opt(c.last_run)}, {"meaning", c.meaning}, {"story", c.story}};
 }
 
 nlohmann::json to_json(const TargetStatus& t) {
+  nlohmann::json problems = nlohmann::json::array(), details = nlohmann::json::array();
+  for (const auto& p : t.problems) {
+    problems.push_back(p.text);
+    details.push_back(problem_json(p));
+  }
   nlohmann::json j{{"name", t.name},
                    {"fs", t.fs},
                    {"device", t.device},
                    {"health", to_string(t.health)},
-                   {"problems", t.problems},
+                   {"problems", problems},
+                   {"problem_details", details},
+                   {"protection", to_string(t.protection)},
+                   {"protection_reason", t.protection_reason},
                    {"mounted", opt(t.mounted)},
                    {"readonly", opt(t.readonly)},
                    {"data_checksums", opt(t.data_checksums)},
+                   {"detection_covered", opt(t.detection_covered)},
                    {"size_bytes", opt(t.size_bytes)},
                    {"avail_bytes", opt(t.avail_bytes)},
                    {"used_ratio", t.size_bytes && t.avail_bytes && *t.size_bytes > 0
                                       ? nlohmann::json(1 - *t.avail_bytes / *t.size_bytes)
                                       : nlohmann::json(nullptr)},
+                   {"inodes", {{"total", opt(t.files)}, {"free", opt(t.files_free)}}},
                    {"days_to_full", opt(t.days_to_full)},
                    {"canaries", t.canaries},
                    {"fsync_seconds", {{"p50", opt(t.fsync_p50_seconds)}, {"p99", opt(t.fsync_p99_seconds)}, {"p999", opt(t.fsync_p999_seconds)}}}};
@@ -364,6 +408,8 @@ nlohmann::json to_json(const TargetStatus& t) {
   for (const auto& f : t.setup_findings) j["setup_findings"].push_back({{"rule", f.rule}, {"severity", f.severity}});
   j["probe_issues"] = nlohmann::json::array();
   for (const auto& p : t.probe_issues) j["probe_issues"].push_back(issue_json(p));
+  j["kernel_errors"] = nlohmann::json::array();
+  for (const auto& k : t.kernel_errors) j["kernel_errors"].push_back(kernel_json(k));
   return j;
 }
 
@@ -371,8 +417,11 @@ nlohmann::json to_json(const Status& s) {
   nlohmann::json j{{"schema", "fsaudit.status/v1"},
                    {"generated_at", s.generated_at},
                    {"version", s.version},
+                   {"host", s.host},
                    {"overall", to_string(s.overall)},
                    {"summary", s.summary},
+                   {"protection", {{"protected", s.protected_count}, {"exposed", s.exposed_count}, {"broken", s.broken_count}}},
+                   {"first", s.first ? problem_json(*s.first) : nlohmann::json(nullptr)},
                    {"config_reload_ok", opt(s.config_reload_ok)}};
   j["targets"] = nlohmann::json::array();
   for (const auto& t : s.targets) j["targets"].push_back(to_json(t));
@@ -380,6 +429,10 @@ nlohmann::json to_json(const Status& s) {
   for (const auto& c : s.canaries) j["canaries"].push_back(to_json(c));
   j["host_issues"] = nlohmann::json::array();
   for (const auto& p : s.host_issues) j["host_issues"].push_back(issue_json(p));
+  j["host_problems"] = nlohmann::json::array();
+  for (const auto& p : s.host_problems) j["host_problems"].push_back(problem_json(p));
+  j["kernel_errors"] = nlohmann::json::array();
+  for (const auto& k : s.kernel_errors) j["kernel_errors"].push_back(kernel_json(k));
   return j;
 }
 
@@ -414,66 +467,117 @@ std::string verdict_span(const CanaryStatus& c) {
   return "<span class=\"verdict v-" + esc(v) + "\" data-verdict=\"" + esc(v) + "\">" + esc(v) + "</span>";
 }
 
+std::string muted(const std::string& s) { return "<span class=\"muted\">" + esc(s) + "</span>"; }
+
+std::string problem_html(const ProblemStatus& p) {
+  std::string h = "<span class=\"sev s-" + esc(to_string(p.severity)) + "\">" + esc(to_string(p.severity)) + "</span> " + esc(p.text);
+  if (!p.runbook_url.empty()) h += " <a href=\"" + esc(p.runbook_url) + "\">runbook</a>";
+  return h;
+}
+
+// A cell: its column name rides along in data-label, shown before the value once the table is
+// collapsed into cards on a narrow screen.
+std::string td(const char* label, const std::string& html, const char* cls = "") {
+  return std::string("<td data-label=\"") + label + "\"" + (*cls ? std::string(" class=\"") + cls + "\"" : "") + ">" + html + "</td>";
+}
+
+std::string capacity_html(std::optional<double> size, std::optional<double> avail, bool bytes) {
+  if (!size || !avail || *size <= 0) return muted("n/a");
+  auto f = [&](double v) { return bytes ? format_bytes(v) : num(v); };
+  return esc(num(std::round((1 - *avail / *size) * 100))) + "% used<br>" + muted(f(*avail) + " free of " + f(*size));
+}
+
+std::string scrub_html(const std::optional<ScrubStatus>& s) {
+  if (!s) return muted("n/a");
+  const auto& sc = *s;
+  std::string h;
+  if (sc.running) h += "running" + (sc.progress_ratio ? " " + num(std::round(*sc.progress_ratio * 100)) + "%" : std::string()) + "<br>";
+  else if (sc.paused) h += "paused<br>";
+  h += sc.age_seconds ? (std::isfinite(*sc.age_seconds) ? esc(format_duration(*sc.age_seconds)) + " ago" : std::string("never"))
+                      : muted("unknown");
+  std::string f;
+  for (const auto& [k, v] : sc.errors) f += (f.empty() ? "" : ", ") + num(v) + " " + k;
+  return h + "<br>" + muted(f.empty() ? std::string("no findings") : "findings: " + f);
+}
+
+std::string kernel_html(const std::vector<KernelErrors>& ks) {
+  if (ks.empty()) return muted("none in the last day");
+  std::string h;
+  for (const auto& k : ks)
+    h += esc(k.device.empty() ? std::string("?") : k.device) + ": " + esc(num(k.last_hour)) + " in the last hour, " +
+         esc(num(k.last_day)) + " in the last day<br>";
+  return h;
+}
+
 }  // namespace
 
 std::string render_html(const Status& s, int refresh_seconds) {
+  const std::string host = s.host.empty() ? std::string("this host") : s.host;
   std::string h;
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   h += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(refresh_seconds) + "\">\n";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  h += "<title>fsaudit: " + esc(to_string(s.overall)) + "</title>\n<style>\n"
-       "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;background:#fff}\n"
+  h += "<title>fsaudit " + esc(host) + ": " + esc(to_string(s.overall)) + "</title>\n<style>\n"
+       "body{font-family:system-ui,sans-serif;margin:1em;color:#222;background:#fff;overflow-wrap:anywhere}\n"
        "h1{font-size:1.4em;margin:0 0 .3em}h2{font-size:1.1em;margin-top:1.5em}\n"
        "table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #ddd;vertical-align:top}\n"
        "th{background:#f3f3f3}.num{text-align:right;font-variant-numeric:tabular-nums}\n"
        ".h-ok{color:#1b7a1b;font-weight:bold}.h-warning{color:#9a6700;font-weight:bold}.h-critical{color:#fff;background:#c62828;font-weight:bold;padding:0 .3em}.h-unknown{color:#666;font-weight:bold}\n"
+       ".sev{font-size:.8em;font-weight:bold;text-transform:uppercase}.s-critical{color:#c62828}.s-warning{color:#9a6700}\n"
+       ".p-protected{color:#1b7a1b;font-weight:bold}.p-exposed{color:#9a6700;font-weight:bold}.p-broken{color:#c62828;font-weight:bold}\n"
        ".verdict{font-weight:bold}.v-repaired{color:#1b7a1b}.v-detected{color:#9a6700}.v-silent{color:#d00000}.v-error,.v-refused{color:#d00000}.v-pending,.v-unverified,.v-not_injectable{color:#666}\n"
        ".story{font-size:.85em;color:#444;max-width:40em}.problems{margin:.2em 0 0 1em;padding:0;font-size:.85em}\n"
+       "#first{border-left:.3em solid #c62828;padding:.3em .6em;background:#fbeaea}#first.none{border-color:#1b7a1b;background:#eef7ee}\n"
        ".muted{color:#666}footer{margin-top:2em;font-size:.8em;color:#666}\n"
+       // Narrow screens: every table row becomes a card, each cell a line with its column name.
+       "@media (max-width:800px){table,thead,tbody,tr,th,td{display:block;width:auto}thead{display:none}"
+       "tr{border:1px solid #ddd;margin:0 0 .8em;padding:.3em 0}td{border:none;padding:.2em .6em;text-align:left}"
+       "td[data-label]::before{content:attr(data-label) \": \";font-weight:bold;color:#444}.num{text-align:left}}\n"
        "</style></head><body>\n";
-  h += "<h1>fsaudit on this host: <span id=\"overall\" class=\"h-" + esc(to_string(s.overall)) + "\">" +
+  h += "<h1>fsaudit on <span id=\"host\">" + esc(host) + "</span>: <span id=\"overall\" class=\"h-" + esc(to_string(s.overall)) + "\">" +
        esc(to_string(s.overall)) + "</span></h1>\n";
+  h += "<p id=\"protection\"><b>" + std::to_string(s.targets.size()) + " filesystem(s): <span class=\"p-protected\">" +
+       std::to_string(s.protected_count) + " protected</span>, <span class=\"p-exposed\">" + std::to_string(s.exposed_count) +
+       " exposed</span>, <span class=\"p-broken\">" + std::to_string(s.broken_count) + " broken</span>.</b> " +
+       muted("Protected: data is checksummed and a canary proved lately that corruption on that kind of stack is caught.") + "</p>\n";
+  if (s.first)
+    h += "<p id=\"first\"><b>What to do first:</b> " + (s.first->target.empty() ? std::string() : "<b>" + esc(s.first->target) + "</b>: ") +
+         problem_html(*s.first) + "</p>\n";
+  else
+    h += "<p id=\"first\" class=\"none\"><b>Nothing to do:</b> no problem found.</p>\n";
   h += "<p id=\"summary\">" + esc(s.summary) + ". Updated " + esc(utc(s.generated_at)) + "; this page reloads every " +
        std::to_string(refresh_seconds) + " s.</p>\n";
-  if (s.config_reload_ok && !*s.config_reload_ok)
-    h += "<p class=\"h-warning\">The last configuration reload was rejected; the previous configuration is running.</p>\n";
 
-  h += "<h2>Filesystems</h2>\n<table id=\"targets\"><thead><tr><th>Filesystem</th><th>Health</th><th class=\"num\">Capacity</th>"
-       "<th class=\"num\">Days to full</th><th>Canary</th><th>Scrub</th><th class=\"num\">fsync p99</th></tr></thead><tbody>\n";
-  if (s.targets.empty()) h += "<tr><td colspan=\"7\" class=\"muted\">No filesystem reported yet.</td></tr>\n";
+  h += "<h2>Filesystems</h2>\n<table id=\"targets\"><thead><tr><th>Filesystem</th><th>Health</th><th>Protection</th>"
+       "<th class=\"num\">Capacity</th><th class=\"num\">Inodes</th><th class=\"num\">Days to full</th><th>Canary</th><th>Scrub</th>"
+       "<th class=\"num\">fsync p99</th><th>Kernel errors</th></tr></thead><tbody>\n";
+  if (s.targets.empty()) h += "<tr><td colspan=\"10\" class=\"muted\">No filesystem reported yet.</td></tr>\n";
   for (const auto& t : s.targets) {
-    h += "<tr data-target=\"" + esc(t.name) + "\"><td><b>" + esc(t.name) + "</b><br><span class=\"muted\">" + esc(t.fs) +
-         (t.device.empty() ? "" : " on " + esc(t.device)) + "</span></td>";
-    h += "<td><span class=\"health h-" + esc(to_string(t.health)) + "\">" + esc(to_string(t.health)) + "</span>";
+    h += "<tr data-target=\"" + esc(t.name) + "\">";
+    std::string name = "<b>" + esc(t.name) + "</b><br>" + muted(t.fs + (t.device.empty() ? "" : " on " + t.device));
+    if (t.mounted && !*t.mounted) name += "<br><b class=\"h-critical\">not mounted</b>";
+    h += td("Filesystem", name);
+    std::string health = "<span class=\"health h-" + esc(to_string(t.health)) + "\">" + esc(to_string(t.health)) + "</span>";
     if (!t.problems.empty()) {
-      h += "<ul class=\"problems\">";
-      for (const auto& p : t.problems) h += "<li>" + esc(p) + "</li>";
-      h += "</ul>";
+      health += "<ul class=\"problems\">";
+      for (const auto& p : t.problems) health += "<li>" + problem_html(p) + "</li>";
+      health += "</ul>";
     }
-    h += "</td><td class=\"num\">";
-    if (t.size_bytes && t.avail_bytes && *t.size_bytes > 0)
-      h += esc(num(std::round((1 - *t.avail_bytes / *t.size_bytes) * 100))) + "% used<br><span class=\"muted\">" +
-           esc(format_bytes(*t.avail_bytes)) + " free of " + esc(format_bytes(*t.size_bytes)) + "</span>";
-    else h += "<span class=\"muted\">n/a</span>";
-    h += "</td><td class=\"num\">" + (t.days_to_full ? esc(num(std::round(*t.days_to_full))) : std::string("<span class=\"muted\">not filling</span>")) + "</td><td>";
-    if (t.canaries.empty()) h += "<span class=\"muted\">no canary for " + esc(t.fs) + "</span>";
+    h += td("Health", health);
+    h += td("Protection", "<span class=\"p-" + esc(to_string(t.protection)) + "\">" + esc(to_string(t.protection)) + "</span><br>" +
+                              muted(t.protection_reason));
+    h += td("Capacity", capacity_html(t.size_bytes, t.avail_bytes, true), "num");
+    h += td("Inodes", capacity_html(t.files, t.files_free, false), "num");
+    h += td("Days to full", t.days_to_full ? esc(num(std::round(*t.days_to_full))) : muted("not filling"), "num");
+    std::string can;
+    if (t.canaries.empty()) can = muted("no canary for " + t.fs);
     for (const auto& name : t.canaries)
-      if (const auto* c = s.canary(name)) h += verdict_span(*c) + " <span class=\"muted\">(" + esc(c->name) + ")</span><br>";
-    h += "</td><td>";
-    if (!t.scrub) {
-      h += "<span class=\"muted\">n/a</span>";
-    } else {
-      const auto& sc = *t.scrub;
-      if (sc.running) h += "running" + (sc.progress_ratio ? " " + num(std::round(*sc.progress_ratio * 100)) + "%" : std::string()) + "<br>";
-      else if (sc.paused) h += "paused<br>";
-      h += sc.age_seconds ? (std::isfinite(*sc.age_seconds) ? esc(format_duration(*sc.age_seconds)) + " ago" : std::string("never"))
-                          : std::string("<span class=\"muted\">unknown</span>");
-      std::string f;
-      for (const auto& [k, v] : sc.errors) f += (f.empty() ? "" : ", ") + num(v) + " " + k;
-      h += "<br><span class=\"muted\">" + (f.empty() ? std::string("no findings") : "findings: " + esc(f)) + "</span>";
-    }
-    h += "</td><td class=\"num\">" + (t.fsync_p99_seconds ? esc(format_duration(*t.fsync_p99_seconds)) : std::string("<span class=\"muted\">n/a</span>")) +
-         "</td></tr>\n";
+      if (const auto* c = s.canary(name)) can += verdict_span(*c) + " " + muted("(" + c->name + ")") + "<br>";
+    h += td("Canary", can);
+    h += td("Scrub", scrub_html(t.scrub));
+    h += td("fsync p99", t.fsync_p99_seconds ? esc(format_duration(*t.fsync_p99_seconds)) : muted("n/a"), "num");
+    h += td("Kernel errors", kernel_html(t.kernel_errors));
+    h += "</tr>\n";
   }
   h += "</tbody></table>\n";
 
@@ -481,19 +585,29 @@ std::string render_html(const Status& s, int refresh_seconds) {
        "<th>Last run</th><th>Story</th></tr></thead><tbody>\n";
   if (s.canaries.empty()) h += "<tr><td colspan=\"6\" class=\"muted\">No canary configured.</td></tr>\n";
   for (const auto& c : s.canaries) {
-    h += "<tr data-canary=\"" + esc(c.name) + "\"><td><b>" + esc(c.name) + "</b></td><td>" + esc(c.fs) +
-         (c.layout.empty() ? "" : " " + esc(c.layout)) + "</td><td>" + verdict_span(c) + "</td><td>" + esc(c.expected) +
-         (c.expectation_met ? (*c.expectation_met ? " (met)" : " <b class=\"h-warning\">(not met)</b>") : std::string()) +
-         "</td><td>" + (c.last_run ? esc(format_duration(s.generated_at - *c.last_run)) + " ago" : std::string("never")) +
-         "</td><td class=\"story\">" + esc(c.story) + "</td></tr>\n";
+    h += "<tr data-canary=\"" + esc(c.name) + "\">" + td("Canary", "<b>" + esc(c.name) + "</b>") +
+         td("Stack", esc(c.fs) + (c.layout.empty() ? "" : " " + esc(c.layout))) + td("Last verdict", verdict_span(c)) +
+         td("Expected", esc(c.expected) + (c.expectation_met ? (*c.expectation_met ? " (met)" : " <b class=\"h-warning\">(not met)</b>") : std::string())) +
+         td("Last run", c.last_run ? esc(format_duration(s.generated_at - *c.last_run)) + " ago" : std::string("never")) +
+         td("Story", esc(c.story), "story") + "</tr>\n";
   }
   h += "</tbody></table>\n";
-  if (!s.host_issues.empty()) {
-    h += "<h2>Host-wide probes failing</h2>\n<ul id=\"host-issues\">";
-    for (const auto& p : s.host_issues) h += "<li><b>" + esc(p.probe) + "</b>: " + esc(p.reason) + "</li>";
+
+  h += "<h2>Kernel storage errors</h2>\n<table id=\"kernel-errors\"><thead><tr><th>Device</th><th>Filesystem</th>"
+       "<th class=\"num\">Last hour</th><th class=\"num\">Last day</th></tr></thead><tbody>\n";
+  if (s.kernel_errors.empty()) h += "<tr><td colspan=\"4\" class=\"muted\">None in the last day.</td></tr>\n";
+  for (const auto& k : s.kernel_errors)
+    h += "<tr data-device=\"" + esc(k.device) + "\">" + td("Device", esc(k.device)) +
+         td("Filesystem", k.target.empty() ? muted("not attributed") : esc(k.target)) + td("Last hour", esc(num(k.last_hour)), "num") +
+         td("Last day", esc(num(k.last_day)), "num") + "</tr>\n";
+  h += "</tbody></table>\n";
+
+  if (!s.host_problems.empty()) {
+    h += "<h2>Host problems</h2>\n<ul id=\"host-problems\">";
+    for (const auto& p : s.host_problems) h += "<li>" + problem_html(p) + "</li>";
     h += "</ul>\n";
   }
-  h += "<footer>fsauditd " + esc(s.version) +
+  h += "<footer>fsauditd " + esc(s.version) + " on " + esc(host) +
        " &middot; <a href=\"/metrics\">metrics</a> &middot; <a href=\"/api/v1/status\">status as JSON</a></footer>\n</body></html>\n";
   return h;
 }

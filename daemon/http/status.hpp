@@ -1,40 +1,39 @@
 #pragma once
-// The status model behind GET /, GET /api/v1/status and the D-Bus API: a view over the metrics the
-// probes published (parsed from the store's exposition), so it needs nothing from the probes
-// themselves and can never disagree with /metrics.
+// The status model behind GET /, GET /api/v1/status and the D-Bus API: built from the typed status
+// items the probes published beside their metrics (daemon/metrics/status_items.hpp), joined by
+// filesystem. The rules that alerts also apply (fill levels, forecasts, scrub age, fsync p99) take
+// their numbers from alerts/thresholds.yml; every other rule lives with the probe that knows it.
 #include <nlohmann/json.hpp>
 
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "alerts/thresholds.hpp"
 #include "daemon/core/units.hpp"
-#include "daemon/http/exposition.hpp"
+#include "daemon/metrics/status_items.hpp"
 
 namespace fsaudit::http {
 
 enum class Health { ok, warning, critical, unknown };
 std::string to_string(Health h);
 
-struct CanaryStatus {
-  std::string name, fs, layout, mountpoint;
-  std::string verdict;   // repaired, detected, silent, unverified, not_injectable, refused, error; "" before the first cycle
-  std::string expected;  // repaired, detected, blind
-  std::optional<bool> expectation_met;
-  std::optional<double> last_run;  // Unix time
-  std::string story;               // what the last cycle did, in plain words
-};
+// Each key's (probe x target) last status items, as metrics::Store::status() hands them over.
+using StatusItemsByKey = std::map<std::string, metrics::StatusItems>;
 
-struct ScrubStatus {
-  std::optional<double> age_seconds;  // since the last completed run; +Inf if never
-  bool running = false, paused = false;
-  std::optional<double> progress_ratio;
-  std::map<std::string, double> errors;  // kind -> count (found, repaired, uncorrectable)
-  std::string last_result, mode, decision;
+using CanaryStatus = metrics::CanaryFacts;
+using ScrubStatus = metrics::ScrubFacts;
+using SetupFinding = metrics::SetupFindingFacts;
+using KernelErrors = metrics::KernelErrorFacts;
+
+// A problem in words, with the link to its runbook section ("" when no alert covers it).
+struct ProblemStatus {
+  Health severity = Health::warning;
+  std::string text;
+  std::string runbook_url;
+  std::string target;  // the filesystem it is about; "" for the host
 };
 
 struct ProbeIssue {
@@ -42,33 +41,43 @@ struct ProbeIssue {
   bool stuck = false;
 };
 
-struct SetupFinding {
-  std::string rule, severity;
-};
+// Protected: checksummed, and a canary on the same stack proved recently that corruption is
+// repaired; exposed: not (yet) proven, or corruption would be returned silently; broken: critical.
+enum class Protection { protected_, exposed, broken };
+std::string to_string(Protection p);
 
 struct TargetStatus {
   std::string name, fs, device;
   std::optional<bool> mounted, readonly, data_checksums;
   Health health = Health::unknown;
-  std::vector<std::string> problems;  // why health is not ok, in plain words
-  std::optional<double> size_bytes, avail_bytes;
+  std::vector<ProblemStatus> problems;  // why health is not ok, worst first
+  Protection protection = Protection::exposed;
+  std::string protection_reason;  // in words
+  std::optional<double> size_bytes, avail_bytes, files, files_free;
   std::optional<double> days_to_full;
   std::vector<std::string> canaries;  // canaries of this filesystem type
   std::optional<ScrubStatus> scrub;
   std::optional<double> fsync_p50_seconds, fsync_p99_seconds, fsync_p999_seconds;
   std::vector<SetupFinding> setup_findings;
   std::vector<ProbeIssue> probe_issues;
+  std::vector<KernelErrors> kernel_errors;
+  std::optional<bool> detection_covered;
+  std::string covering_canary;
 };
 
 struct Status {
   double generated_at = 0;
-  std::string version;
+  std::string version, host;
   Health overall = Health::unknown;
   std::string summary;
+  int protected_count = 0, exposed_count = 0, broken_count = 0;
+  std::optional<ProblemStatus> first;  // what to do first: the worst problem on the host
   std::optional<bool> config_reload_ok;
   std::vector<TargetStatus> targets;
   std::vector<CanaryStatus> canaries;
-  std::vector<ProbeIssue> host_issues;  // failing host-wide probes (zfs, md, kernel_log, scrub)
+  std::vector<ProbeIssue> host_issues;      // failing host-wide probes (zfs, md, kernel_log, scrub)
+  std::vector<ProblemStatus> host_problems;  // problems of no monitored filesystem (a pool, a device)
+  std::vector<KernelErrors> kernel_errors;   // every device the kernel logged storage errors on
   const TargetStatus* target(const std::string& name) const;
   const CanaryStatus* canary(const std::string& name) const;
 };
@@ -79,11 +88,10 @@ class CapacityTrend {
  public:
   explicit CapacityTrend(double window_seconds = thresholds::capacity_forecast_history_seconds) : window_(window_seconds) {}
   void add(const std::string& target, double t, double avail_bytes);
-  // Days until avail reaches 0 at the least-squares rate over the window; nullopt when the history is
-  // shorter than 10 minutes or avail is not falling.
+  // Days until avail reaches 0 at the least-squares rate over the window; nullopt while the history
+  // is shorter than the alert's `for:` or avail is not falling.
   std::optional<double> days_to_full(const std::string& target) const;
-  void observe(const Exposition& e, double now);
-  static constexpr std::string_view kFamily = "fsaudit_filesystem_avail_bytes";  // what observe() reads
+  void observe(const StatusItemsByKey& items, double now);
 
  private:
   double window_;
@@ -91,7 +99,14 @@ class CapacityTrend {
   std::map<std::string, std::vector<std::pair<double, double>>> hist_;
 };
 
-Status build_status(const Exposition& e, double now, const CapacityTrend* trend = nullptr);
+Status build_status(const StatusItemsByKey& items, double now, const CapacityTrend* trend = nullptr,
+                    const std::string& host = "");
+
+// This machine's name, for the page's title and heading.
+std::string this_host();
+
+// The runbook section of an alert (docs/runbooks.md), as the alert's runbook_url links it.
+std::string runbook_url(const std::string& alert);
 
 // JSON schema "fsaudit.status/v1", documented in docs/status-api.md.
 nlohmann::json to_json(const Status& s);
@@ -100,8 +115,6 @@ nlohmann::json to_json(const CanaryStatus& c);
 // The page for a person: self-contained HTML, no scripts, refreshes itself every `refresh_seconds`.
 std::string render_html(const Status& s, int refresh_seconds = 30);
 
-// Plain-words helpers shared with fsauditctl.
-std::string verdict_meaning(const std::string& verdict);
 using fsaudit::format_bytes;  // daemon/core/units.hpp: fsauditctl shares them without the HTTP server
 inline std::string format_duration(double seconds) { return format_seconds(seconds); }
 

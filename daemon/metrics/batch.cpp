@@ -80,6 +80,7 @@ void Batch::histogram(const std::string& name, const std::string& help, const La
 }
 
 void Batch::append(const Batch& other) {
+  status.append(other.status);
   for (const auto& f : other.families()) {
     auto& mine = family(f.name, f.help, f.type);
     mine.metric.insert(mine.metric.end(), f.metric.begin(), f.metric.end());

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/metrics/status_items.hpp"
+
 namespace fsaudit::metrics {
 
 using Labels = std::map<std::string, std::string>;
@@ -69,6 +71,8 @@ class Batch {
                  double sum);
 
   void append(const Batch& other);
+  // What the run tells the status page, beside the samples (daemon/metrics/status_items.hpp).
+  StatusItems status;
   // A part of the batch named `id` whose samples `build` adds when asked, `version` telling whether
   // they changed (one device stack's series: most of them are the same from one run to the next).
   // The store keeps each part's text by id and calls `build` only for a version it has not

@@ -239,12 +239,15 @@ void Store::publish(const std::string& key, const Batch& batch) {
   if (!names.empty()) kf->second = std::move(names);
   else key_families_.erase(kf);  // no family lists `k` any more
   if (!texts.empty()) part_texts_[key] = std::move(texts);
+  if (batch.status.empty()) status_.erase(key);
+  else status_[key] = batch.status;
   cache_.reset();
 }
 
 void Store::remove(const std::string& key) {
   std::lock_guard l(mu_);
   part_texts_.erase(key);
+  status_.erase(key);
   if (!key_families_.count(key)) return;
   drop_key_locked(key);
   cache_.reset();
@@ -260,6 +263,7 @@ void Store::retain(const std::vector<std::string>& keep) {
     drop_key_locked(key);
     part_texts_.erase(key);
   }
+  std::erase_if(status_, [&](const auto& kv) { return !k.count(kv.first); });
   if (!gone.empty()) cache_.reset();
 }
 
@@ -281,6 +285,11 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
   cache_ = std::move(text);
   ++builds_;
   return cache_;
+}
+
+std::map<std::string, StatusItems> Store::status() const {
+  std::lock_guard l(mu_);
+  return status_;
 }
 
 std::uint64_t Store::builds() const {

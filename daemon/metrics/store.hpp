@@ -32,6 +32,8 @@ class Store {
   std::shared_ptr<const TextPieces> exposition() const;
   // The same, joined into one string (status page, D-Bus, --once, tests).
   std::string text() const { return exposition()->join(); }
+  // The status items each key last published (a copy, by key): what the status page is built from.
+  std::map<std::string, StatusItems> status() const;
   // How many times the exposition was (re)built: a test hook for "once per change".
   std::uint64_t builds() const;
 
@@ -71,6 +73,7 @@ class Store {
   // key -> the families it published, as views of families_' keys (a family stays while a key lists it)
   std::unordered_map<std::string, std::vector<std::string_view>> key_families_;
   std::unordered_map<std::string, PartTexts> part_texts_;                  // key -> its parts' text
+  std::map<std::string, StatusItems> status_;  // key -> its last batch's status items, when any
   std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
   mutable std::shared_ptr<const TextPieces> cache_;             // null after a change
   mutable std::uint64_t builds_ = 0;

@@ -150,6 +150,11 @@ metrics::Batch bcachefs_metrics(const Target& t, const Filesystem& f) {
         b.gauge("fsaudit_bcachefs_device_errors",
                 "bcachefs per-device I/O errors since filesystem creation, by kind (read, write, checksum).", lk,
                 static_cast<double>(n));
+        if (n > 0)
+          b.status.fs(t.name).problems.push_back({metrics::Severity::critical,
+                                                  "bcachefs device " + d.name + " has " + std::to_string(n) + " " + kind +
+                                                      " error(s)",
+                                                  "FsauditBcachefsDeviceErrorsIncreasing"});
       }
     }
   }

@@ -271,7 +271,19 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
     b.gauge("fsaudit_btrfs_device_missing", "1 if the btrfs member device is missing (devinfo/<devid>/missing).",
             {{"target", target}, {"device", name}, {"devid", std::to_string(d.devid)}}, d.missing ? 1 : 0);
     if (d.errors) device_error_series(b, target, name, std::to_string(d.devid), *d.errors);
+    if (const auto& e = d.errors; e) {
+      auto total = e->write + e->read + e->flush + e->corruption + e->generation;
+      if (total > 0)
+        b.status.fs(target).problems.push_back({metrics::Severity::critical,
+                                                "btrfs device " + name + " has " + std::to_string(total) +
+                                                    " error(s) in its counters (" + std::to_string(e->corruption) +
+                                                    " checksum, " + std::to_string(e->read + e->write + e->flush) + " I/O)",
+                                                "FsauditBtrfsDeviceErrorsIncreasing"});
+    }
   }
+  if (missing > 0)
+    b.status.fs(target).problems.push_back(
+        {metrics::Severity::critical, std::to_string(missing) + " btrfs member device(s) missing", "FsauditBtrfsDeviceMissing"});
   b.gauge("fsaudit_btrfs_devices", "Number of member devices of the btrfs filesystem (devinfo entries).",
           {{"target", target}}, static_cast<double>(f.devices.size()));
   b.gauge("fsaudit_btrfs_devices_missing", "Number of missing member devices of the btrfs filesystem.",

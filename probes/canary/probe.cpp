@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "daemon/core/block_device.hpp"
+#include "daemon/core/units.hpp"
 #include "probes/canary/helper_protocol.hpp"
 #include "probes/canary/journal.hpp"
 #include "probes/canary/stack.hpp"
@@ -27,12 +28,66 @@ std::optional<ProbeSchedule> CanaryProbe::own_schedule() const {
   return p;
 }
 
+std::string verdict_meaning(Verdict v) {
+  switch (v) {
+    case Verdict::repaired: return "the injected corruption was detected and repaired from a good copy";
+    case Verdict::detected: return "the injected corruption was detected, but there was no good copy to repair it from";
+    case Verdict::silent: return "corrupted data was read back without any error: this stack cannot see bit rot";
+    case Verdict::unverified: return "the cycle could not tell whether the corruption was seen";
+    case Verdict::not_injectable: return "no copy of the test block could be found on the raw devices to corrupt";
+    case Verdict::refused: return "the cycle refused to write (a safety check failed)";
+    case Verdict::error: return "the cycle failed before it could reach a verdict";
+  }
+  return "verdict " + std::string(to_string(v));
+}
+
+namespace {
+
+// What the last cycle did, in plain words, for the status page.
+std::string cycle_story(const CycleReport& r, const std::string& expect) {
+  std::string s = verdict_meaning(r.verdict);
+  std::vector<std::string> facts;
+  if (r.copies_found || r.verdict != Verdict::error)
+    facts.push_back(std::to_string(r.copies_found) + " cop" + (r.copies_found == 1 ? "y" : "ies") +
+                    " of the block found on the raw devices");
+  if (r.errors_counted_on_read) facts.push_back("the read-back raised the error counters by " + std::to_string(r.errors_counted_on_read));
+  if (r.scrub_ran)
+    facts.push_back("the scrub found " + std::to_string(r.scrub_found) + " error(s) and repaired " +
+                    std::to_string(r.scrub_repaired));
+  if (r.time_to_detect_seconds >= 0) facts.push_back("detected " + format_seconds(r.time_to_detect_seconds) + " after the injection");
+  if (r.repair_verified == 1) facts.push_back("the bad copy was verified rewritten on disk");
+  else if (r.repair_verified == 0) facts.push_back("the bad copy is still bad on disk");
+  if ((r.verdict == Verdict::error || r.verdict == Verdict::refused || r.verdict == Verdict::unverified) && !r.reason.empty())
+    facts.push_back(r.reason);
+  for (std::size_t i = 0; i < facts.size(); ++i) s += (i == 0 ? ": " : "; ") + facts[i];
+  s += ".";
+  if (!r.expectation_met) s += " This is not what the canary expects (" + expect + ").";
+  return s;
+}
+
+}  // namespace
+
 metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& s) {
   metrics::Batch b;
   // Derived from the live stack at each cycle (its model); until a cycle read it, not known.
   std::string expect = !t.expect.empty()                      ? t.expect
                        : s.last && !s.last->expect.empty() ? s.last->expect
                                                               : "unknown";
+  metrics::CanaryFacts& facts = b.status.canaries.emplace_back();
+  facts.name = t.name;
+  facts.fs = t.fs;
+  facts.layout = t.layout;
+  facts.mountpoint = t.mountpoint;
+  facts.expected = expect;
+  if (s.last) {
+    facts.verdict = std::string(to_string(s.last->verdict));
+    facts.expectation_met = s.last->expectation_met;
+    facts.last_run = s.last->finished;
+    facts.meaning = verdict_meaning(s.last->verdict);
+    facts.story = cycle_story(*s.last, expect);
+  } else {
+    facts.story = "no cycle has finished yet";
+  }
   metrics::Labels base{{"target", t.name}, {"fs", t.fs}, {"layout", t.layout}};
   for (const auto& v : verdicts()) {
     auto l = base;

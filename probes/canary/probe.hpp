@@ -36,6 +36,8 @@ class CanaryProbe final : public Probe {
 };
 
 // The metrics of one canary from its persistent state (and the cycle just run, already recorded).
+// What a verdict means, in plain words (the status page and reports).
+std::string verdict_meaning(Verdict v);
 metrics::Batch canary_metrics(const config::CanaryTarget& t, const CanaryState& s);
 
 // Identity of a canary, so that alert rules can exclude the canary's own

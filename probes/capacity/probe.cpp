@@ -28,6 +28,15 @@ metrics::Batch capacity_metrics(const Target& t, const CapacityStats& c) {
   b.gauge("fsaudit_filesystem_avail_bytes", "Bytes available to unprivileged users.", l, c.avail_bytes);
   b.gauge("fsaudit_filesystem_files", "Total inodes (0 where the filesystem has no fixed inode table).", l, c.files);
   b.gauge("fsaudit_filesystem_files_free", "Free inodes.", l, c.files_free);
+  // The fill rules (almost full, full in N days) are the alert rules' and are applied by the page.
+  auto& f = b.status.fs(t.name);
+  f.fs = t.fstype;
+  f.size_bytes = c.size_bytes;
+  f.avail_bytes = c.avail_bytes;
+  if (c.files > 0) {
+    f.files = c.files;
+    f.files_free = c.files_free;
+  }
   return b;
 }
 

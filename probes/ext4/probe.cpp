@@ -58,6 +58,11 @@ metrics::Batch ext4_metrics(const Target& t, const std::string& device, const Er
           "ext4 errors recorded in the superblock (errors_count) since the last e2fsck cleared them; any value > 0 "
           "means the kernel found corrupted metadata or failed I/O.",
           l, static_cast<double>(s.errors_count));
+  if (s.errors_count > 0)
+    b.status.fs(t.name).problems.push_back({metrics::Severity::critical,
+                                            "ext4 recorded " + std::to_string(s.errors_count) +
+                                                " error(s) in its superblock on " + device + " (run e2fsck)",
+                                            "FsauditExt4ErrorsRecorded"});
   for (const auto& [which, rec] : {std::pair{"first", s.first}, std::pair{"last", s.last}}) {
     if (!rec || rec->time == 0) continue;
     b.gauge(std::string("fsaudit_ext4_") + which + "_error_timestamp_seconds",

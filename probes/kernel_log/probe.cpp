@@ -161,7 +161,9 @@ bool KernelLogProbe::handle(const Event& ev, double when, ProbeContext& ctx,
     st_.btrfs_dev_stats[{ev.device, resolver->target_of(ev)}] = ev.stats;
     return false;
   }
-  st_.errors[{ev.device, ev.fs, std::string(ev.kind), resolver->target_of(ev)}] += 1;
+  const std::string target = resolver->target_of(ev);
+  st_.errors[{ev.device, ev.fs, std::string(ev.kind), target}] += 1;
+  if (ev.kind != kind::repaired) recent_.push_back({when, ev.device, target});
   auto& last = st_.last_event[std::string(ev.kind)];
   if (when > last) last = when;
   return true;
@@ -212,6 +214,8 @@ ProbeResult KernelLogProbe::run(const Target&, ProbeContext& ctx) {
       ++n;
       if (auto ev = classify(msg)) counted = handle(*ev, when, ctx, resolver) || counted;
     }
+    wall_now_ = wall_now;
+    while (!recent_.empty() && recent_.front().when < wall_now - 86400) recent_.pop_front();
     if (n > 0) {
       st_.lines[source_] += n;
       if (source_ == "kmsg") {
@@ -245,6 +249,24 @@ metrics::Batch KernelLogProbe::snapshot(const HostPaths& host) const {
               "shutdown, md_failure, md_mismatch, repaired, unrepairable); one per log line",
               {{"device", std::get<0>(k)}, {"fs", std::get<1>(k)}, {"kind", std::get<2>(k)}, {"target", std::get<3>(k)}},
               static_cast<double>(v));
+  std::map<std::pair<std::string, std::string>, metrics::KernelErrorFacts> recent;  // (device, target)
+  for (const auto& r : recent_) {
+    auto& k = recent[{r.device, r.target}];
+    k.device = r.device;
+    k.target = r.target;
+    k.last_day += 1;
+    if (r.when >= wall_now_ - 3600) k.last_hour += 1;
+  }
+  for (auto& [key, k] : recent) {
+    if (!k.target.empty())
+      b.status.fs(k.target).problems.push_back(
+          {k.last_hour > 0 ? metrics::Severity::critical : metrics::Severity::warning,
+           "the kernel logged " + std::to_string(static_cast<long long>(k.last_day)) + " storage error(s) on " +
+               (k.device.empty() ? std::string("its device") : k.device) + " in the last day (" +
+               std::to_string(static_cast<long long>(k.last_hour)) + " in the last hour)",
+           "FsauditKernelStorageErrors"});
+    b.status.kernel_errors.push_back(std::move(k));
+  }
   b.counter("fsaudit_kernel_log_lines_total", "Kernel log records read by the kernel log watcher",
             {{"source", source_}}, static_cast<double>(st_.lines.count(source_) ? st_.lines.at(source_) : 0));
   if (source_ == "kmsg")

@@ -4,6 +4,7 @@
 // <state_dir>/<state_file> so that a restart neither double-counts nor misses.
 #include <map>
 #include <memory>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -66,6 +67,14 @@ class KernelLogProbe final : public Probe {
   KmsgReader kmsg_;
   JournalReader journal_;
   std::uint64_t lost_base_ = 0;  // lost count persisted before this process started
+  // Errors of the last day (time, device, target), for the status page's "last hour / last day":
+  // in memory only, so a restart forgets them (the counters above do not).
+  struct Recent {
+    double when;
+    std::string device, target;
+  };
+  std::deque<Recent> recent_;
+  double wall_now_ = 0;
 };
 
 std::unique_ptr<Probe> make_kernel_log_probe(const config::Config& cfg);

@@ -576,6 +576,14 @@ ProbeResult LatencyProbe::run(const Target&, ProbeContext& ctx) {
   b.include({"stack_info", generation_, [info = info_part_](metrics::Batch& out) { out.append(*info); }});
   for (const auto& e : entries_) {
     std::lock_guard l(e.st->mu);
+    // The page's fsync figures, for every watched filesystem on the stack (they share its latency).
+    if (auto q = e.st->window.quantiles(end))
+      for (const auto& t : e.plan->targets.empty() ? std::vector<std::string>{e.plan->target} : e.plan->targets) {
+        auto& f = b.status.fs(t);
+        f.fsync_p50_seconds = static_cast<double>(q->p50_ns) / 1e9;
+        f.fsync_p99_seconds = static_cast<double>(q->p99_ns) / 1e9;
+        f.fsync_p999_seconds = static_cast<double>(q->p999_ns) / 1e9;
+      }
     b.include({e.part_id, e.st->version(end),
                [st = e.st, labels = e.labels, end, detail = s_.detail, reads = s_.direct_reads](metrics::Batch& out) {
                  std::lock_guard lk(st->mu);

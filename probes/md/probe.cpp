@@ -97,6 +97,16 @@ metrics::Batch md_metrics(const Observation& o) {
     if (degraded)
       b.gauge("fsaudit_md_degraded", "Number of missing or failed member devices of the md array (0 = complete).", l,
               *degraded);
+    if (degraded && *degraded > 0) {  // the page joins it to the filesystem on /dev/<name>
+      metrics::FsFacts f;
+      f.device = name;
+      f.fs = "md";
+      f.problems.push_back({metrics::Severity::critical,
+                            "md array " + name + " is degraded: " + std::to_string(static_cast<long long>(*degraded)) +
+                                " member(s) missing or failed",
+                            "FsauditMdArrayDegraded"});
+      b.status.filesystems.push_back(std::move(f));
+    }
     if (s && !s->array_state.empty()) {
       auto states = kArrayStates;
       if (std::find(states.begin(), states.end(), s->array_state) == states.end()) states.push_back(s->array_state);

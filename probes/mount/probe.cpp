@@ -40,6 +40,15 @@ metrics::Batch mount_metrics(const Target& t, const MountEntry* e) {
   b.gauge("fsaudit_filesystem_data_checksums",
           "1 if the filesystem verifies data checksums on read; 0 means corrupted data is returned silently.", l,
           has_data_checksums(e->fstype, e->mount_options, e->super_options) ? 1 : 0);
+  auto& f = b.status.fs(t.name);
+  f.fs = e->fstype;
+  f.source = e->source;
+  f.mounted = true;
+  f.readonly = e->read_only();
+  f.data_checksums = has_data_checksums(e->fstype, e->mount_options, e->super_options);
+  if (e->read_only())
+    f.problems.push_back({metrics::Severity::warning, "mounted read-only (the kernel may have remounted it after errors)",
+                          "FsauditFilesystemRemountedReadOnly"});
   return b;
 }
 
@@ -53,7 +62,15 @@ class MountProbe final : public Probe {
     auto mounts = mount_table(ctx);  // the cycle's snapshot: no read of mountinfo per target
     if (!mounts) return ProbeResult::failed(mounts.error());
     const MountEntry* found = find(*mounts, t.mountpoint);
-    if (!found) return ProbeResult::failed("not mounted: " + t.mountpoint + " is not in the mount table");
+    if (!found) {
+      metrics::Batch b;  // no series (the failure says it), but the page must say it plainly
+      auto& f = b.status.fs(t.name);
+      f.fs = t.fstype;
+      f.mounted = false;
+      f.problems.push_back({metrics::Severity::critical, "not mounted: " + t.mountpoint + " is not in the mount table",
+                            "FsauditProbeFailing"});
+      return ProbeResult::failed("not mounted: " + t.mountpoint + " is not in the mount table", std::move(b));
+    }
     Fingerprint fp;
     fp.add(t.name).add(t.fstype).add(found->fstype).add(found->source).add(found->mountpoint);
     fp.add(found->mount_options).add(found->super_options);

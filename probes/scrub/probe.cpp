@@ -395,6 +395,39 @@ void last_run_metrics(metrics::Batch& b, const Item& it, const metrics::Labels& 
           {"started_by", last.by_us ? "fsaudit" : "other"}});
 }
 
+// The page's view of the target: its filesystem is named by mount point, pool or md device.
+void status_facts(metrics::Batch& b, const Item& it, double now, bool running, bool paused) {
+  const auto& st = it.state;
+  metrics::FsFacts f;
+  if (it.target.fs == "zfs") f.pool = it.target.name;
+  else if (it.target.fs == "md") f.device = it.target.name;
+  else f.target = it.target.name;
+  f.fs = it.target.fs;
+  metrics::ScrubFacts s;
+  s.running = running;
+  s.paused = paused;
+  if (st.running && it.obs.progress) s.progress_ratio = *it.obs.progress;
+  if (st.last_completed_end > 0) s.age_seconds = std::max(0.0, now - st.last_completed_end);
+  else if (it.observed && it.obs.supported) s.age_seconds = std::numeric_limits<double>::infinity();
+  const auto& e = st.last.errors;
+  if (st.last.end > 0) {
+    for (const auto& [kind, v] : {std::pair{"found", e.found}, {"repaired", e.repaired}, {"uncorrectable", e.uncorrectable}})
+      if (v && *v > 0) s.errors[kind] = static_cast<double>(*v);
+    s.last_result = st.last.result;
+  }
+  s.mode = mode_name(it.decision.mode);
+  s.decision = it.decision.code;
+  if (st.last.end > 0 && e.uncorrectable && *e.uncorrectable > 0)
+    f.problems.push_back({metrics::Severity::critical,
+                          "the last scrub found " + std::to_string(*e.uncorrectable) + " uncorrectable error(s): data is lost",
+                          "FsauditScrubUncorrectableErrors"});
+  else if (st.last.end > 0 && e.found && *e.found > 0)
+    f.problems.push_back({metrics::Severity::warning, "the last scrub found " + std::to_string(*e.found) + " error(s)",
+                          "FsauditScrubFoundErrors"});
+  f.scrub = std::move(s);
+  b.status.filesystems.push_back(std::move(f));
+}
+
 void target_metrics(metrics::Batch& b, const Item& it, double now) {
   const auto& st = it.state;
   metrics::Labels l{{"target", it.target.name}, {"fs", it.target.fs}};
@@ -431,6 +464,7 @@ void target_metrics(metrics::Batch& b, const Item& it, double now) {
           {"timer", it.decision.mode == Mode::observed_timer ? it.timer : ""}});
   b.info("fsaudit_scrub_decision_info", "What the scheduler decided on its last run, and why (code is bounded).",
          {{"target", it.target.name}, {"fs", it.target.fs}, {"code", it.decision.code}});
+  status_facts(b, it, now, run_now || started_now, st.running && !run_now && !started_now);
   for (const char* res : {"ok", "errors", "canceled", "failed"}) {
     auto f = st.runs.find(res);
     auto l4 = l;

@@ -42,10 +42,24 @@ metrics::Batch setup_metrics(const HostReport& r, bool rule_detail) {
   bool any = false;
   for (const auto& t : r.targets) {
     const auto& target = t.facts.target;
-    for (const auto& f : t.eval.findings)
+    auto& facts = b.status.fs(target);
+    for (const auto& f : t.eval.findings) {
       b.gauge("fsaudit_setup_finding",
               "1 while a setup finding holds on the target (rule id, severity); see docs/setup-findings.md.",
               {{"target", target}, {"rule", f.rule}, {"severity", f.severity}}, 1);
+      facts.setup_findings.push_back({f.rule, f.severity});
+      if (f.severity == "info") continue;
+      const auto* ri = find_rule(f.rule);
+      std::string words = ri ? ri->title : f.rule;
+      if (!f.evidence.empty()) words += " (" + f.evidence + ")";
+      if (ri && !ri->fix.empty()) words += ". Fix: " + ri->fix;
+      facts.problems.push_back({f.severity == "critical" ? metrics::Severity::critical : metrics::Severity::warning,
+                                std::move(words), f.severity == "critical" ? "FsauditSetupCriticalFinding" : ""});
+    }
+    if (!t.exempt) {
+      facts.detection_covered = t.coverage.covered;
+      facts.covering_canary = t.coverage.canary;
+    }
     for (const auto& f : t.silenced)
       b.gauge("fsaudit_setup_finding_silenced", "1 while a finding holds but is silenced in setup.silence.",
               {{"target", target}, {"rule", f.rule}}, 1);

@@ -36,6 +36,14 @@ metrics::Batch xfs_metrics(const Target& t, const Observation& o) {
           "1 if the XFS filesystem has shut down (fatal metadata/log I/O error; xfs_spaceman gets EIO): it must be "
           "unmounted and repaired.",
           l, o.shutdown ? 1 : 0);
+  if (o.shutdown)
+    b.status.fs(t.name).problems.push_back(
+        {metrics::Severity::critical, "XFS on " + o.device + " has shut down: unmount it and run xfs_repair", "FsauditXfsShutdown"});
+  if (o.health && o.health->unhealthy() > 0)
+    b.status.fs(t.name).problems.push_back({metrics::Severity::warning,
+                                            "XFS marked " + std::to_string(o.health->unhealthy()) +
+                                                " metadata structure(s) unhealthy",
+                                            "FsauditXfsUnhealthyMetadata"});
   if (o.health) {
     b.gauge("fsaudit_xfs_health_collected",
             "1 if XFS has health information for this filesystem (from runtime corruption detection or online "

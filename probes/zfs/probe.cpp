@@ -61,6 +61,28 @@ bool says_no_zfs(const CommandResult& r) {
 
 bool pool_is_redundant(const ZfsPoolStatus& pool) { return stack_model(pool).designed_redundancy.value_or(0) > 0; }
 
+// What the page says about a pool: the datasets mounted from it show it (build_status joins by pool).
+void pool_status_facts(metrics::Batch& b, const ZfsPoolStatus& p) {
+  metrics::FsFacts f;
+  f.pool = p.name;
+  f.fs = "zfs";
+  const std::string state = to_lower(p.state);
+  if (state != "online")
+    f.problems.push_back({metrics::Severity::critical,
+                          "pool " + p.name + " is " + state,
+                          state == "degraded" ? "FsauditZfsPoolDegraded" : "FsauditZfsPoolUnavailable"});
+  if (p.data_errors && *p.data_errors > 0)
+    f.problems.push_back({metrics::Severity::critical,
+                          "pool " + p.name + " has " + std::to_string(*p.data_errors) + " file(s) with permanent errors",
+                          "FsauditZfsPoolDataErrors"});
+  std::uint64_t errors = p.read_errors.value_or(0) + p.write_errors.value_or(0) + p.checksum_errors.value_or(0);
+  if (errors > 0)
+    f.problems.push_back({metrics::Severity::warning,
+                          "pool " + p.name + " error counters total " + std::to_string(errors) + " (zpool status -v)",
+                          "FsauditZfsVdevErrorsIncreasing"});
+  b.status.filesystems.push_back(std::move(f));
+}
+
 metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vector<ZfsPoolList>& lists,
                                  StatusFormat format, std::map<std::string, ScrubMemory>& memory) {
   metrics::Batch b;
@@ -79,6 +101,7 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
         b.gauge("fsaudit_zfs_pool_errors", "Error counters of the pool's root vdev row (reset by zpool clear).",
                 {{"pool", p.name}, {"kind", kind}}, static_cast<double>(*val));
     const auto model = stack_model(p);
+    pool_status_facts(b, p);
     b.gauge("fsaudit_zfs_pool_redundant",
             "1 if every data/special/dedup top-level vdev is a mirror, raidz or draid (bad copies can be repaired).",
             pl, model.designed_redundancy.value_or(0) > 0 ? 1 : 0);

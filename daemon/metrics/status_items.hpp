@@ -1,0 +1,103 @@
+#pragma once
+// What a probe run tells a person, beside its metrics: typed facts and problems in words. The status
+// page, /api/v1/status and the D-Bus status are built from these (daemon/http/status), not by
+// re-parsing the exposition by metric and label names: a renamed label cannot silently blank the page.
+// Each probe fills in only what it knows, next to the code that knows it; the store keeps the last
+// items per probe and target like it keeps samples, and build_status joins them by filesystem.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fsaudit::metrics {
+
+enum class Severity { info, warning, critical };
+
+// A problem in plain words. `runbook` names the alert for the same thing (its section in
+// docs/runbooks.md, the anchor its runbook_url links); "" when no alert covers it.
+struct Problem {
+  Severity severity = Severity::warning;
+  std::string words;
+  std::string runbook;
+};
+
+struct ScrubFacts {
+  std::optional<double> age_seconds;  // since the last completed run; +Inf if never
+  bool running = false, paused = false;
+  std::optional<double> progress_ratio;
+  std::map<std::string, double> errors;  // kind -> count (found, repaired, uncorrectable)
+  std::string last_result, mode, decision;
+};
+
+struct SetupFindingFacts {
+  std::string rule, severity;
+};
+
+// Facts about one filesystem. Per-target probes name it by `target` (its name, usually the mount
+// point); host-wide probes by what they see: a ZFS `pool`, or a kernel `device` name.
+struct FsFacts {
+  std::string target, pool, device;
+  std::string fs, source;  // fstype and mount source, from the probes that read the mount table
+  std::optional<bool> mounted, readonly, data_checksums;
+  std::optional<double> size_bytes, avail_bytes, files, files_free;
+  std::optional<double> fsync_p50_seconds, fsync_p99_seconds, fsync_p999_seconds;
+  std::optional<ScrubFacts> scrub;
+  std::vector<SetupFindingFacts> setup_findings;
+  // A canary with the same stack proved recently that corruption here is seen (and by which canary).
+  std::optional<bool> detection_covered;
+  std::string covering_canary;
+  std::vector<Problem> problems;
+};
+
+// Storage errors the kernel logged about one device, in the last hour and day.
+struct KernelErrorFacts {
+  std::string device, target;  // target "" when no monitored filesystem was attributed
+  double last_hour = 0, last_day = 0;
+};
+
+struct CanaryFacts {
+  std::string name, fs, layout, mountpoint;
+  std::string verdict;   // "" before the first cycle
+  std::string expected;  // repaired, detected, blind
+  std::optional<bool> expectation_met;
+  std::optional<double> last_run;  // Unix time
+  std::string meaning;             // what the verdict means, in plain words
+  std::string story;               // what the last cycle did, in plain words
+};
+
+// How a job's last run went (filled in by the daemon, not by the probe).
+struct RunFacts {
+  std::string probe, target, reason;
+  bool ok = true, stuck = false, host_wide = false;
+};
+
+struct StatusItems {
+  std::vector<FsFacts> filesystems;
+  std::vector<KernelErrorFacts> kernel_errors;
+  std::vector<CanaryFacts> canaries;
+  std::vector<RunFacts> runs;
+  // The daemon's own (its build, whether the last configuration reload was taken).
+  std::string version;
+  std::optional<bool> config_reload_ok;
+  bool empty() const {
+    return filesystems.empty() && kernel_errors.empty() && canaries.empty() && runs.empty() && version.empty() &&
+           !config_reload_ok;
+  }
+  void append(const StatusItems& o) {
+    filesystems.insert(filesystems.end(), o.filesystems.begin(), o.filesystems.end());
+    kernel_errors.insert(kernel_errors.end(), o.kernel_errors.begin(), o.kernel_errors.end());
+    canaries.insert(canaries.end(), o.canaries.begin(), o.canaries.end());
+    runs.insert(runs.end(), o.runs.begin(), o.runs.end());
+    if (!o.version.empty()) version = o.version;
+    if (o.config_reload_ok) config_reload_ok = o.config_reload_ok;
+  }
+  FsFacts& fs(const std::string& target) {
+    for (auto& f : filesystems)
+      if (f.target == target) return f;
+    filesystems.push_back(FsFacts{});
+    filesystems.back().target = target;
+    return filesystems.back();
+  }
+};
+
+}  // namespace fsaudit::metrics
