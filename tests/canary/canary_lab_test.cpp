@@ -300,7 +300,7 @@ TEST(CanaryMatrix, ZfsFileVdevWithAForeignWriterIsRefusedThenTheCycleRuns) {
   config::Config cfg;
   auto s = initialised_zfs_mirror(cfg);
   ASSERT_TRUE(s);
-  FileHolder writer(s->files, O_RDWR, "foreign-writer");
+  FileHolder writer(s->devices(), O_RDWR, "foreign-writer");  // the zfs stack's members are its vdev files
   ASSERT_TRUE(writer.ok());
   auto r = cycle(cfg, s->name);
   EXPECT_EQ(r.verdict, Verdict::refused) << r.to_json();
