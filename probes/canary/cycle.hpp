@@ -18,6 +18,7 @@
 #include "daemon/core/clock.hpp"
 #include "daemon/core/host_paths.hpp"
 #include "daemon/probe/probe.hpp"
+#include "probes/canary/injection.hpp"
 
 namespace fsaudit::canary {
 
@@ -29,15 +30,6 @@ std::optional<Verdict> verdict_from(std::string_view s);
 std::ostream& operator<<(std::ostream& o, Verdict v);
 // Verdicts, in the order of the state set.
 const std::vector<Verdict>& verdicts();
-
-struct Injection {
-  std::string device;          // resolved member path
-  std::uint64_t offset = 0;    // byte offset of the corrupted bytes
-  std::string before_hex, after_hex;
-  std::uint64_t block_index = 0;
-  std::uint64_t block_offset = 0;  // where the located copy of the block starts
-  std::uint64_t block_size = 0;
-};
 
 struct CycleReport {
   std::string canary, fs, layout, expect;

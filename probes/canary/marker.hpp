@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "daemon/core/result.hpp"
-#include "probes/canary/cycle.hpp"
+#include "probes/canary/injection.hpp"
 
 namespace fsaudit::canary {
 
