@@ -56,7 +56,7 @@ command -v clang++ >/dev/null || { echo "clang++ not installed (scripts/install-
 TARGETS="fuzz_zpool_status_text fuzz_zpool_status_json fuzz_zpool_list fuzz_btrfs_scrub_status
   fuzz_btrfs_device_stats fuzz_btrfs_sysfs fuzz_bcachefs fuzz_md fuzz_xfs_spaceman fuzz_ext4_sysfs
   fuzz_mountinfo fuzz_kernel_log fuzz_config fuzz_http_request_head fuzz_helper_request fuzz_canary_state
-  fuzz_smartctl_json"
+  fuzz_smartctl_json fuzz_scrub_state"
 [ -n "$ONLY" ] && TARGETS=$ONLY
 
 CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S "$HERE" -B "$BUILD" -DFSAUDIT_FUZZ=ON -DFSAUDIT_TESTS=OFF \
@@ -90,6 +90,7 @@ seed_files() {
     fuzz_helper_request) ;;  # fuzz/seeds/fuzz_helper_request
     fuzz_canary_state) ;;  # fuzz/seeds/fuzz_canary_state (a marker and a record their writers wrote)
     fuzz_smartctl_json) find $FIXDIRS -type f -path '*smart*' -name '*.json' ;;
+    fuzz_scrub_state) ;;  # fuzz/seeds/fuzz_scrub_state
   esac 2>/dev/null || true
 }
 
