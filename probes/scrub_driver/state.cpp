@@ -7,9 +7,12 @@
 namespace fsaudit::scrub {
 namespace {
 
+// The whole number, however large: a fixed 64-byte buffer cut 1e70 to another number (fuzz_scrub_state).
 std::string num(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.3f", v);
+  int n = std::snprintf(nullptr, 0, "%.3f", v);
+  if (n <= 0) return "0";
+  std::string b(static_cast<std::size_t>(n), '\0');
+  std::snprintf(b.data(), b.size() + 1, "%.3f", v);
   return b;
 }
 
