@@ -20,15 +20,6 @@ std::string read_trim(const fs::path& p) {
   return t ? std::string(trim(*t)) : std::string();
 }
 
-std::vector<std::string> entries(const fs::path& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    out.push_back(it->path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The bus a disk hangs off, from where sysfs puts it: .../pci.../nvme/..., .../usbN/..., .../ataN/...
 std::string transport_of(const std::string& name, const fs::path& sysdir) {
   if (name.starts_with("loop")) return "loop";
@@ -57,9 +48,9 @@ void walk(const HostPaths& host, const std::string& name, std::set<std::string>&
     auto disk = parent_disk(host, name);
     if (disk != name) return walk(host, disk, out, depth + 1);
   }
-  auto below = entries(cls / "slaves");
+  auto below = sorted_entries(cls / "slaves");
   if (below.empty())
-    for (const auto& e : entries(cls / "md"))
+    for (const auto& e : sorted_entries(cls / "md"))
       if (e.starts_with("dev-")) below.push_back(e.substr(4));
   if (below.empty()) {
     out.insert(name);
@@ -87,7 +78,7 @@ DiskIdentity identify(const HostPaths& host, std::string_view name_in) {
   }
   id.backing_file = read_trim(sysdir / "loop" / "backing_file");
   id.transport = transport_of(id.name, sysdir);
-  for (const auto& link : entries(host.dev("disk/by-id"))) {
+  for (const auto& link : sorted_entries(host.dev("disk/by-id"))) {
     auto p = host.dev("disk/by-id") / link;
     if (auto k = kernel_name(host, "/dev/disk/by-id/" + link); k && *k == id.name) id.by_id.push_back(p.string());
   }

@@ -163,4 +163,13 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
   return {};
 }
 
+std::vector<std::string> sorted_entries(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    out.push_back(it->path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace fsaudit

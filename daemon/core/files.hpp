@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "daemon/core/result.hpp"
 
@@ -61,5 +62,9 @@ Result<std::string> read_sysfs_attribute(const std::filesystem::path& path, std:
 // Durable replace: write a temp file beside it, fsync, rename over, fsync the directory.
 // Used for every piece of state that must survive a crash or restart.
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view data, int mode = 0644);
+
+// The names in a directory, sorted; none when it does not exist or cannot be read (sysfs trees,
+// where an absent directory means "nothing of that kind").
+std::vector<std::string> sorted_entries(const std::filesystem::path& dir);
 
 }  // namespace fsaudit

@@ -16,16 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> list_dir(const fs::path& p) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
-    out.push_back(it->path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-
 std::string block_name(const fs::path& dev_dir) {
   std::error_code ec;
   auto target = fs::read_symlink(dev_dir / "block", ec);
@@ -46,10 +36,10 @@ Result<std::string> find_uuid(const HostPaths& host, const std::string& source) 
     }
   }
   std::vector<std::string> uuids;
-  for (const auto& u : list_dir(root)) {
+  for (const auto& u : sorted_entries(root)) {
     if (u.size() != 36) continue;
     uuids.push_back(u);
-    for (const auto& d : list_dir(root / u))
+    for (const auto& d : sorted_entries(root / u))
       if (d.starts_with("dev-") && wanted.count(block_name(root / u / d))) return u;
   }
   // "UUID=..." or "/dev/disk/by-uuid/<uuid>" sources name the filesystem directly.
@@ -81,7 +71,7 @@ Result<Filesystem> read_filesystem(const HostPaths& host, const std::string& uui
     }
     return *r;
   };
-  for (const auto& d : list_dir(root)) {
+  for (const auto& d : sorted_entries(root)) {
     if (!d.starts_with("dev-")) continue;
     Device dev;
     dev.dir = d;
@@ -110,7 +100,7 @@ Result<Filesystem> read_filesystem(const HostPaths& host, const std::string& uui
     if (parsed) f.sb_errors = std::move(*parsed);
     else f.problems.push_back((root / "errors").string() + ": " + parsed.error());
   }
-  for (const auto& c : list_dir(root / "counters")) {
+  for (const auto& c : sorted_entries(root / "counters")) {
     if (!error_counter(c)) continue;
     const auto p = root / "counters" / c;
     auto t = text(p, f.problems);
