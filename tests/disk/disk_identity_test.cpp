@@ -110,11 +110,15 @@ TEST(DiskLabel, DerivedOnDeviceSeries) {
   b.gauge("x", "h", {{"device", "md0"}}, 1);
   b.gauge("x", "h", {{"device", "md0"}, {"member", "sdb1"}}, 1);
   b.gauge("x", "h", {{"device", "nothing-here"}}, 1);
+  b.status.kernel_errors.push_back({});  // the status items travel with the samples
+  b.status.kernel_errors.back().device = "sdb1";
   for (const char* from : {"member", "device"})
     b = metrics::with_derived_label(b, from, "disk", [&](const std::string& d) { return disk_label(h, d); });
   EXPECT_TRUE(b.has("x", {{"device", "md0"}, {"disk", "sda,sdb"}}));
   EXPECT_TRUE(b.has("x", {{"member", "sdb1"}, {"disk", "sdb"}}));
   EXPECT_FALSE(b.has("x", {{"device", "nothing-here"}, {"disk", ""}}));
+  ASSERT_EQ(b.status.kernel_errors.size(), 1u);
+  EXPECT_EQ(b.status.kernel_errors[0].device, "sdb1");
   for (const auto& m : b.families()[0].metric)
     for (std::size_t i = 1; i < m.label.size(); ++i) EXPECT_LT(m.label[i - 1].name, m.label[i].name);
 }
