@@ -45,6 +45,7 @@ using Clock = std::chrono::steady_clock;
 
 // Metrics that legitimately have no series in this lab. Keep this list tiny; every entry needs a reason.
 const std::map<std::string, std::string>& lab_exceptions() {
+  static const char* const no_smart = "the lab's disks are loop devices: smartctl says unsupported (fsaudit_disk_smart_state), so no SMART values";
   static const std::map<std::string, std::string> m = {
       {"fsaudit_zfs_scan_progress_ratio", "exists only while a ZFS scan runs; the lab pool's scrub takes < 1 s"},
       {"fsaudit_scrub_progress_ratio", "exists only while a scrub runs; the lab's btrfs scrub takes < 1 s"},
@@ -52,6 +53,15 @@ const std::map<std::string, std::string>& lab_exceptions() {
       {"fsaudit_bcachefs_device_errors", "no bcachefs here (bcachefs-tools not installed in the lab)"},
       {"fsaudit_md_degraded", "no md arrays here (mdadm is not installed in the lab)"},
       {"fsaudit_md_mismatch_sectors", "no md arrays here (mdadm is not installed in the lab)"},
+      {"fsaudit_disk_at_risk", no_smart},
+      {"fsaudit_disk_ata_reallocated_sectors", no_smart},
+      {"fsaudit_disk_ata_pending_sectors", no_smart},
+      {"fsaudit_disk_ata_offline_uncorrectable_sectors", no_smart},
+      {"fsaudit_disk_nvme_media_errors", no_smart},
+      {"fsaudit_disk_scsi_grown_defects", no_smart},
+      {"fsaudit_disk_temperature_celsius", no_smart},
+      {"fsaudit_disk_nvme_percentage_used_ratio", no_smart},
+      {"fsaudit_disk_nvme_available_spare_ratio", no_smart},
   };
   return m;
 }
@@ -321,7 +331,7 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
     for (auto d : {"mnt-btrfs", "mnt-ext4", "mnt-xfs", "mnt-full"}) cfg << "    - path: " << (td / d).string() << "\n";
     if (with_zfs) cfg << "    - path: " << (td / "mnt-zfs").string() << "\n";
     cfg << "probes:\n";
-    for (auto p : {"capacity", "mount", "zfs", "btrfs", "xfs", "ext4", "md"})
+    for (auto p : {"capacity", "mount", "zfs", "btrfs", "xfs", "ext4", "md", "disk", "smart"})
       cfg << "  " << p << ": {interval: 2s, jitter: 0s}\n";
     cfg << "  setup: {interval: 10s, jitter: 0s}\n";  // its 30 s default jitter would outlast the test
     cfg << "scrub:\n  observe_only: true\n";
