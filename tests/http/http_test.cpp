@@ -1,4 +1,4 @@
-// The HTTP listener: exposition parsing, the status model, the web config, and the real civetweb
+// The HTTP listener: the status model, the web config, and the real civetweb
 // server with TLS and basic auth, checked with curl.
 #include <sys/stat.h>
 #include <crypt.h>
@@ -21,7 +21,6 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/core/files.hpp"
-#include "daemon/http/exposition.hpp"
 #include "daemon/metrics/store.hpp"
 #include "daemon/http/server.hpp"
 #include "daemon/http/status.hpp"
@@ -52,68 +51,6 @@ std::string bcrypt(const std::string& pw) {
 }
 
 }  // namespace
-
-TEST(Exposition, ParsesLabelsEscapesAndSpecialValues) {
-  auto e = parse_exposition(
-      "# HELP x y\n# TYPE a gauge\na{b=\"q\\\"uo\\\\te\",c=\"\"} 1.5\nb NaN\nc{d=\"1\"} +Inf 1700000000\nd -Inf\n");
-  ASSERT_TRUE(e) << e.error();
-  ASSERT_EQ(e->samples.size(), 4u);
-  EXPECT_EQ(e->samples[0].label("b"), "q\"uo\\te");
-  EXPECT_EQ(e->samples[0].value, 1.5);
-  EXPECT_TRUE(std::isnan(e->samples[1].value));
-  EXPECT_TRUE(std::isinf(e->samples[2].value));
-  EXPECT_LT(e->samples[3].value, 0);
-}
-
-TEST(Exposition, BadLinesAreErrorsNamingTheLine) {
-  auto e = parse_exposition("ok 1\nbroken{a=\"x} 1\n");
-  ASSERT_FALSE(e);
-  EXPECT_NE(e.error().find("line 2"), std::string::npos) << e.error();
-  EXPECT_FALSE(parse_exposition("x abc\n"));
-  EXPECT_FALSE(parse_exposition("{a=\"b\"} 1\n"));
-}
-
-// Reading one family keeps only its samples: other samples (and their label maps) are never built, a
-// name that only starts like it is not taken, and its samples are complete.
-TEST(Exposition, OnlyOneFamilyIsParsedWhenAsked) {
-  const std::string text =
-      "# HELP fsaudit_filesystem_avail_bytes x\n# TYPE fsaudit_filesystem_avail_bytes gauge\n"
-      "fsaudit_filesystem_avail_bytes{target=\"/a\"} 10\n"
-      "fsaudit_filesystem_avail_bytes_other{target=\"/a\"} 11\n"
-      "fsaudit_probe_success{probe=\"x\",target=\"/a\"} 1\n"
-      "fsaudit_filesystem_avail_bytes{target=\"/b\"} 20\n"
-      "fsaudit_filesystem_avail_bytes 30\n";
-  auto all = parse_exposition(text);
-  ASSERT_TRUE(all.ok()) << all.error();
-  EXPECT_EQ(all->samples.size(), 5u);
-  auto only = parse_exposition(text, "fsaudit_filesystem_avail_bytes");
-  ASSERT_TRUE(only.ok()) << only.error();
-  ASSERT_EQ(only->samples.size(), 3u);
-  EXPECT_EQ(only->samples[0].label("target"), "/a");
-  EXPECT_EQ(only->samples[1].value, 20);
-  EXPECT_EQ(only->samples[2].value, 30);
-  EXPECT_TRUE(only->find("fsaudit_probe_success").empty());
-}
-
-// One family's text from the store's pieces: every target's series of that family, nothing of the
-// families around it (whose heads and lines are separate pieces).
-TEST(Exposition, OneFamilysTextFromTheStoresPieces) {
-  metrics::Store store;
-  for (const char* t : {"/a", "/b", "/c"}) {
-    metrics::Batch b;
-    b.gauge("fsaudit_filesystem_avail_bytes", "Avail.", {{"target", t}}, 7);
-    b.gauge("fsaudit_filesystem_files", "Files.", {{"target", t}}, 1);
-    b.gauge("fsaudit_a_first", "Before.", {{"target", t}}, 2);
-    store.publish(std::string("capacity\x1f") + t, b);
-  }
-  const std::string text = family_text(*store.exposition(), "fsaudit_filesystem_avail_bytes");
-  EXPECT_EQ(text.rfind("# HELP fsaudit_filesystem_avail_bytes Avail.\n", 0), 0u) << text;
-  auto e = parse_exposition(text);
-  ASSERT_TRUE(e) << e.error();
-  EXPECT_EQ(e->samples.size(), 3u) << text;
-  for (const auto& s : e->samples) EXPECT_EQ(s.name, "fsaudit_filesystem_avail_bytes");
-  EXPECT_EQ(family_text(*store.exposition(), "fsaudit_filesystem_avail"), "") << "a prefix is not the family";
-}
 
 // The store keeps each key's last status items beside its samples, and forgets them with the key.
 TEST(StatusItems, TheStoreKeepsTheLastItemsPerKey) {
