@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -35,6 +37,10 @@ std::string WatcherState::to_json() const {
   json ds = json::array();
   for (const auto& [k, v] : btrfs_dev_stats) ds.push_back({{"device", k.first}, {"target", k.second}, {"stats", v}});
   j["btrfs_dev_stats"] = ds;
+  json rs = json::array();
+  for (const auto& r : recent)
+    rs.push_back({{"minute", r.minute}, {"device", r.device}, {"target", r.target}, {"count", r.count}});
+  j["recent"] = rs;
   // Keys come from kernel lines: never let one invalid byte make the state unsavable.
   return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -58,10 +64,31 @@ Result<WatcherState> WatcherState::from_json(std::string_view text) {
     for (const auto& e : j.value("btrfs_dev_stats", json::array()))
       s.btrfs_dev_stats[{e.at("device").get<std::string>(), e.at("target").get<std::string>()}] =
           e.at("stats").get<std::array<std::uint64_t, 5>>();
+    for (const auto& e : j.value("recent", json::array())) {  // absent in files written before it existed
+      if (s.recent.size() >= kRecentMax) break;
+      s.recent.push_back({e.at("minute").get<double>(), e.at("device").get<std::string>(),
+                          e.at("target").get<std::string>(), e.at("count").get<std::uint64_t>()});
+    }
     return s;
   } catch (const std::exception& e) {
     return err(std::string("bad state file: ") + e.what());
   }
+}
+
+void WatcherState::add_recent(double when, const std::string& device, const std::string& target) {
+  const double minute = std::floor(when / 60) * 60;
+  // Lines arrive in time order, so a minute's buckets are at the back.
+  for (auto it = recent.rbegin(); it != recent.rend() && it->minute == minute; ++it)
+    if (it->device == device && it->target == target) {
+      ++it->count;
+      return;
+    }
+  recent.push_back({minute, device, target, 1});
+  if (recent.size() > kRecentMax) recent.pop_front();
+}
+
+void WatcherState::prune_recent(double now) {
+  std::erase_if(recent, [&](const RecentBucket& r) { return r.minute + 60 <= now - 86400; });
 }
 
 std::string pick_source(const config::KernelLogConfig& cfg, const HostPaths& host) {
@@ -163,7 +190,7 @@ bool KernelLogProbe::handle(const Event& ev, double when, ProbeContext& ctx,
   }
   const std::string target = resolver->target_of(ev);
   st_.errors[{ev.device, ev.fs, std::string(ev.kind), target}] += 1;
-  if (ev.kind != kind::repaired) recent_.push_back({when, ev.device, target});
+  if (ev.kind != kind::repaired) st_.add_recent(when, ev.device, target);
   auto& last = st_.last_event[std::string(ev.kind)];
   if (when > last) last = when;
   return true;
@@ -215,7 +242,7 @@ ProbeResult KernelLogProbe::run(const Target&, ProbeContext& ctx) {
       if (auto ev = classify(msg)) counted = handle(*ev, when, ctx, resolver) || counted;
     }
     wall_now_ = wall_now;
-    while (!recent_.empty() && recent_.front().when < wall_now - 86400) recent_.pop_front();
+    st_.prune_recent(wall_now);
     if (n > 0) {
       st_.lines[source_] += n;
       if (source_ == "kmsg") {
@@ -250,12 +277,12 @@ metrics::Batch KernelLogProbe::snapshot(const HostPaths& host) const {
               {{"device", std::get<0>(k)}, {"fs", std::get<1>(k)}, {"kind", std::get<2>(k)}, {"target", std::get<3>(k)}},
               static_cast<double>(v));
   std::map<std::pair<std::string, std::string>, metrics::KernelErrorFacts> recent;  // (device, target)
-  for (const auto& r : recent_) {
+  for (const auto& r : st_.recent) {
     auto& k = recent[{r.device, r.target}];
     k.device = r.device;
     k.target = r.target;
-    k.last_day += 1;
-    if (r.when >= wall_now_ - 3600) k.last_hour += 1;
+    k.last_day += static_cast<double>(r.count);
+    if (r.minute + 60 > wall_now_ - 3600) k.last_hour += static_cast<double>(r.count);
   }
   for (auto& [key, k] : recent) {
     if (!k.target.empty())

@@ -32,6 +32,19 @@ struct WatcherState {
   std::map<std::string, double> last_event;    // kind -> unix seconds
   // btrfs "bdev X errs:" last printed values: (device, target) -> wr, rd, flush, corrupt, gen
   std::map<std::pair<std::string, std::string>, std::array<std::uint64_t, 5>> btrfs_dev_stats;
+  // Errors of the last day for the status page's "last hour / last day", in one-minute buckets per
+  // (device, target): kept here so that a restart does not forget them (the log is read on from the
+  // saved position, so the lines are never seen again). Bounded: a day of minutes per key, and
+  // kRecentMax buckets in all (an error storm keeps its newest buckets).
+  struct RecentBucket {
+    double minute = 0;  // unix seconds, start of the minute
+    std::string device, target;
+    std::uint64_t count = 0;
+  };
+  static constexpr std::size_t kRecentMax = 20000;
+  std::deque<RecentBucket> recent;
+  void add_recent(double when, const std::string& device, const std::string& target);
+  void prune_recent(double now);  // drops buckets older than a day
 
   std::string to_json() const;
   static Result<WatcherState> from_json(std::string_view text);
@@ -67,13 +80,6 @@ class KernelLogProbe final : public Probe {
   KmsgReader kmsg_;
   JournalReader journal_;
   std::uint64_t lost_base_ = 0;  // lost count persisted before this process started
-  // Errors of the last day (time, device, target), for the status page's "last hour / last day":
-  // in memory only, so a restart forgets them (the counters above do not).
-  struct Recent {
-    double when;
-    std::string device, target;
-  };
-  std::deque<Recent> recent_;
   double wall_now_ = 0;
 };
 

@@ -124,14 +124,42 @@ TEST(KernelLogState, JsonRoundTrip) {
   s.lost["kmsg"] = 7;
   s.last_event["checksum"] = 1764460000.5;
   s.btrfs_dev_stats[{"loop2", "/mnt/a b"}] = {0, 0, 0, 3, 0};
+  s.add_recent(1764460000.5, "loop1", "/mnt/a b");
   auto back = WatcherState::from_json(s.to_json());
   ASSERT_TRUE(back) << back.error();
   EXPECT_EQ(back->to_json(), s.to_json());
   EXPECT_EQ(*back->kmsg_seq, 450u);
   EXPECT_FALSE(back->journal_cursor);
   EXPECT_EQ((back->errors[{"loop1", "btrfs", "checksum", "/mnt/a b"}]), 5u);
+  ASSERT_EQ(back->recent.size(), 1u);
+  EXPECT_EQ(back->recent[0].count, 1u);
+  EXPECT_EQ(back->recent[0].minute, 1764459960.0);
+  // A state file of an older fsaudit has no "recent": read as none.
+  EXPECT_TRUE(WatcherState::from_json("{\"version\": 1, \"source\": \"kmsg\"}"));
+  // A bucket of the wrong type is a bad state file, not a silent zero.
+  EXPECT_FALSE(WatcherState::from_json("{\"version\": 1, \"recent\": [{\"minute\": \"x\", \"device\": \"a\", "
+                                       "\"target\": \"\", \"count\": 1}]}"));
   EXPECT_FALSE(WatcherState::from_json("{\"version\": 2}"));
   EXPECT_FALSE(WatcherState::from_json("not json"));
+}
+
+// The last day's errors, per minute and (device, target): a storm is counted exactly in few buckets,
+// the whole stays bounded, and a day later they are gone.
+TEST(KernelLogState, RecentErrorsAreMinuteBucketsBoundedAndPruned) {
+  WatcherState s;
+  const double t0 = 1764460020;  // a minute's start
+  for (int i = 0; i < 1000; ++i) s.add_recent(t0 + i * 0.05, "sdb", "/srv");  // 50 s of one device
+  s.add_recent(t0 + 10, "sdc", "/srv");
+  s.add_recent(t0 + 59.9, "sdb", "/srv");
+  EXPECT_EQ(s.recent.size(), 2u);
+  EXPECT_EQ(s.recent[0].count, 1001u);
+  s.add_recent(t0 + 60, "sdb", "/srv");  // the next minute
+  EXPECT_EQ(s.recent.size(), 3u);
+  for (std::size_t i = 0; i < WatcherState::kRecentMax + 5; ++i) s.add_recent(t0 + 120 + 60.0 * i, "sdd", "");
+  EXPECT_EQ(s.recent.size(), WatcherState::kRecentMax);
+  EXPECT_EQ(s.recent.front().device, "sdd");  // the oldest went first
+  s.prune_recent(t0 + 120 + 60.0 * (WatcherState::kRecentMax + 4) + 86400);
+  ASSERT_EQ(s.recent.size(), 1u);  // only the newest minute is within a day
 }
 
 TEST(KernelLogSource, AutoPicksJournalOnlyWithSocketAndFiles) {

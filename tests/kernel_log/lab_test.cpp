@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -337,6 +339,20 @@ TEST(KernelLogLab, DaemonScrapeShowsMarkedKmsgLine) {
     testing::DaemonProcess::sleep_ms(2500);  // a few more runs of the 1 s probe
     text = d.scrape();
     EXPECT_EQ(testing::scrape_value(text, "fsaudit_kernel_errors_total", want), 1) << d.log();
+    // ... and so does the status page's "in the last hour" for the device, although the line itself
+    // is never read again (the watcher resumes after it).
+    auto st = testing::run({"curl", "-sS", "--max-time", "10", "http://127.0.0.1:" + std::to_string(port) + "/api/v1/status"}, 20);
+    ASSERT_TRUE(st.ok()) << st.err;
+    auto j = nlohmann::json::parse(st.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << st.out;
+    bool found = false;
+    for (const auto& k : j["kernel_errors"])
+      if (k["device"] == dev) {
+        found = true;
+        EXPECT_EQ(k["last_hour"], 1) << k.dump();
+        EXPECT_EQ(k["last_day"], 1) << k.dump();
+      }
+    EXPECT_TRUE(found) << j["kernel_errors"].dump(1) << d.log();
     EXPECT_EQ(d.stop(10), 0);
   }
 }
