@@ -136,7 +136,10 @@ class Daemon {
   void on_outcome(const JobOutcome& o);
   void publish_job_locked(const JobOutcome& o);
   void publish_probe_totals_locked(const std::string& probe, ProbeSelf& ps);
-  void flush_probe_totals();  // the main loop, every wake (at least once a second)
+  void flush_probe_totals();
+  // --once: runs the probes that read other probes' saved state again (their first run raced with
+  // those probes); the count of runs left, or null when there is none.
+  std::shared_ptr<std::atomic<int>> rerun_readers_of_others();  // the main loop, every wake (at least once a second)
   struct ReloadVerdict {
     bool ok = true;
     std::string message;  // what an operator reads from `fsauditctl reload`
@@ -642,6 +645,23 @@ void Daemon::run_request(const dbus::JobRequest& r) {
   });
 }
 
+std::shared_ptr<std::atomic<int>> Daemon::rerun_readers_of_others() {
+  std::vector<std::string> keys;
+  for (const auto& p : probes_)
+    if (p->reads_other_probes() && p->scope() == Scope::host && cfg_.schedule(p->name()).enabled)
+    {
+      JobSpec j;
+      j.probe = p;
+      j.target = Target::host();
+      keys.push_back(j.key());
+    }
+  if (keys.empty()) return nullptr;
+  auto left = std::make_shared<std::atomic<int>>(static_cast<int>(keys.size()));
+  for (const auto& k : keys)
+    if (!scheduler_->run_now(k, [left](const JobOutcome&) { --*left; })) --*left;
+  return left;
+}
+
 int Daemon::run(bool once) {
   once_ = once;
   block_signals();
@@ -683,6 +703,7 @@ int Daemon::run(bool once) {
   auto started = last_status;
   auto last_pending_log = started;
   bool helper_fork_logged = false;
+  std::shared_ptr<std::atomic<int>> rerun_left;  // --once: second runs still to finish
   while (true) {
     SteadyTime next = scheduler_->tick();
     flush_probe_totals();
@@ -704,10 +725,11 @@ int Daemon::run(bool once) {
       if (!pending.empty()) spdlog::info("waiting for the first run of {} job(s): {}", pending.size(), list);
       last_pending_log = std::chrono::steady_clock::now();
     }
+    if (once && ready && rerun_left && rerun_left->load() == 0) break;
     if (!ready && scheduler_->first_cycle_done()) {
       ready = true;
       ready_.store(true, std::memory_order_release);
-      if (once) break;
+      if (once && !(rerun_left = rerun_readers_of_others())) break;
       systemd::notify_ready(status_line());
       spdlog::info("first probe cycle done: {}", status_line());
     }

@@ -121,6 +121,10 @@ class Probe {
   // runs all due targets of such a probe one after the other in one task, on one cycle grid, instead
   // of a thread wake-up per target. Each target keeps its own deadline, stuck state and result.
   virtual bool batched() const { return false; }
+  // True for probes that read what other probes saved (the setup audit reads the scrub probe's
+  // state): `fsauditd --once` runs them once more after the first cycle, so that its one scrape
+  // does not depend on which run of that cycle happened to finish first.
+  virtual bool reads_other_probes() const { return false; }
   // Batched probes: called once before a task runs the due `targets` one after the other, on that
   // task's thread, with the first run's timeout as deadline. A probe may fetch there what those runs
   // will need in one round trip (the capacity probe's statfs calls go to its helper together); each

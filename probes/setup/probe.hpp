@@ -59,6 +59,7 @@ class SetupProbe final : public Probe {
   explicit SetupProbe(config::Config cfg, FindingSink sink = journal_finding);
   std::string name() const override { return "setup"; }
   Scope scope() const override { return Scope::host; }
+  bool reads_other_probes() const override { return true; }  // scrub state, canary records
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
 
  private:
