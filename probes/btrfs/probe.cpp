@@ -321,6 +321,9 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
   if (model.designed_redundancy)
     b.gauge(stack::kDesignedMetric, stack::kDesignedHelp, {{"target", target}, {"fs", "btrfs"}},
             *model.designed_redundancy);
+  for (const auto& m : model.bad_members)
+    b.gauge(stack::kMemberDownMetric, stack::kMemberDownHelp,
+            {{"target", target}, {"fs", "btrfs"}, {"member", m.name}, {"state", m.state}}, 1);
 }
 
 // Counters from `btrfs device stats` for the devices sysfs had none for.
@@ -457,7 +460,8 @@ class BtrfsProbe final : public Probe {
     }
 
     auto batch = btrfs_metrics(t, obs);
-    batch = metrics::with_derived_label(batch, "device", "disk", [&](const std::string& d) { return block::disk_label(ctx.host, d); });
+    for (const char* from : {"device", "member"})
+      batch = metrics::with_derived_label(batch, from, "disk", [&](const std::string& d) { return block::disk_label(ctx.host, d); });
     bool have_counters = counters_complete || obs.device_stats;
     if (!have_counters) {
       std::string why;

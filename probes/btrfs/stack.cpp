@@ -33,7 +33,7 @@ stack::StackModel stack_model(const SysfsFilesystem& f, bool data_checksums) {
   for (const auto& d : f.devices)
     if (d.missing) {
       ++missing;
-      m.bad_members.push_back((d.name.empty() ? "devid " + std::to_string(d.devid) : d.name) + " missing");
+      m.bad_members.push_back({d.name.empty() ? "devid " + std::to_string(d.devid) : d.name, "missing"});
     }
 
   // Profile directories stay after a balance emptied them: only those holding chunks count.
@@ -72,7 +72,7 @@ stack::StackModel stack_model(const SysfsFilesystem& f, bool data_checksums) {
   if (!unknown_profile) m.spare_copies = spare;
 
   std::string bad;
-  for (const auto& b : m.bad_members) bad += (bad.empty() ? "" : ", ") + b;
+  for (const auto& b : m.bad_members) bad += (bad.empty() ? "" : ", ") + b.text();
   if (missing > 0) {
     m.health = stack::Health::missing_members;
     m.reason = "btrfs " + f.fsid + " is missing " + std::to_string(missing) + " of " + std::to_string(f.devices.size()) +

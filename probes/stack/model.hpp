@@ -43,7 +43,14 @@ struct StackModel {
   std::optional<int> spare_copies;
   Health health = Health::unknown;
   std::string reason;                    // in words, naming the pool and the bad members; "" when ok
-  std::vector<std::string> bad_members;  // as the filesystem names them
+  // The members that are down (offline, faulted, removed, unavailable, missing): the name as the
+  // filesystem gives it (a pool's vdev path, a btrfs device, "devid 3" when btrfs no longer knows its
+  // path) and its state in the filesystem's words.
+  struct Member {
+    std::string name, state;
+    std::string text() const { return name + " " + state; }
+  };
+  std::vector<Member> bad_members;
 
   bool healthy() const { return health == Health::ok; }
   // From the design, not the moment: a degraded mirror is still a stack that repairs, once whole.
@@ -71,6 +78,14 @@ inline constexpr const char* kDesignedMetric = "fsaudit_redundancy_designed";
 inline constexpr const char* kDesignedHelp =
     "Member device failures the filesystem or pool survives with every member well (its layout: a 2-way "
     "mirror 1, raid1c3 2, single or dup 0).";
+
+// One series per member that is down, from the same model (value 1), with the member's name and state:
+// what the no-redundancy alert names, and with the `disk` label the probe derives from the member
+// the disk's identity (fsaudit_disk_info).
+inline constexpr const char* kMemberDownMetric = "fsaudit_redundancy_member_down";
+inline constexpr const char* kMemberDownHelp =
+    "A member device of the filesystem or pool that is down (value 1): offline, faulted, removed, "
+    "unavailable or missing, in the filesystem's own word (state).";
 
 // XFS, ext4 and any filesystem without members it reports on: one copy, no data checksums, nothing
 // to lose. `name` is the target.

@@ -110,6 +110,9 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
     if (model.designed_redundancy)
       b.gauge(stack::kDesignedMetric, stack::kDesignedHelp, {{"target", p.name}, {"fs", "zfs"}},
               *model.designed_redundancy);
+    for (const auto& m : model.bad_members)
+      b.gauge(stack::kMemberDownMetric, stack::kMemberDownHelp,
+              {{"target", p.name}, {"fs", "zfs"}, {"member", m.name}, {"state", m.state}}, 1);
 
     std::map<std::string, int> seen;
     for (const auto& v : p.vdevs) {
@@ -344,7 +347,8 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
       std::lock_guard lk(mu_);
       batch = build_zfs_metrics(*parsed, lists, fmt, scrubs_);
     }
-    batch = metrics::with_derived_label(batch, "vdev", "disk", [&](const std::string& v) { return block::disk_label(ctx.host, v); });
+    for (const char* from : {"vdev", "member"})
+      batch = metrics::with_derived_label(batch, from, "disk", [&](const std::string& v) { return block::disk_label(ctx.host, v); });
     if (!list_problem.empty()) return ProbeResult::failed(list_problem, std::move(batch));
     return ProbeResult::ok(std::move(batch));
   } catch (const std::exception& e) {

@@ -58,7 +58,7 @@ stack::StackModel stack_model(const ZfsPoolStatus& pool, DatasetShape ds) {
       if (bad_state(v.state)) ++tops.back().bad_children;
     }
     if (v.leaf && bad_state(v.state) && v.role != "spare" && v.role != "cache" && v.role != "log")
-      m.bad_members.push_back(v.name + " " + (v.state.empty() ? "state unknown" : v.state));
+      m.bad_members.push_back({v.name, v.state.empty() ? "state unknown" : v.state});
   }
 
   std::set<std::string> words;
@@ -113,7 +113,7 @@ stack::StackModel stack_model(const ZfsPoolStatus& pool, DatasetShape ds) {
   m.spare_copies = spare;
 
   std::string bad;
-  for (const auto& b : m.bad_members) bad += (bad.empty() ? "" : ", ") + b;
+  for (const auto& b : m.bad_members) bad += (bad.empty() ? "" : ", ") + b.text();
   if (!pool.complete) {
     m.health = stack::Health::unknown;
     m.reason = "zpool status of pool " + pool.name + " was cut short (no errors: line): its members are not all known";

@@ -434,6 +434,12 @@ TEST(BtrfsProbeAdapter, MissingDeviceIsReported) {
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_devices_missing"), 1);
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_missing", {{"devid", "2"}}), 1);
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_missing", {{"device", "loop3"}}), 0);
+  // What the no-redundancy alert names: the member that is gone, in btrfs's words (sysfs no longer
+  // has its path, so its devid), and no series for the member that is there.
+  EXPECT_EQ(r.metrics.value("fsaudit_redundancy_margin", {{"target", "/mnt/r1"}}), 0);
+  EXPECT_EQ(r.metrics.value("fsaudit_redundancy_member_down", {{"target", "/mnt/r1"}, {"fs", "btrfs"}, {"state", "missing"}}), 1);
+  EXPECT_FALSE(r.metrics.has("fsaudit_redundancy_member_down", {{"member", "/dev/loop3"}}));
+  EXPECT_FALSE(r.metrics.has("fsaudit_redundancy_member_down", {{"member", "loop3"}}));
 }
 
 // Issue 32: sysfs attributes that are there but unreadable (errno) or junk fail the probe with the

@@ -575,6 +575,40 @@ TEST(PrometheusLab, DashboardsAndAlertsAgainstRealDaemonAndPrometheus) {
     EXPECT_GT(checked, 40u);
     EXPECT_LE(excused_smart, 10u) << "the SMART panels of the pool dashboard: no more than 10 queries";
     EXPECT_LE(excused, 8u) << "at most 8 panel queries may go without data in the lab; the exception list is meant to stay tiny";
+    // ---- a member taken away: the margin goes 1 -> 0 and FsauditNoRedundancyLeft fires (it has no
+    // `for:`) within one zfs probe interval plus a scrape and an evaluation, naming the member ----------
+    if (with_zfs) {
+      const std::string margin_q = "fsaudit_redundancy_margin{target=\"" + pool_name + "\"}";
+      EXPECT_TRUE(poll(30, [&] { return prom_scalar(pport, margin_q) == 1; }))
+          << "the healthy mirror's margin: " << prom_query(pport, "fsaudit_redundancy_margin").data.dump();
+      const std::string member = (td / "zfs2.img").string();
+      const auto offlined = Clock::now();
+      must({"zpool", "offline", pool_name, member});
+      json alert;
+      bool fired = poll(60, [&] {
+        json j = json::parse(http_get_any(pport, "/api/v1/alerts").body, nullptr, false);
+        if (j.is_discarded()) return false;
+        for (const auto& a : j["data"]["alerts"])
+          if (a["labels"].value("alertname", "") == "FsauditNoRedundancyLeft" && a["labels"].value("target", "") == pool_name &&
+              a.value("state", "") == "firing") {
+            alert = a;
+            return true;
+          }
+        return false;
+      });
+      const double took = std::chrono::duration<double>(Clock::now() - offlined).count();
+      ASSERT_TRUE(fired) << "FsauditNoRedundancyLeft did not fire for " << pool_name << "; margin "
+                         << prom_query(pport, margin_q).data.dump() << "\n" << run({"zpool", "status", pool_name}).out;
+      EXPECT_EQ(prom_scalar(pport, margin_q), 0);
+      // zfs probe every 2 s, scrape 1 s, evaluation 1 s; 3 s more for a busy CI machine and the 0.5 s poll.
+      std::cout << "[ INFO ] FsauditNoRedundancyLeft fired " << took << " s after `zpool offline`\n";
+      EXPECT_LE(took, 2 + 1 + 1 + 3.0) << "later than one probe interval plus a scrape and an evaluation";
+      const std::string members = alert["annotations"].value("members", ""), desc = alert["annotations"].value("description", "");
+      EXPECT_EQ(members.rfind(member + " OFFLINE", 0), 0u) << "the alert should name the member: " << members;
+      EXPECT_NE(desc.find("Down: " + member + " (OFFLINE)"), std::string::npos) << desc;
+      EXPECT_EQ(prom_scalar(pport, "fsaudit_redundancy_member_down{target=\"" + pool_name + "\",state=\"OFFLINE\"}"), 1);
+      run({"zpool", "online", pool_name, member});
+    }
     if (::testing::Test::HasFailure()) {
       std::cout << "---- kernel error samples (last 3 min) ----\n"
                 << prom_query(pport, "fsaudit_kernel_errors_total[3m]").data.dump().substr(0, 4000) << "\n"

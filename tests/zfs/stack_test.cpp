@@ -83,6 +83,8 @@ TEST(ZfsStackModel, DegradedMirrorHasNoMarginAndNamesItsMember) {
   EXPECT_NE(m.reason.find("pool fxcapm is DEGRADED"), std::string::npos) << m.reason;
   EXPECT_NE(m.reason.find("zb.img OFFLINE"), std::string::npos) << m.reason;
   ASSERT_EQ(m.bad_members.size(), 1u);
+  EXPECT_EQ(m.bad_members[0].state, "OFFLINE");
+  EXPECT_NE(m.bad_members[0].name.find("zb.img"), std::string::npos) << m.bad_members[0].name;
   // Still a mirror by design: once whole it repairs again.
   EXPECT_EQ(m.expectation(), stack::Expectation::repaired);
 
@@ -150,6 +152,11 @@ TEST(ZfsStackModel, TheProbeExportsTheMarginOfADegradedMirrorAsZero) {
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "fxcapm"}, {"fs", "zfs"}}), 0);
   EXPECT_EQ(b.value("fsaudit_redundancy_designed", {{"target", "fxcapm"}, {"fs", "zfs"}}), 1);  // FsauditNoRedundancyLeft
   EXPECT_EQ(b.value("fsaudit_zfs_pool_redundant", {{"pool", "fxcapm"}}), 1);  // by design
+  // The member the no-redundancy alert names, with its state; the healthy side has no series.
+  EXPECT_EQ(b.value("fsaudit_redundancy_member_down", {{"target", "fxcapm"}, {"fs", "zfs"}, {"state", "OFFLINE"},
+                                                       {"member", "/tmp/fsaudit-capture.NtFSQg/zb.img"}}), 1);
+  EXPECT_FALSE(b.has("fsaudit_redundancy_member_down", {{"member", "/tmp/fsaudit-capture.NtFSQg/za.img"}}));
+  EXPECT_FALSE(b.has("fsaudit_redundancy_member_down", {{"state", "ONLINE"}}));
 }
 
 TEST(ZfsStackModel, DatasetShapeRefusesWhatItCannotRead) {
