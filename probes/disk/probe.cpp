@@ -12,13 +12,27 @@
 #include "daemon/core/helper_client.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/btrfs/probe.hpp"
+#include "daemon/core/fstype.hpp"
 #include "probes/disk/smart_verb.hpp"
+#include "probes/zfs/members.hpp"
 
 namespace fsaudit::disk {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> target_members(const HostPaths& host, const Target& t) {
+std::string pool_of(const Target& t) {
+  if (!fstype::is_zfs(t.fstype) || t.source.empty() || t.source.front() == '/') return "";
+  return t.source.substr(0, t.source.find('/'));
+}
+
+std::vector<std::string> target_members(const HostPaths& host, const Target& t, const PoolMembers& pools) {
+  if (auto pool = pool_of(t); !pool.empty()) {
+    std::vector<std::string> out;
+    if (auto it = pools.find(pool); it != pools.end())
+      for (const auto& m : it->second)
+        if (auto dev = zfs::member_device(host, m); !dev.empty()) out.push_back(dev);
+    return out;
+  }
   if (t.fstype == "btrfs") {
     // A btrfs over several devices names one of them as mount source; sysfs lists them all.
     if (auto fsid = btrfs::find_fsid(host, t.source)) {
@@ -34,10 +48,10 @@ std::vector<std::string> target_members(const HostPaths& host, const Target& t) 
   return {};
 }
 
-DiskTargets disks_of_targets(const HostPaths& host, const std::vector<Target>& targets) {
+DiskTargets disks_of_targets(const HostPaths& host, const std::vector<Target>& targets, const PoolMembers& pools) {
   DiskTargets out;
   for (const auto& t : targets)
-    for (const auto& m : target_members(host, t))
+    for (const auto& m : target_members(host, t, pools))
       for (const auto& d : block::whole_disks(host, m)) out[d].insert(t.name);
   return out;
 }
@@ -132,11 +146,50 @@ namespace {
 
 constexpr const char* kNoDisks = "no watched filesystem sits on a block device";
 
-// The disks under this cycle's watched filesystems.
-Result<DiskTargets> watched_disks(const ProbeContext& ctx, const TargetSelection& sel) {
+// The disks under this cycle's watched filesystems; `problem` says which could not be found (a
+// pool whose members zpool would not list), the others are there.
+struct Watched {
+  DiskTargets disks;
+  std::string problem;
+};
+
+// The members of the watched datasets' pools: one `zpool status` of those pools.
+PoolMembers pool_members(ProbeContext& ctx, const std::vector<Target>& targets, std::string& problem) {
+  std::set<std::string> pools;
+  for (const auto& t : targets)
+    if (auto p = pool_of(t); !p.empty()) pools.insert(p);
+  if (pools.empty()) return {};
+  CommandSpec spec;
+  spec.argv = {ctx.tool("zpool"), "status"};
+  spec.argv.insert(spec.argv.end(), pools.begin(), pools.end());
+  spec.timeout = ctx.remaining();
+  auto r = ctx.runner.run(spec, ctx.stop);
+  if (!r.ok()) {
+    problem = "the disks under ZFS pools are unknown: zpool status: " + r.describe();
+    return {};
+  }
+  auto st = zfs::parse_zpool_status(r.out);
+  if (!st) {
+    problem = "the disks under ZFS pools are unknown: zpool status: " + st.error();
+    return {};
+  }
+  PoolMembers out;
+  for (const auto& p : st->pools) {
+    zfs::ZfsStatusReport one;
+    one.pools.push_back(p);
+    out[p.name] = zfs::leaf_members(one);
+  }
+  return out;
+}
+
+Result<Watched> watched_disks(ProbeContext& ctx, const TargetSelection& sel) {
   auto mounts = mount_table(ctx);
   if (!mounts) return err(mounts.error());
-  return disks_of_targets(ctx.host, select_targets(**mounts, sel));
+  auto targets = select_targets(**mounts, sel);
+  Watched w;
+  auto pools = pool_members(ctx, targets, w.problem);
+  w.disks = disks_of_targets(ctx.host, targets, pools);
+  return w;
 }
 
 class DiskProbe final : public Probe {
@@ -145,12 +198,14 @@ class DiskProbe final : public Probe {
   std::string name() const override { return "disk"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target&, ProbeContext& ctx) override {
-    auto disks = watched_disks(ctx, selection_);
-    if (!disks) return ProbeResult::failed(disks.error());
-    if (disks->empty()) return ProbeResult::not_applicable(kNoDisks);
+    auto w = watched_disks(ctx, selection_);
+    if (!w) return ProbeResult::failed(w.error());
+    if (w->disks.empty() && w->problem.empty()) return ProbeResult::not_applicable(kNoDisks);
     std::map<std::string, block::DiskIdentity> ids;
-    for (const auto& [d, _] : *disks) ids[d] = block::identify(ctx.host, d);
-    return ProbeResult::ok(disk_metrics(*disks, ids));
+    for (const auto& [d, _] : w->disks) ids[d] = block::identify(ctx.host, d);
+    auto b = disk_metrics(w->disks, ids);
+    if (!w->problem.empty()) return ProbeResult::failed(w->problem, std::move(b));
+    return ProbeResult::ok(std::move(b));
   }
 
  private:
@@ -172,8 +227,8 @@ class SmartProbe final : public Probe {
   ProbeResult run(const Target&, ProbeContext& ctx) override {
     auto watched = watched_disks(ctx, selection_);
     if (!watched) return ProbeResult::failed(watched.error());
-    if (watched->empty()) return ProbeResult::not_applicable(kNoDisks);
-    const DiskTargets& disks = *watched;
+    if (watched->disks.empty() && watched->problem.empty()) return ProbeResult::not_applicable(kNoDisks);
+    const DiskTargets& disks = watched->disks;
     std::vector<std::string> todo;
     for (const auto& [d, _] : disks)
       if (!unsupported_.count(d)) todo.push_back(d);
@@ -222,6 +277,7 @@ class SmartProbe final : public Probe {
       batch.counter("fsaudit_disk_smart_skipped_standby_total",
                     "SMART reads skipped because the disk was asleep (smartctl -n standby does not wake it).",
                     {{"disk", d}}, static_cast<double>(standby_skips_.count(d) ? standby_skips_.at(d) : 0));
+    if (!watched->problem.empty()) why = watched->problem + (why.empty() ? "" : "; " + why);
     if (!why.empty()) return ProbeResult::failed(why, std::move(batch));
     return ProbeResult::ok(std::move(batch));
   }

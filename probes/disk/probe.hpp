@@ -16,13 +16,20 @@
 
 namespace fsaudit::disk {
 
+// Pool -> its leaf members as zpool names them (zfs::leaf_members of `zpool status`).
+using PoolMembers = std::map<std::string, std::vector<std::string>>;
+
+// The ZFS pool a dataset target belongs to ("" when the target is no ZFS dataset).
+std::string pool_of(const Target& t);
+
 // The member block devices of a target, as kernel names or /dev paths: its mount source when that
-// is a device, every device of a btrfs filesystem. Empty for ZFS datasets and pseudo filesystems.
-std::vector<std::string> target_members(const HostPaths& host, const Target& t);
+// is a device, every device of a btrfs filesystem, every member of a ZFS dataset's pool that is a
+// block device (from `pools`). Empty for pseudo filesystems and file vdevs.
+std::vector<std::string> target_members(const HostPaths& host, const Target& t, const PoolMembers& pools = {});
 
 // Whole disk -> the targets on it.
 using DiskTargets = std::map<std::string, std::set<std::string>>;
-DiskTargets disks_of_targets(const HostPaths& host, const std::vector<Target>& targets);
+DiskTargets disks_of_targets(const HostPaths& host, const std::vector<Target>& targets, const PoolMembers& pools = {});
 
 // Pure: the series for these disks (identities in `ids`, keyed by kernel name).
 metrics::Batch disk_metrics(const DiskTargets& disks, const std::map<std::string, block::DiskIdentity>& ids);

@@ -6,6 +6,7 @@
 #include "daemon/core/disk_identity.hpp"
 #include "daemon/metrics/derive_label.hpp"
 #include "daemon/core/strings.hpp"
+#include "probes/zfs/members.hpp"
 #include "probes/zfs/stack.hpp"
 
 namespace fsaudit::zfs {
@@ -348,7 +349,10 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
       batch = build_zfs_metrics(*parsed, lists, fmt, scrubs_);
     }
     for (const char* from : {"vdev", "member"})
-      batch = metrics::with_derived_label(batch, from, "disk", [&](const std::string& v) { return block::disk_label(ctx.host, v); });
+      batch = metrics::with_derived_label(batch, from, "disk", [&](const std::string& v) {
+        const auto dev = member_device(ctx.host, v);
+        return dev.empty() ? std::string() : block::disk_label(ctx.host, dev);
+      });
     if (!list_problem.empty()) return ProbeResult::failed(list_problem, std::move(batch));
     return ProbeResult::ok(std::move(batch));
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 #include "daemon/probe/targets.hpp"
 #include "probes/disk/probe.hpp"
 #include "probes/md/probe.hpp"
+#include "probes/zfs/members.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/support.hpp"
@@ -102,6 +103,66 @@ TEST(DiskProbe, OneInfoSeriesPerDiskWhateverSitsOnIt) {
     for (const auto& m : f.metric)
       for (const auto& l : m.label) EXPECT_TRUE(metrics::is_clean_label_value(l.value)) << l.name << "=" << l.value;
   EXPECT_TRUE(b.has("fsaudit_disk_info", {{"disk", "sdc"}, {"serial", "AB\xEF\xBF\xBD\xEF\xBF\xBD" "CD"}}));
+}
+
+// A pool's members as zpool prints them: the bare name of a by-id link (how most pools are built), a
+// kernel name, a /dev path; a file vdev, an interior vdev and a gone member's GUID are no disk.
+TEST(ZfsMembers, ZpoolNamesResolveToTheirDisks) {
+  auto h = tree();
+  EXPECT_EQ(zfs::member_device(h, "ata-ST4000DM004-2CV104_ZFN0ABCD-part1"),
+            "/dev/disk/by-id/ata-ST4000DM004-2CV104_ZFN0ABCD-part1");
+  EXPECT_EQ(zfs::member_device(h, "wwn-0x5000c500b1234567"), "/dev/disk/by-id/wwn-0x5000c500b1234567");
+  EXPECT_EQ(zfs::member_device(h, "sdb1"), "sdb1");
+  EXPECT_EQ(zfs::member_device(h, "/dev/sda1"), "/dev/sda1");
+  EXPECT_EQ(zfs::member_device(h, "/srv/vdev0.img"), "");
+  EXPECT_EQ(zfs::member_device(h, "mirror-0"), "");
+  EXPECT_EQ(zfs::member_device(h, "12345678901234567890"), "");
+  EXPECT_EQ(zfs::member_device(h, ""), "");
+
+  // The /tank dataset's disks are its pool's members' (from `zpool status`), each named once.
+  auto mounts = read_mount_table(h);
+  ASSERT_TRUE(mounts.ok()) << mounts.error();
+  auto targets = select_targets(**mounts, TargetSelection{});
+  disk::PoolMembers pools{{"tank", {"mirror-0", "ata-ST4000DM004-2CV104_ZFN0ABCD-part1", "sdb1", "/srv/vdev0.img"}}};
+  auto disks = disk::disks_of_targets(h, targets, pools);
+  EXPECT_TRUE(disks["sda"].count("/tank"));
+  EXPECT_TRUE(disks["sdb"].count("/tank"));
+  for (const auto& [d, ts] : disks) {
+    if (d == "sda" || d == "sdb") continue;
+    EXPECT_FALSE(ts.count("/tank")) << d;
+  }
+  // Without the pool's members (zpool not asked or failed): no disk for the dataset, never a guess.
+  auto none = disk::disks_of_targets(h, targets);
+  for (const auto& [d, ts] : none) {
+    EXPECT_FALSE(ts.count("/tank")) << d;
+  }
+}
+
+// The disk probe asks zpool for the watched datasets' pools once per run; when it cannot, the run
+// fails with the reason and the other filesystems' disks are still there.
+TEST(ZfsMembers, TheDiskProbeAsksZpoolAndSaysWhenItCannot) {
+  testing::FakeRunner runner;
+  testing::ContextHolder c(tree(), runner);
+  config::Config cfg;
+  auto probe = disk::make_disk_probe(cfg);
+  auto r = probe->run(Target::host(), c.ctx);
+  EXPECT_EQ(r.outcome, Outcome::failed);
+  EXPECT_NE(r.reason.find("the disks under ZFS pools are unknown: zpool status"), std::string::npos) << r.reason;
+  EXPECT_TRUE(r.metrics.has("fsaudit_target_disk_info", {{"target", "/data"}, {"disk", "sdc"}}));
+  EXPECT_FALSE(r.metrics.has("fsaudit_target_disk_info", {{"target", "/tank"}}));
+
+  runner.answer("zpool status tank",
+                "  pool: tank\n state: ONLINE\nconfig:\n\n\tNAME                                      STATE     READ WRITE CKSUM\n"
+                "\ttank                                      ONLINE       0     0     0\n"
+                "\t  mirror-0                                ONLINE       0     0     0\n"
+                "\t    ata-ST4000DM004-2CV104_ZFN0ABCD-part1  ONLINE       0     0     0\n"
+                "\t    sdb1                                  ONLINE       0     0     0\n\n"
+                "errors: No known data errors\n");
+  r = probe->run(Target::host(), c.ctx);
+  EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_TRUE(r.metrics.has("fsaudit_target_disk_info", {{"target", "/tank"}, {"disk", "sda"}}));
+  EXPECT_TRUE(r.metrics.has("fsaudit_target_disk_info", {{"target", "/tank"}, {"disk", "sdb"}}));
+  EXPECT_EQ(runner.count("zpool status tank"), 2);
 }
 
 TEST(DiskLabel, DerivedOnDeviceSeries) {

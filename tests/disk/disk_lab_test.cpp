@@ -13,6 +13,7 @@
 #include "daemon/core/disk_identity.hpp"
 #include "probes/btrfs/probe.hpp"
 #include "probes/disk/probe.hpp"
+#include "probes/zfs/probe.hpp"
 #include "tests/support/fs_lab.hpp"
 #include "tests/support/lab.hpp"
 
@@ -82,6 +83,44 @@ TEST(DiskLab, BtrfsOverAPartitionAndAWholeLoopDevice) {
   EXPECT_TRUE(r.metrics.has("fsaudit_btrfs_device_missing", {{"device", part}, {"disk", ka}}))
       << r.reason;
   EXPECT_TRUE(r.metrics.has("fsaudit_btrfs_device_missing", {{"device", kb}, {"disk", kb}})) << r.reason;
+}
+
+// A zfs-fuse mirror over two loop devices: the dataset's disks are its pool's members (the disk probe
+// asks `zpool status` for them), and the zfs probe's vdev series carry each member's disk.
+TEST(DiskLab, ZfsMirrorOverTwoLoopDevicesIsOnItsDisks) {
+  FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
+  testing::TempDir dir("fsaudit-disk-zfs-lab");
+  testing::LoopDevice a(dir.path(), "a.img", 96 << 20), b(dir.path(), "b.img", 96 << 20);
+  ASSERT_TRUE(a.ok() && b.ok());
+  testing::ZfsFuse zf;
+  ASSERT_TRUE(zf.ok()) << zf.error();
+  const std::string pool = "fsauditdisk" + std::to_string(::getpid());
+  testing::ZfsPool p(pool, {"-m", (dir.path() / "mnt").string(), "mirror", a.device(), b.device()});
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::optional<Target> t;
+  for (int i = 0; i < 50 && !(t = testing::live_target((dir.path() / "mnt").string())); ++i) ::usleep(100000);
+  ASSERT_TRUE(t) << "zfs-fuse did not mount " << pool;
+  const std::string ka = a.device().substr(5), kb = b.device().substr(5);
+
+  config::Config cfg;
+  cfg.targets.include = {t->name};
+  cfg.targets.fstypes = {t->fstype};
+  ProcessRunner runner;
+  HostPaths host;
+  ToolPaths tools;
+  ProbeContext ctx{host, runner, SystemClock::instance(), tools, "/nonexistent", {},
+                   SystemClock::instance().now() + std::chrono::seconds(60)};
+  auto r = make_disk_probe(cfg)->run(Target::host(), ctx);
+  ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+  EXPECT_TRUE(r.metrics.has("fsaudit_target_disk_info", {{"target", t->name}, {"disk", ka}}));
+  EXPECT_TRUE(r.metrics.has("fsaudit_target_disk_info", {{"target", t->name}, {"disk", kb}}));
+  EXPECT_TRUE(r.metrics.has("fsaudit_disk_info", {{"disk", ka}, {"backing_file", a.backing().string()}}));
+
+  auto z = zfs::make_zfs_probe(cfg)->run(Target::host(), ctx);
+  ASSERT_EQ(z.outcome, Outcome::ok) << z.reason;
+  EXPECT_TRUE(z.metrics.has("fsaudit_zfs_vdev_state", {{"pool", pool}, {"vdev", ka}, {"disk", ka}}))
+      << testing::run({"zpool", "status", pool}).out;  // zfs-fuse names a member by its kernel name
+  EXPECT_TRUE(z.metrics.has("fsaudit_zfs_vdev_state", {{"pool", pool}, {"vdev", kb}, {"disk", kb}}));
 }
 
 // The real smartctl on a real loop device under an ext4 mount: unsupported, asked once, no failure.

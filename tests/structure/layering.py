@@ -51,7 +51,7 @@ RANKS = {
     "probes/bcachefs": 5, "probes/btrfs": 5, "probes/capacity": 5, "probes/ext4": 5, "probes/kernel_log": 5,
     "probes/latency": 5, "probes/md": 5, "probes/mount": 5, "probes/zfs": 5,
     "probes/xfs": 6,                                                # reads ext4's device naming, capacity's statfs helper
-    "probes/disk": 6,                                               # reads btrfs's fsid lookup for its members
+    "probes/disk": 6,                                               # reads btrfs's fsid lookup and ZFS's member names
     "daemon/app": 7, "ctl": 7, "probes/scrub": 7,                   # the scrub probe drives the filesystems' drivers
     "probes/canary": 8,                                             # uses the scrub probe's helper verbs
     "probes/setup": 9,                                              # reads canary verdicts and scrub state
