@@ -17,8 +17,9 @@ const std::vector<ProbeType>& probe_types() {
       {"ext4", ProbeSettings{true, 60s, 3s, 10s}, "", nullptr},
       {"md", ProbeSettings{true, 30s, 2s, 10s}, "", nullptr},
       {"disk", ProbeSettings{true, 5min, 10s, 20s}, "", nullptr},
-      // timeout: the whole run; one smartctl call gets at most disk::kSmartctlTimeout (60 s) of it.
-      {"smart", ProbeSettings{true, 30min, 1min, 10min}, "", nullptr},
+      // timeout: the whole run; one smartctl call gets at most smart.call_timeout (60 s) of it.
+      {"smart", ProbeSettings{true, 30min, 1min, 10min}, "smart",
+       [](Section s, Config& c) { c.smart = parse_smart(std::move(s)); }},
       {"kernel_log", ProbeSettings{true, 5s, 0s, 10s}, "kernel_log",
        [](Section s, Config& c) { c.kernel_log = parse_kernel_log(std::move(s)); }},
       {"canary", std::nullopt, "canary", [](Section s, Config& c) { c.canary = parse_canary(std::move(s)); }},

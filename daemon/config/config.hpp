@@ -11,6 +11,7 @@
 #include "daemon/config/reader.hpp"
 #include "daemon/config/sections/canary.hpp"
 #include "daemon/config/sections/kernel_log.hpp"
+#include "daemon/config/sections/smart.hpp"
 #include "daemon/config/sections/latency.hpp"
 #include "daemon/config/sections/scrub.hpp"
 #include "daemon/config/sections/setup.hpp"
@@ -49,6 +50,7 @@ struct Config {
   LatencyConfig latency;
   ScrubConfig scrub;
   SetupConfig setup;
+  SmartConfig smart;
 
   const ProbeSettings& schedule(const std::string& probe) const;
   // The production filesystems: `targets` without the canaries' mount points. Canaries are corrupted

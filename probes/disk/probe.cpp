@@ -221,7 +221,8 @@ struct SmartRead {
 
 class SmartProbe final : public Probe {
  public:
-  SmartProbe(TargetSelection sel, std::string helper) : selection_(std::move(sel)), helper_(std::move(helper)) {}
+  SmartProbe(TargetSelection sel, std::string helper, config::SmartConfig cfg)
+      : selection_(std::move(sel)), helper_(std::move(helper)), cfg_(cfg) {}
   std::string name() const override { return "smart"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target&, ProbeContext& ctx) override {
@@ -232,15 +233,17 @@ class SmartProbe final : public Probe {
     std::vector<std::string> todo;
     for (const auto& [d, _] : disks)
       if (!unsupported_.count(d)) todo.push_back(d);
-    // Two at a time: enough to finish many disks within the run, few enough that a slow bridge or
-    // controller is not asked for several disks at once.
+    // smart.concurrency at a time (2 by default): enough to finish many disks within the run, few
+    // enough that a slow bridge or controller is not asked for several disks at once.
     std::vector<SmartRead> reads(todo.size());
     std::atomic<std::size_t> next{0};
     auto worker = [&] {
       for (std::size_t i; (i = next++) < todo.size();) reads[i] = read_one(ctx, todo[i]);
     };
     {
-      std::jthread a(worker), b(worker);
+      std::vector<std::jthread> workers;
+      const auto n = std::min<std::size_t>(static_cast<std::size_t>(cfg_.concurrency), todo.size());
+      for (std::size_t i = 0; i < n; ++i) workers.emplace_back(worker);
     }
     metrics::Batch batch;
     std::set<std::string> risky;
@@ -285,7 +288,7 @@ class SmartProbe final : public Probe {
  private:
   SmartRead read_one(ProbeContext& ctx, const std::string& disk) {
     auto timeout = std::max(std::chrono::milliseconds(100),
-                            std::min<std::chrono::milliseconds>(kSmartctlTimeout, ctx.remaining()));
+                            std::min<std::chrono::milliseconds>(cfg_.call_timeout, ctx.remaining()));
     if (!helper_.empty() && ::geteuid() != 0) {
       auto h = helper_call(helper_, kSmartVerb, {{"disk", disk}}, timeout + std::chrono::seconds(5));
       if (!h) return {"", 0, h.error()};
@@ -304,6 +307,7 @@ class SmartProbe final : public Probe {
 
   TargetSelection selection_;
   std::string helper_;
+  config::SmartConfig cfg_;
   // Runs of one probe never overlap (host scope): no lock needed.
   std::map<std::string, SmartReport> unsupported_;
   std::map<std::string, std::uint64_t> standby_skips_;
@@ -316,7 +320,7 @@ std::unique_ptr<Probe> make_disk_probe(const config::Config& cfg) {
 }
 
 std::unique_ptr<Probe> make_smart_probe(const config::Config& cfg) {
-  return std::make_unique<SmartProbe>(cfg.watched_targets(), cfg.canary.helper);
+  return std::make_unique<SmartProbe>(cfg.watched_targets(), cfg.canary.helper, cfg.smart);
 }
 
 }  // namespace fsaudit::disk

@@ -40,8 +40,8 @@ void smart_metrics(metrics::Batch& b, const std::string& disk, const SmartReport
 std::unique_ptr<Probe> make_disk_probe(const config::Config& cfg);
 
 // SMART health of every disk under a watched filesystem: smartctl through fsaudit-helper's
-// smart-read verb (or directly when fsauditd runs as root), two disks at a time, each call bounded
-// by kSmartctlTimeout and the run's deadline. A disk without SMART is asked once per process.
+// smart-read verb (or directly when fsauditd runs as root), smart.concurrency disks at a time, each
+// call bounded by smart.call_timeout and the run's deadline. A disk without SMART is asked once per process.
 std::unique_ptr<Probe> make_smart_probe(const config::Config& cfg);
 
 }  // namespace fsaudit::disk

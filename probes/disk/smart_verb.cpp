@@ -45,7 +45,8 @@ std::optional<std::string> handle_smart_helper_request(std::string_view line, co
   CommandSpec spec;
   auto it = own.tools.find("smartctl");
   spec.argv = smartctl_argv(it == own.tools.end() || it->second.empty() ? std::string("smartctl") : it->second, disk);
-  spec.timeout = std::min<std::chrono::milliseconds>(kSmartctlTimeout, own.schedule("smart").timeout);
+  // The helper's own (root-owned) configuration bounds the call, never the daemon's request.
+  spec.timeout = std::min<std::chrono::milliseconds>(own.smart.call_timeout, own.schedule("smart").timeout);
   spec.max_output = 4 << 20;
   auto r = runner.run(spec);
   const std::string what = "smartctl " + disk;

@@ -15,9 +15,6 @@
 namespace fsaudit::disk {
 
 inline constexpr const char* kSmartVerb = "smart-read";
-// The longest one smartctl call may take (the helper's probes.smart.timeout when shorter): a hung
-// device or bridge is killed then, and the read reported as failed.
-inline constexpr std::chrono::seconds kSmartctlTimeout{60};
 
 // "" when `disk` is the kernel name of a whole disk present in <sysfs>/class/block; else why not.
 std::string check_smart_disk(const HostPaths& host, const std::string& disk);

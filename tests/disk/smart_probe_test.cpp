@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "daemon/config/config.hpp"
 #include "probes/disk/probe.hpp"
@@ -89,9 +91,16 @@ struct ProbeRun {
 
 std::string sample(const std::string& f) { return testing::fixture("smart/" + f); }
 
+// The fixture host's /tank dataset: a pool on a file vdev, so no disk of its own here.
+const char* const kTankOnAFile =
+    "  pool: tank\n state: ONLINE\nconfig:\n\n\tNAME              STATE     READ WRITE CKSUM\n"
+    "\ttank              ONLINE       0     0     0\n\t  /srv/tank.img    ONLINE       0     0     0\n\n"
+    "errors: No known data errors\n";
+
 void answer_all(FakeRunner& r, const std::string& json, int code) {
   for (const char* d : {"sda", "sdb", "sdc", "nvme0n1", "loop0"})
     r.answer(std::string("smartctl --json -a -n standby /dev/") + d, json, code);
+  r.answer("zpool status tank", kTankOnAFile);
 }
 
 TEST(SmartProbe, StandbyIsCountedNotAFailure) {
@@ -168,6 +177,67 @@ TEST(SmartProbe, GarbageAndCutOutputFailWithWhy) {
   EXPECT_NE(r.reason.find("sda: smartctl output is not JSON"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("sdb: smartctl output is not JSON"), std::string::npos) << r.reason;
   EXPECT_EQ(r.metrics.value("fsaudit_disk_smart_passed", {{"disk", "nvme0n1"}}), 1);  // the others still count
+}
+
+// smart.concurrency bounds the smartctl calls in flight; smart.call_timeout bounds each call.
+TEST(SmartProbe, ConcurrencyAndCallTimeoutComeFromTheSmartSection) {
+  for (int want : {1, 3}) {
+    FakeRunner runner;
+    std::mutex mu;
+    int now = 0, peak = 0;
+    std::vector<std::chrono::milliseconds> timeouts;
+    auto healthy = sample("smartctl-7.0-ata-hdd-wd140edfz-healthy-all-zero.json");
+    runner.answer("zpool status tank", kTankOnAFile);
+    runner.handler = [&](const std::vector<std::string>&) {
+      {
+        std::lock_guard l(mu);
+        peak = std::max(peak, ++now);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::lock_guard l(mu);
+      --now;
+      return FakeRunner::exited(0, healthy);
+    };
+    struct Spy final : CommandRunner {
+      FakeRunner& inner;
+      std::mutex& mu;
+      std::vector<std::chrono::milliseconds>& t;
+      Spy(FakeRunner& i, std::mutex& m, std::vector<std::chrono::milliseconds>& v) : inner(i), mu(m), t(v) {}
+      CommandResult run(const CommandSpec& s, std::stop_token st = {}) override {
+        if (!s.argv.empty() && s.argv[0] == "smartctl") {
+          std::lock_guard l(mu);
+          t.push_back(s.timeout);
+        }
+        return inner.run(s, st);
+      }
+    } spy(runner, mu, timeouts);
+    auto cfg = config::parse_config("smart: {concurrency: " + std::to_string(want) + ", call_timeout: 7s}\n", "t.yaml");
+    auto probe = make_smart_probe(cfg);
+    testing::ContextHolder c(tree(), spy);
+    auto r = probe->run(Target::host(), c.ctx);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    EXPECT_EQ(peak, want);
+    ASSERT_EQ(timeouts.size(), 5u);
+    for (auto t : timeouts) EXPECT_EQ(t, std::chrono::seconds(7));
+  }
+}
+
+TEST(SmartConfigSection, KeysDefaultsAndErrors) {
+  auto d = config::parse_config("", "t.yaml");
+  EXPECT_EQ(d.smart.concurrency, 2);
+  EXPECT_EQ(d.smart.call_timeout, std::chrono::seconds(60));
+  auto error_of = [](const std::string& yaml) {
+    try {
+      config::parse_config(yaml, "fsaudit.yaml");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("smart: {concurrency: 0}\n").find("smart.concurrency"), std::string::npos);
+  EXPECT_NE(error_of("smart: {concurrency: 17}\n").find("fsaudit.yaml:1"), std::string::npos);
+  EXPECT_NE(error_of("smart: {call_timeout: 0s}\n").find("smart.call_timeout"), std::string::npos);
+  EXPECT_NE(error_of("smart: {timeout: 5s}\n").find("smart.timeout"), std::string::npos);  // unknown key named
 }
 
 TEST(SmartProbe, ADiskWithoutSmartIsAskedOnceAndReportedAsUnsupported) {
