@@ -67,6 +67,8 @@ void merge(TargetStatus& t, const metrics::FsFacts& f) {
   take(t.detection_covered, f.detection_covered);
   if (!f.covering_canary.empty()) t.covering_canary = f.covering_canary;
   if (f.scrub && !t.scrub) t.scrub = f.scrub;
+  if (f.redundancy && !t.redundancy) t.redundancy = f.redundancy;
+  take(t.members_at_risk, f.members_at_risk);
   t.setup_findings.insert(t.setup_findings.end(), f.setup_findings.begin(), f.setup_findings.end());
   for (const auto& p : f.problems)
     if (p.severity != metrics::Severity::info)
@@ -108,6 +110,16 @@ void threshold_problems(TargetStatus& t) {
     else if (sc.age_seconds && *sc.age_seconds > thresholds::scrub_overdue_days * kDay)
       problem(Health::warning, "last scrub " + format_duration(*sc.age_seconds) + " ago", "FsauditScrubOverdue");
   }
+  if (const auto& r = t.redundancy; r && r->margin && *r->margin == 0 && r->designed && *r->designed > 0) {
+    std::string down;
+    for (const auto& m : r->members_down) down += (down.empty() ? "" : ", ") + m;
+    problem(Health::critical, "survives no further member failure" + (down.empty() ? std::string() : " (down: " + down + ")"),
+            "FsauditNoRedundancyLeft");
+  }
+  if (t.members_at_risk && *t.members_at_risk > 0 && t.redundancy && t.redundancy->margin &&
+      *t.redundancy->margin <= thresholds::member_at_risk_margin_max)
+    problem(Health::warning, num(*t.members_at_risk) + " disk(s) under it may fail soon by their SMART data",
+            "FsauditMemberAtRiskLowMargin");
   if (t.fsync_p99_seconds && *t.fsync_p99_seconds > thresholds::fsync_p99_slow_seconds)
     problem(Health::warning, "fsync p99 is " + format_duration(*t.fsync_p99_seconds), "FsauditFsyncLatencyHigh");
 }
@@ -410,6 +422,14 @@ nlohmann::json to_json(const TargetStatus& t) {
   for (const auto& p : t.probe_issues) j["probe_issues"].push_back(issue_json(p));
   j["kernel_errors"] = nlohmann::json::array();
   for (const auto& k : t.kernel_errors) j["kernel_errors"].push_back(kernel_json(k));
+  if (t.redundancy) {
+    auto opt_int = [](const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    j["redundancy"] = {{"margin", opt_int(t.redundancy->margin)}, {"designed", opt_int(t.redundancy->designed)},
+                       {"members_down", t.redundancy->members_down}, {"members_at_risk", opt(t.members_at_risk)}};
+  } else {
+    j["redundancy"] = {{"margin", nullptr}, {"designed", nullptr}, {"members_down", nlohmann::json::array()},
+                       {"members_at_risk", opt(t.members_at_risk)}};
+  }
   return j;
 }
 
@@ -500,6 +520,30 @@ std::string scrub_html(const std::optional<ScrubStatus>& s) {
   return h + "<br>" + muted(f.empty() ? std::string("no findings") : "findings: " + f);
 }
 
+// "survives 1 more failure", "none left (down: loop1 OFFLINE)", "none by design", and the disks at risk.
+std::string redundancy_html(const TargetStatus& t) {
+  std::string h;
+  if (const auto& r = t.redundancy; r && r->margin) {
+    if (*r->margin > 0) {
+      h = "survives " + esc(num(*r->margin)) + " more member failure" + (*r->margin == 1 ? "" : "s");
+    } else if (r->designed && *r->designed > 0) {
+      h = "<b class=\"h-critical\">none left</b>";
+    } else {
+      h = muted("none by design");
+    }
+    if (!r->members_down.empty()) {
+      std::string down;
+      for (const auto& m : r->members_down) down += (down.empty() ? "" : ", ") + m;
+      h += "<br>" + muted("down: " + down);
+    }
+  } else {
+    h = muted("n/a");
+  }
+  if (t.members_at_risk && *t.members_at_risk > 0)
+    h += "<br><b class=\"h-warning\">" + esc(num(*t.members_at_risk)) + " disk(s) at risk</b>";
+  return h;
+}
+
 std::string kernel_html(const std::vector<KernelErrors>& ks) {
   if (ks.empty()) return muted("none in the last day");
   std::string h;
@@ -550,8 +594,8 @@ std::string render_html(const Status& s, int refresh_seconds) {
 
   h += "<h2>Filesystems</h2>\n<table id=\"targets\"><thead><tr><th>Filesystem</th><th>Health</th><th>Protection</th>"
        "<th class=\"num\">Capacity</th><th class=\"num\">Inodes</th><th class=\"num\">Days to full</th><th>Canary</th><th>Scrub</th>"
-       "<th class=\"num\">fsync p99</th><th>Kernel errors</th></tr></thead><tbody>\n";
-  if (s.targets.empty()) h += "<tr><td colspan=\"10\" class=\"muted\">No filesystem reported yet.</td></tr>\n";
+       "<th>Redundancy</th><th class=\"num\">fsync p99</th><th>Kernel errors</th></tr></thead><tbody>\n";
+  if (s.targets.empty()) h += "<tr><td colspan=\"11\" class=\"muted\">No filesystem reported yet.</td></tr>\n";
   for (const auto& t : s.targets) {
     h += "<tr data-target=\"" + esc(t.name) + "\">";
     std::string name = "<b>" + esc(t.name) + "</b><br>" + muted(t.fs + (t.device.empty() ? "" : " on " + t.device));
@@ -575,6 +619,7 @@ std::string render_html(const Status& s, int refresh_seconds) {
       if (const auto* c = s.canary(name)) can += verdict_span(*c) + " " + muted("(" + c->name + ")") + "<br>";
     h += td("Canary", can);
     h += td("Scrub", scrub_html(t.scrub));
+    h += td("Redundancy", redundancy_html(t));
     h += td("fsync p99", t.fsync_p99_seconds ? esc(format_duration(*t.fsync_p99_seconds)) : muted("n/a"), "num");
     h += td("Kernel errors", kernel_html(t.kernel_errors));
     h += "</tr>\n";

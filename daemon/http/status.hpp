@@ -63,6 +63,8 @@ struct TargetStatus {
   std::vector<KernelErrors> kernel_errors;
   std::optional<bool> detection_covered;
   std::string covering_canary;
+  std::optional<metrics::RedundancyFacts> redundancy;  // its own (btrfs) or its pool's (ZFS)
+  std::optional<double> members_at_risk;
 };
 
 struct Status {

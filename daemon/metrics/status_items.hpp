@@ -29,6 +29,13 @@ struct ScrubFacts {
   std::string last_result, mode, decision;
 };
 
+// How many more member failures the filesystem or pool survives (the stack model), and its members
+// that are down or at risk.
+struct RedundancyFacts {
+  std::optional<int> margin, designed;
+  std::vector<std::string> members_down;  // "loop1 OFFLINE", "devid 2 missing"
+};
+
 struct SetupFindingFacts {
   std::string rule, severity;
 };
@@ -42,6 +49,8 @@ struct FsFacts {
   std::optional<double> size_bytes, avail_bytes, files, files_free;
   std::optional<double> fsync_p50_seconds, fsync_p99_seconds, fsync_p999_seconds;
   std::optional<ScrubFacts> scrub;
+  std::optional<RedundancyFacts> redundancy;
+  std::optional<double> members_at_risk;  // disks under it whose SMART says they may fail soon
   std::vector<SetupFindingFacts> setup_findings;
   // A canary with the same stack proved recently that corruption here is seen (and by which canary).
   std::optional<bool> detection_covered;

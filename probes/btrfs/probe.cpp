@@ -311,6 +311,7 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
             {{"target", target}, {"type", type}}, static_cast<double>(nonredundant[type]));
   }
   auto model = stack_model(f);
+  b.status.fs(target).redundancy = metrics::RedundancyFacts{model.margin, model.designed_redundancy, model.bad_member_texts()};
   if (model.spare_copies)
     b.gauge("fsaudit_filesystem_data_redundancy",
             "1 if a bad data copy can be repaired from another copy or parity (btrfs dup/raid1*/raid10/raid5/6 "

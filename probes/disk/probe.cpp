@@ -272,10 +272,12 @@ class SmartProbe final : public Probe {
     std::map<std::string, int> at_risk_per_target;
     for (const auto& [d, targets] : disks)
       for (const auto& t : targets) at_risk_per_target[t] += risky.count(d) ? 1 : 0;
-    for (const auto& [t, n] : at_risk_per_target)
+    for (const auto& [t, n] : at_risk_per_target) {
       batch.gauge("fsaudit_members_at_risk",
                   "Disks under the filesystem whose SMART says they may fail soon (fsaudit_disk_at_risk == 1).",
                   {{"target", t}}, n);
+      batch.status.fs(t).members_at_risk = n;
+    }
     for (const auto& [d, _] : disks)
       batch.counter("fsaudit_disk_smart_skipped_standby_total",
                     "SMART reads skipped because the disk was asleep (smartctl -n standby does not wake it).",

@@ -51,6 +51,11 @@ struct StackModel {
     std::string text() const { return name + " " + state; }
   };
   std::vector<Member> bad_members;
+  std::vector<std::string> bad_member_texts() const {
+    std::vector<std::string> r;
+    for (const auto& b : bad_members) r.push_back(b.text());
+    return r;
+  }
 
   bool healthy() const { return health == Health::ok; }
   // From the design, not the moment: a degraded mirror is still a stack that repairs, once whole.

@@ -63,10 +63,11 @@ bool says_no_zfs(const CommandResult& r) {
 bool pool_is_redundant(const ZfsPoolStatus& pool) { return stack_model(pool).designed_redundancy.value_or(0) > 0; }
 
 // What the page says about a pool: the datasets mounted from it show it (build_status joins by pool).
-void pool_status_facts(metrics::Batch& b, const ZfsPoolStatus& p) {
+void pool_status_facts(metrics::Batch& b, const ZfsPoolStatus& p, const stack::StackModel& model) {
   metrics::FsFacts f;
   f.pool = p.name;
   f.fs = "zfs";
+  f.redundancy = metrics::RedundancyFacts{model.margin, model.designed_redundancy, model.bad_member_texts()};
   const std::string state = to_lower(p.state);
   if (state != "online")
     f.problems.push_back({metrics::Severity::critical,
@@ -102,7 +103,7 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
         b.gauge("fsaudit_zfs_pool_errors", "Error counters of the pool's root vdev row (reset by zpool clear).",
                 {{"pool", p.name}, {"kind", kind}}, static_cast<double>(*val));
     const auto model = stack_model(p);
-    pool_status_facts(b, p);
+    pool_status_facts(b, p, model);
     b.gauge("fsaudit_zfs_pool_redundant",
             "1 if every data/special/dedup top-level vdev is a mirror, raidz or draid (bad copies can be repaired).",
             pl, model.designed_redundancy.value_or(0) > 0 ? 1 : 0);

@@ -253,7 +253,7 @@ TEST(Status, JsonFollowsTheSchema) {
   for (const auto& t : j["targets"])
     for (const char* k : {"name", "fs", "health", "problems", "problem_details", "protection", "protection_reason", "size_bytes",
                           "avail_bytes", "used_ratio", "inodes", "days_to_full", "canaries", "scrub", "fsync_seconds",
-                          "setup_findings", "probe_issues", "kernel_errors"})
+                          "setup_findings", "probe_issues", "kernel_errors", "redundancy"})
       EXPECT_TRUE(t.contains(k)) << k;
   EXPECT_TRUE(j["targets"][0]["problems"].is_array());
   EXPECT_EQ(j["canaries"][0]["verdict"], "silent");
@@ -275,6 +275,68 @@ TEST(Status, HtmlShowsSilentInRedWithItsStoryAndNoScripts) {
   EXPECT_EQ(h.find("<link"), std::string::npos);
   EXPECT_NE(h.find("What to do first:</b> <b>/tank</b>"), std::string::npos);
   EXPECT_NE(h.find("href=\"https://github.com/fsaudit/fsaudit/blob/main/docs/runbooks.md#fsauditzfspooldegraded\""), std::string::npos);
+}
+
+// The stack model's margin reaches the page: a pool with a member down has none left and names it;
+// disks at risk matter only while the margin is small (the alert rule's threshold).
+TEST(Status, RedundancyMarginMembersDownAndDisksAtRisk) {
+  StatusItemsByKey items;
+  items["mount\x1f/tank"].filesystems = {mounted("/tank", "zfs", "tank/home", true)};
+  items["mount\x1f/srv"].filesystems = {mounted("/srv", "btrfs", "/dev/sdb", true)};
+  items["mount\x1f/big"].filesystems = {mounted("/big", "zfs", "big/data", true)};
+  metrics::FsFacts pool;
+  pool.pool = "tank";
+  pool.redundancy = metrics::RedundancyFacts{0, 1, {"loop1 (OFFLINE)"}};
+  metrics::FsFacts big;
+  big.pool = "big";
+  big.redundancy = metrics::RedundancyFacts{2, 2, {}};
+  items["zfs\x1fhost"].filesystems = {pool, big};
+  metrics::FsFacts srv;
+  srv.target = "/srv";
+  srv.redundancy = metrics::RedundancyFacts{1, 1, {}};
+  items["btrfs\x1f/srv"].filesystems = {srv};
+  metrics::FsFacts risk;
+  risk.target = "/srv";
+  risk.members_at_risk = 1;
+  metrics::FsFacts bigrisk;
+  bigrisk.target = "/big";
+  bigrisk.members_at_risk = 1;
+  items["smart\x1fhost"].filesystems = {risk, bigrisk};
+  auto s = build_status(items, 1700001000);
+
+  const auto* tank = s.target("/tank");
+  ASSERT_NE(tank, nullptr);
+  ASSERT_TRUE(tank->redundancy);
+  EXPECT_EQ(tank->redundancy->margin, 0);
+  EXPECT_EQ(tank->health, Health::critical);
+  ASSERT_EQ(tank->problems.size(), 1u);
+  EXPECT_NE(tank->problems[0].text.find("loop1 (OFFLINE)"), std::string::npos) << tank->problems[0].text;
+  EXPECT_NE(tank->problems[0].runbook_url.find("#fsauditnoredundancyleft"), std::string::npos);
+
+  const auto* srvt = s.target("/srv");
+  ASSERT_NE(srvt, nullptr);
+  EXPECT_EQ(srvt->health, Health::warning);  // margin 1 with a disk at risk
+  ASSERT_EQ(srvt->problems.size(), 1u);
+  EXPECT_NE(srvt->problems[0].runbook_url.find("#fsauditmemberatrisklowmargin"), std::string::npos);
+
+  const auto* bigt = s.target("/big");
+  ASSERT_NE(bigt, nullptr);
+  EXPECT_EQ(bigt->health, Health::ok) << bigt->problems[0].text;  // margin 2: a disk at risk is not yet a problem
+
+  auto j = to_json(s);
+  const nlohmann::json* tj = nullptr;
+  for (const auto& t : j["targets"])
+    if (t["name"] == "/tank") tj = &t;
+  ASSERT_NE(tj, nullptr);
+  EXPECT_EQ((*tj)["redundancy"]["margin"], 0);
+  EXPECT_EQ((*tj)["redundancy"]["designed"], 1);
+  EXPECT_EQ((*tj)["redundancy"]["members_down"][0], "loop1 (OFFLINE)");
+  EXPECT_TRUE((*tj)["redundancy"]["members_at_risk"].is_null());
+
+  auto h = render_html(s, 15);
+  EXPECT_NE(h.find("none left</b><br><span class=\"muted\">down: loop1 (OFFLINE)"), std::string::npos);
+  EXPECT_NE(h.find("survives 2 more member failures"), std::string::npos);
+  EXPECT_NE(h.find("1 disk(s) at risk"), std::string::npos);
 }
 
 // Every runbook a problem links has its section in docs/runbooks.md (the alerts link the same).

@@ -244,6 +244,10 @@ TEST(StatusPage, HeadlessChromiumShowsSilentInRed) {
     ASSERT_NE(vt, nullptr) << st.dump(1) << dp.log();
     EXPECT_EQ((*vt)["protection"], "protected") << vt->dump(1);
     EXPECT_NE((*vt)["protection_reason"].get<std::string>().find("lab-btrfs-raid1"), std::string::npos) << vt->dump(1);
+    // Its redundancy, from the btrfs probe's stack model: raid1 on two present devices survives one more.
+    EXPECT_EQ((*vt)["redundancy"]["margin"], 1) << vt->dump(1);
+    EXPECT_EQ((*vt)["redundancy"]["designed"], 1) << vt->dump(1);
+    EXPECT_TRUE((*vt)["redundancy"]["members_down"].empty()) << vt->dump(1);
     const auto* dt = target_of(st, "data");
     ASSERT_NE(dt, nullptr) << st.dump(1);
     EXPECT_NE((*dt)["protection"], "protected") << dt->dump(1);
@@ -252,6 +256,7 @@ TEST(StatusPage, HeadlessChromiumShowsSilentInRed) {
       const std::string ptext = page["text"];
       EXPECT_NE(ptext.find("1 protected"), std::string::npos) << ptext;
       EXPECT_NE(ptext.find("proved lately that corruption on this kind of stack is caught"), std::string::npos) << ptext;
+      EXPECT_NE(ptext.find("survives 1 more member failure"), std::string::npos) << ptext;
       EXPECT_LE(page["scroll_width"].get<int>(), width) << "horizontal scroll at " << width << " px";
     }
 
