@@ -14,6 +14,7 @@
 #include "daemon/config/sections/latency.hpp"
 #include "daemon/config/sections/scrub.hpp"
 #include "daemon/config/sections/setup.hpp"
+#include "daemon/config/sections/xfs.hpp"
 #include "daemon/core/host_paths.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/probe/targets.hpp"
@@ -49,6 +50,7 @@ struct Config {
   LatencyConfig latency;
   ScrubConfig scrub;
   SetupConfig setup;
+  XfsConfig xfs;
 
   const ProbeSettings& schedule(const std::string& probe) const;
   // The production filesystems: `targets` without the canaries' mount points. Canaries are corrupted

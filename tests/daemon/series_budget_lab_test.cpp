@@ -32,8 +32,8 @@ const std::map<std::string, int>& known_over() {
       // capacity, mount, setup, coverage, the filesystem probe's health, three probe_success series;
       // + the disks under it (fsaudit_target_disk_info, fsaudit_members_at_risk: issue 31)
       {"filesystem ext4", 18},  {"plain disk ext4", 24},
-      // + the scrub's 11 series per target (probes/scrub) and XFS's error configuration (8)
-      {"filesystem xfs", 39},   {"plain disk xfs", 45},
+      // + the scrub's 11 series per target (probes/scrub)
+      {"filesystem xfs", 30},   {"plain disk xfs", 36},
       // + the scrub's 11 and btrfs's per-profile and per-device series (probes/btrfs), and the stack
       // model's redundancy margin and designed redundancy (issue 28); + fsaudit_setup_rules_not_evaluable
       // when the bounded NOCOW scan or the scrub probe has not reported by the setup run (a busy host)
