@@ -213,7 +213,7 @@ def fleet():
             w=4, h=4, unit="none", description="Probe runs whose last result was a failure (see the Pool detail dashboard for reasons).",
             options=STAT, thresholds=steps((None, GREEN), (1, ORANGE)))
     d.panel("stat", "Filesystems without data checksums",
-            [q(f'count(fsaudit_filesystem_data_checksums{{{I}, {T}}} == 0) or vector(0)', instant=True)],
+            [q(f'count(fsaudit_stack_info{{data_checksums="off", {I}, {T}}}) or vector(0)', instant=True)],
             w=4, h=4, unit="none", description="Monitored filesystems whose data could rot unseen (XFS, ext4, md...).",
             options=STAT, thresholds=steps((None, GREEN), (1, YELLOW)))
 

@@ -13,7 +13,7 @@ const std::vector<ProbeType>& probe_types() {
       {"zfs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
       {"btrfs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
       {"bcachefs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
-      {"xfs", ProbeSettings{true, 60s, 3s, 20s}, "", nullptr},
+      {"xfs", ProbeSettings{true, 60s, 3s, 20s}, "xfs", [](Section s, Config& c) { c.xfs = parse_xfs(std::move(s)); }},
       {"ext4", ProbeSettings{true, 60s, 3s, 10s}, "", nullptr},
       {"md", ProbeSettings{true, 30s, 2s, 10s}, "", nullptr},
       {"disk", ProbeSettings{true, 5min, 10s, 20s}, "", nullptr},

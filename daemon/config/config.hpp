@@ -15,6 +15,7 @@
 #include "daemon/config/sections/latency.hpp"
 #include "daemon/config/sections/scrub.hpp"
 #include "daemon/config/sections/setup.hpp"
+#include "daemon/config/sections/xfs.hpp"
 #include "daemon/core/host_paths.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/probe/targets.hpp"
@@ -51,6 +52,7 @@ struct Config {
   ScrubConfig scrub;
   SetupConfig setup;
   SmartConfig smart;
+  XfsConfig xfs;
 
   const ProbeSettings& schedule(const std::string& probe) const;
   // The production filesystems: `targets` without the canaries' mount points. Canaries are corrupted

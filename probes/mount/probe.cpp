@@ -37,9 +37,8 @@ metrics::Batch mount_metrics(const Target& t, const MountEntry* e) {
           {"device", e->source},
           {"mountpoint", e->mountpoint},
           {"options", e->mount_options + (e->super_options.empty() ? "" : ";" + e->super_options)}});
-  b.gauge("fsaudit_filesystem_data_checksums",
-          "1 if the filesystem verifies data checksums on read; 0 means corrupted data is returned silently.", l,
-          has_data_checksums(e->fstype, e->mount_options, e->super_options) ? 1 : 0);
+  // Whether data is checksummed is fsaudit_stack_info's data_checksums label (probes/setup), not a series
+  // of its own here: one fact, one series (issue 33's series budget).
   auto& f = b.status.fs(t.name);
   f.fs = e->fstype;
   f.source = e->source;

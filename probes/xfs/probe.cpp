@@ -29,7 +29,7 @@ ErrorConfig read_error_config(const fs::path& dir, const AttributeReader& read) 
   return c;
 }
 
-metrics::Batch xfs_metrics(const Target& t, const Observation& o) {
+metrics::Batch xfs_metrics(const Target& t, const Observation& o, bool error_config_series) {
   metrics::Batch b;
   metrics::Labels l{{"target", t.name}, {"device", o.device}};
   b.gauge("fsaudit_xfs_shutdown",
@@ -64,7 +64,7 @@ metrics::Batch xfs_metrics(const Target& t, const Observation& o) {
               lk, static_cast<double>(n));
     }
   }
-  if (o.error_config) {
+  if (o.error_config && error_config_series) {
     const auto& c = *o.error_config;
     if (c.fail_at_unmount)
       b.gauge("fsaudit_xfs_error_fail_at_unmount",
@@ -96,6 +96,7 @@ namespace {
 
 class XfsProbe final : public Probe {
  public:
+  explicit XfsProbe(bool error_config_series) : error_config_series_(error_config_series) {}
   std::string name() const override { return "xfs"; }
   bool applies_to(const Target& t) const override { return t.fstype == "xfs"; }
   // sysfs, and the health record through the statfs helper: one wake-up per cycle for all targets
@@ -134,7 +135,7 @@ class XfsProbe final : public Probe {
           problems.push_back(hr.error + "; xfs_spaceman -c health " + t.mountpoint + ": " + r.describe());
         }
       }
-      auto batch = xfs::xfs_metrics(t, o);
+      auto batch = xfs::xfs_metrics(t, o, error_config_series_);
       if (o.error_config && !o.error_config->problems.empty()) {
         // Health was read, but a setting that is there could not be: fail rather than hide it.
         for (const auto& p : o.error_config->problems) problems.push_back(p);
@@ -154,10 +155,15 @@ class XfsProbe final : public Probe {
       return ProbeResult::failed(std::string("xfs probe: ") + e.what());
     }
   }
+
+ private:
+  bool error_config_series_;
 };
 
 }  // namespace
 
-std::unique_ptr<Probe> make_xfs_probe(const config::Config&) { return std::make_unique<XfsProbe>(); }
+std::unique_ptr<Probe> make_xfs_probe(const config::Config& c) {
+  return std::make_unique<XfsProbe>(c.xfs.error_config_series());
+}
 
 }  // namespace fsaudit::xfs

@@ -107,6 +107,11 @@ TEST(Config, SeriesDetailOptionsDefaultLeanAndNameTheKeyWhenWrong) {
       << error_of("latency:\n  detail: histogram\n");
   EXPECT_NE(error_of("setup:\n  detail: rules\n").find("fsaudit.yaml:2:11: key 'setup.detail'"), std::string::npos)
       << error_of("setup:\n  detail: rules\n");
+  EXPECT_EQ(c.xfs.detail, "compact");
+  EXPECT_FALSE(c.xfs.error_config_series());
+  EXPECT_TRUE(config::parse_config("xfs: {detail: full}\n", "x.yaml").xfs.error_config_series());
+  EXPECT_NE(error_of("xfs:\n  detail: errors\n").find("fsaudit.yaml:2:11: key 'xfs.detail'"), std::string::npos)
+      << error_of("xfs:\n  detail: errors\n");
 }
 
 TEST(Config, BadDurationAndSize) {

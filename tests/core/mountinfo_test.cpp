@@ -154,13 +154,14 @@ TEST(MountProbe, ReportsReadOnlyAndChecksums) {
   t.fstype = "ext4";
   auto b = mount::mount_metrics(t, find(ms, "/srv/old disk"));
   EXPECT_EQ(b.value("fsaudit_filesystem_readonly", {{"target", "/srv/old disk"}}), 1);
-  EXPECT_EQ(b.value("fsaudit_filesystem_data_checksums"), 0);
+  EXPECT_EQ(b.status.fs("/srv/old disk").data_checksums, false);
+  EXPECT_FALSE(b.has("fsaudit_filesystem_data_checksums"));  // fsaudit_stack_info{data_checksums} says it
   EXPECT_EQ(b.value("fsaudit_filesystem_info", {{"device", "/dev/sdd1"}, {"fs", "ext4"}}), 1);
   t.name = "/srv/data";
   t.fstype = "btrfs";
   auto bb = mount::mount_metrics(t, find(ms, "/srv/data"));
   EXPECT_EQ(bb.value("fsaudit_filesystem_readonly"), 0);
-  EXPECT_EQ(bb.value("fsaudit_filesystem_data_checksums"), 1);
+  EXPECT_EQ(bb.status.fs("/srv/data").data_checksums, true);
   auto gone = mount::mount_metrics(t, nullptr);
   EXPECT_TRUE(gone.empty());
 }

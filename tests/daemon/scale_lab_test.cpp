@@ -72,7 +72,7 @@ TEST(ScaleLab, FourHundredFilesystemsAreAllTargetsInTheScrape) {
   for (int i = 0; i < kDatasets; ++i) {
     std::string t = (dir / ("zfs/d" + std::to_string(i))).string();
     EXPECT_GT(scrape_value(text, "fsaudit_filesystem_size_bytes", {{"target", t}}), 0) << t;
-    EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_data_checksums", {{"target", t}}), 1) << t;
+    EXPECT_EQ(scrape_value(text, "fsaudit_stack_info", {{"target", t}, {"data_checksums", "on"}}), 1) << t;
   }
   EXPECT_EQ(text.find("fsaudit_probe_stuck{"), std::string::npos) << scrape_lines(text, "fsaudit_probe_stuck");
   // Valid exposition, as Prometheus will read it: promtool exits 1 on a parse error, 3 on lint

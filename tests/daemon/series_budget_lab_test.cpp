@@ -31,13 +31,14 @@ const std::map<std::string, int>& known_over() {
   static const std::map<std::string, int> m{
       // capacity, mount, setup, coverage, the filesystem probe's health, three probe_success series;
       // + the disks under it (fsaudit_target_disk_info, fsaudit_members_at_risk: issue 31)
-      {"filesystem ext4", 19},  {"plain disk ext4", 25},
-      // + the scrub's 11 series per target (probes/scrub) and XFS's error configuration (8)
-      {"filesystem xfs", 40},   {"plain disk xfs", 46},
+      {"filesystem ext4", 18},  {"plain disk ext4", 24},
+      // + the scrub's 11 series per target (probes/scrub)
+      {"filesystem xfs", 30},   {"plain disk xfs", 36},
       // + the scrub's 11 and btrfs's per-profile and per-device series (probes/btrfs), and the stack
       // model's redundancy margin and designed redundancy (issue 28)
-      {"filesystem btrfs", 51}, {"plain disk btrfs", 57},
-      {"filesystem zfs dataset", 16},
+      {"filesystem btrfs", 50}, {"plain disk btrfs", 56},
+      // two probe_success series, and zfs-fuse's three setup findings (no autotrim ...)
+      {"filesystem zfs dataset", 15},
       // pool and vdev state sets (probes/zfs: 7 + 9 per vdev + 4 + 5), the scrub's 11, the latency
       // stack's 6, the redundancy margin and designed redundancy
       {"pool zfs", 58},

@@ -22,7 +22,9 @@ TEST(XfsLab, FreshHealthNotCollectedThenShutdownDetected) {
   must({"mkfs.xfs", "-q", "-f", loop.device()});
   testing::Mount m(loop.device(), dir / "mnt", "xfs");
   ASSERT_TRUE(m.ok()) << m.error();
-  auto probe = xfs::make_xfs_probe(config::default_config());
+  auto cfg = config::default_config();
+  cfg.xfs.detail = "full";  // the error configuration's series too
+  auto probe = xfs::make_xfs_probe(cfg);
   auto r = run_probe(*probe, (dir / "mnt").string());
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   metrics::Labels l{{"target", (dir / "mnt").string()}, {"device", kname(loop.device())}};
