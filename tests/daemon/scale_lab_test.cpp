@@ -53,15 +53,17 @@ TEST(ScaleLab, FourHundredFilesystemsAreAllTargetsInTheScrape) {
   const double want = kLoops + kDatasets + 1;  // the pool's own root dataset is mounted too
   auto all_in = [&](const std::string& t) {
     if (fsaudit::testing::scrape_value(t, "fsaudit_targets") != want) return false;
-    // Every target's capacity and mount state are in (two probes, each on its own cycle grid).
-    double sized = 0, mounted = 0;
+    // Every target's capacity, mount state and stack signature are in (three probes, each on its
+    // own cycle grid: the setup probe's first cycle may end after the other two's).
+    double sized = 0, mounted = 0, stacked = 0;
     for (auto line : fsaudit::lines(t)) {
       if (line.rfind("fsaudit_filesystem_size_bytes{", 0) == 0) ++sized;
       if (line.rfind("fsaudit_filesystem_readonly{", 0) == 0) ++mounted;
+      if (line.rfind("fsaudit_stack_info{", 0) == 0) ++stacked;
     }
-    return sized >= want && mounted >= want;
+    return sized >= want && mounted >= want && stacked >= want;
   };
-  auto text = d.wait_for(all_in, 120);
+  auto text = d.wait_for(all_in, 180);
   ASSERT_EQ(scrape_value(text, "fsaudit_targets"), want) << d.log();
   for (int i = 0; i < kLoops; ++i) {
     std::string t = (dir / ("ext4/m" + std::to_string(i))).string();
