@@ -982,6 +982,7 @@ TEST(LatencyProbe, StacksTakeTurnsUnderTheHostBudgetOnAFakeClock) {
   auto& clk = env.clk;
   env.settings.writes_per_second = 1.0;  // the host budget binds: two stacks want 2/s
   env.settings.bytes_per_second = 1ull << 30;
+  env.settings.detail = Detail::full;  // io_budget skips are counted with detail full only
   TargetSelection watch;
   watch.discover = false;  // never the real root: only the temp dirs
   watch.explicit_targets = {{a.string(), ""}, {a2.string(), ""}, {b.string(), ""}};
