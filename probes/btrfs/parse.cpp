@@ -101,4 +101,15 @@ Result<std::vector<DeviceStatsEntry>> parse_device_stats(std::string_view text) 
   return out;
 }
 
+std::vector<std::string> parse_filesystem_show_devices(std::string_view text) {
+  std::vector<std::string> out;
+  for (auto l : lines(text)) {
+    auto f = split_ws(l);
+    if (f.empty() || f[0] != "devid") continue;
+    for (std::size_t i = 0; i + 1 < f.size(); ++i)
+      if (f[i] == "path") out.emplace_back(f[i + 1]);
+  }
+  return out;
+}
+
 }  // namespace fsaudit::btrfs

@@ -51,4 +51,7 @@ struct SysfsFilesystem {
   std::vector<std::string> problems;
 };
 
+// `btrfs filesystem show <mnt>`: the "path /dev/..." of every devid line (the canary's members).
+std::vector<std::string> parse_filesystem_show_devices(std::string_view text);
+
 }  // namespace fsaudit::btrfs

@@ -18,6 +18,7 @@
 #include "probes/canary/pattern.hpp"
 #include "probes/canary/safety.hpp"
 #include "probes/canary/scanner.hpp"
+#include "probes/canary/stack.hpp"
 
 namespace fsaudit::canary {
 
@@ -44,8 +45,9 @@ Result<void> init_canary(const config::Config& cfg, const std::string& name, Com
                          const InitOptions& opts) {
   const auto* t = cfg.canary.find(name);
   if (!t) return err("\"" + name + "\" is not a canary in " + cfg.source + "; add it under canary.canaries first");
-  StackOps ops(*t, StackEnv{runner, cfg.tools, {}, std::chrono::minutes(2)});
-  auto ids = verify_for_init(*t, cfg.host, &ops);
+  auto ops = make_canary_ops(*t, StackEnv{runner, cfg.tools, {}, std::chrono::minutes(2)}, cfg.host);
+  if (!ops) return err("refused: " + ops.error());
+  auto ids = verify_for_init(*t, cfg.host, ops->get());
   if (!ids) return err("refused: " + ids.error());
   if (auto why = init_blocker(t->mountpoint); !why.empty()) {
     if (!opts.force) return err("refused: " + why + "; use --force REASON if this really is a dedicated canary");

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -378,8 +379,9 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
   story += ")";
   const auto* t = cfg.find(name);
   if (!t) return story + " for a canary no longer in the config; left untouched";
-  StackEnv senv{env.runner, env.tools, {}, env.command_timeout};
-  StackOps ops(*t, senv);
+  auto made = make_canary_ops(*t, StackEnv{env.runner, env.tools, {}, env.command_timeout}, env.host);
+  if (!made) return story + "; " + made.error() + "; left untouched";
+  CanaryOps& ops = **made;
   // Until the canary is verified, nothing is written, removed or cleared: a mount point that is
   // not the canary belongs to some other filesystem.
   auto keep = [&](const std::string& why) {
@@ -515,7 +517,7 @@ std::optional<Verdict> verdict_of_read(const std::string& read_result, std::uint
 
 // Clears the error counters this cycle caused, and only those: when a device other than the
 // injected one counted errors too, that is a real error and the counters stay.
-void clear_caused_counters(StackOps& ops, const Counters& before, const std::string& injected_device,
+void clear_caused_counters(CanaryOps& ops, const Counters& before, const std::string& injected_device,
                            CycleReport& r) {
   auto cend = ops.counters();
   if (!cend || r.preexisting_errors != 0 || cend->total() == 0) return;
@@ -590,7 +592,7 @@ class Cycle {
       }
       online_ = true;
     }
-    auto vo = verify_canary(cfg_, name_, env_.host, env_.state_dir, &*ops_nostop_, true);
+    auto vo = verify_canary(cfg_, name_, env_.host, env_.state_dir, ops_nostop_.get(), true);
     if (!vo) {
       r_.cleanup_errors.push_back("not verified online: " + vo.error());
       return finish(verdict, reason + " (the canary is not verified online; nothing removed, the marker stays)");
@@ -641,14 +643,18 @@ class Cycle {
     r_.layout = t_->layout;
     r_.expect = t_->expect;
     r_.file_blocks = t_->file_blocks;
-    ops_.emplace(*t_, StackEnv{env_.runner, env_.tools, env_.stop, env_.command_timeout});
+    auto ops = make_canary_ops(*t_, StackEnv{env_.runner, env_.tools, env_.stop, env_.command_timeout}, env_.host);
     // Cleanup must finish even after a stop request: its commands do not take the stop token.
-    ops_nostop_.emplace(*t_, StackEnv{env_.runner, env_.tools, {}, env_.command_timeout});
+    auto ops_nostop = make_canary_ops(*t_, StackEnv{env_.runner, env_.tools, {}, env_.command_timeout}, env_.host);
+    if (!ops) return finish(Verdict::error, ops.error());
+    if (!ops_nostop) return finish(Verdict::error, ops_nostop.error());
+    ops_ = std::move(*ops);
+    ops_nostop_ = std::move(*ops_nostop);
     // The stack's health first: a member missing makes the member check below fail too, with a
     // reason that does not say what is wrong with the pool.
-    auto model = ops_->model(env_.host);
+    auto model = ops_->model();
     if (model && !model->healthy()) return refuse_unhealthy(*model);
-    auto v = verify_canary(cfg_, name_, env_.host, env_.state_dir, &*ops_, true);
+    auto v = verify_canary(cfg_, name_, env_.host, env_.state_dir, ops_.get(), true);
     if (!v) return finish(Verdict::refused, v.error());
     if (auto why = adopt_stack(model); why) return why;
     auto before = ops_->counters();
@@ -701,7 +707,7 @@ class Cycle {
 
   // 1. write the canary file
   End write_file() {
-    if (auto w = write_canary_file(file_, key_, t_->file_blocks, bs_, t_->fs != "zfs"); !w) return abort(Verdict::error, w.error());
+    if (auto w = write_canary_file(file_, key_, t_->file_blocks, bs_, ops_->fsync_before_offline()); !w) return abort(Verdict::error, w.error());
     advance("written");
     if (env_.stop.stop_requested()) return abort(Verdict::error, "cancelled");
     return std::nullopt;
@@ -771,7 +777,7 @@ class Cycle {
     if (auto on = ops_nostop_->bring_online(); !on) return abort(Verdict::error, on.error());
     if (!wait_online(*t_, env_.host)) return abort(Verdict::error, "canary did not come back online at " + t_->mountpoint);
     online_ = true;
-    if (auto von = verify_canary(cfg_, name_, env_.host, env_.state_dir, &*ops_nostop_, true); !von)
+    if (auto von = verify_canary(cfg_, name_, env_.host, env_.state_dir, ops_nostop_.get(), true); !von)
       return abort(Verdict::refused, "after mounting: " + von.error());
     advance("online");
     return std::nullopt;
@@ -856,7 +862,7 @@ class Cycle {
   std::chrono::steady_clock::time_point t_start_, t_injected_;
   const config::CanaryTarget* t_ = nullptr;
   std::optional<CanaryLock> lock_;  // held until the cycle object ends
-  std::optional<StackOps> ops_, ops_nostop_;
+  std::unique_ptr<CanaryOps> ops_, ops_nostop_;
   Counters before_counters_;
   std::optional<Verified> vv_;  // the offline verification: the scan and the write go to its members
   std::size_t bs_ = 0;

@@ -60,13 +60,13 @@ std::string counters_clear(const Args& a, const config::Config& own, CommandRunn
     return refuse("canary " + name + " has a pending cycle; canary-run recovers it (and clears what it caused)");
   auto lock = CanaryLock::acquire(own.state_dir, *t, own.host);
   if (!lock) return refuse("canary " + name + " is busy: " + lock.error());
-  StackEnv senv{runner, own.tools, {}, std::chrono::minutes(2)};
-  StackOps ops(*t, senv);
+  auto ops = make_canary_ops(*t, StackEnv{runner, own.tools, {}, std::chrono::minutes(2)}, own.host);
+  if (!ops) return refuse(ops.error());
   // Only a verified, mounted canary: otherwise the mount point belongs to some other filesystem
   // and its counters are real evidence.
-  auto v = verify_canary(own.canary, name, own.host, own.state_dir, &ops, true);
+  auto v = verify_canary(own.canary, name, own.host, own.state_dir, ops->get(), true);
   if (!v) return refuse("canary " + name + " is not verified, nothing cleared: " + v.error());
-  if (auto r = ops.clear_counters(); !r) return refuse("clearing the counters of canary " + name + ": " + r.error());
+  if (auto r = (*ops)->clear_counters(); !r) return refuse("clearing the counters of canary " + name + ": " + r.error());
   return done({{"canary", name}, {"cleared", true}});
 }
 

@@ -83,7 +83,7 @@ std::string mount_conflict(const std::vector<MountEntry>& mounts, const std::vec
 namespace {
 
 Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t, const HostPaths& host,
-                                                  StackOps* stack, bool online) {
+                                                  CanaryOps* stack, bool online) {
   std::vector<DeviceIdentity> ids;
   std::set<std::string> seen;
   for (const auto& d : t.devices) {
@@ -106,7 +106,7 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
   if (!mounts) return err(mounts.error());
   std::string why = mount_conflict(**mounts, ids, t, online);
   if (!why.empty()) return err(why);
-  if (online && stack && (t.fs == "btrfs" || t.fs == "zfs")) {
+  if (online && stack && stack->lists_members()) {
     auto m = stack->members();
     if (!m) return err(m.error());
     std::set<std::string> want, have(m->begin(), m->end());
@@ -122,12 +122,12 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
 
 }  // namespace
 
-Result<std::vector<DeviceIdentity>> verify_for_init(const config::CanaryTarget& t, const HostPaths& host, StackOps* stack) {
+Result<std::vector<DeviceIdentity>> verify_for_init(const config::CanaryTarget& t, const HostPaths& host, CanaryOps* stack) {
   return common_checks(t, host, stack, true);
 }
 
 Result<Verified> verify_canary(const config::CanaryConfig& cfg, const std::string& name, const HostPaths& host,
-                               const fs::path& state_dir, StackOps* stack, bool online) {
+                               const fs::path& state_dir, CanaryOps* stack, bool online) {
   Verified v;
   v.target = cfg.find(name);
   if (!v.target) return err("\"" + name + "\" is not a canary in the config; only configured canaries may be corrupted");

@@ -9,7 +9,7 @@
 #include "daemon/core/host_paths.hpp"
 #include "daemon/probe/targets.hpp"
 #include "probes/canary/identity.hpp"
-#include "probes/canary/stack.hpp"
+#include "probes/canary_ops/ops.hpp"
 
 namespace fsaudit::canary {
 
@@ -29,10 +29,10 @@ struct Verified {
 // mount table consistent; when online also the signature and the stack's own member list.
 // `stack` may be null (skips the stack member check).
 Result<Verified> verify_canary(const config::CanaryConfig& cfg, const std::string& name, const HostPaths& host,
-                               const std::filesystem::path& state_dir, StackOps* stack, bool online);
+                               const std::filesystem::path& state_dir, CanaryOps* stack, bool online);
 
 // Only for `canary init`: the checks that do not need a record yet. Returns current identities.
-Result<std::vector<DeviceIdentity>> verify_for_init(const config::CanaryTarget& t, const HostPaths& host, StackOps* stack);
+Result<std::vector<DeviceIdentity>> verify_for_init(const config::CanaryTarget& t, const HostPaths& host, CanaryOps* stack);
 
 // Whether something is mounted at `mountpoint` now.
 Result<bool> mounted_at(const HostPaths& host, const std::string& mountpoint);

@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -344,7 +345,9 @@ TEST(CanaryScrubLab, BtrfsStartThatHangsAfterARealScrubIsStoppedAndItsRecordsCou
   ToolPaths tools{{"btrfs", wrapper.string()}};
   StackEnv env{runner, tools, {}, std::chrono::minutes(5), std::chrono::seconds(2)};
   auto t0 = std::chrono::steady_clock::now();
-  auto o = StackOps(*cfg.canary.find(s->name), env).scrub();
+  auto ops = make_canary_ops(*cfg.canary.find(s->name), env, cfg.host);
+  ASSERT_TRUE(ops.ok()) << ops.error();
+  auto o = (*ops)->scrub();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_TRUE(o.ok) << o.error;
   EXPECT_NE(o.summary.find("was stopped"), std::string::npos) << o.summary;
@@ -355,6 +358,56 @@ TEST(CanaryScrubLab, BtrfsStartThatHangsAfterARealScrubIsStoppedAndItsRecordsCou
   pid_t hung = 0;
   ASSERT_TRUE(in >> hung) << "the wrapper never reached its hang";
   EXPECT_NE(::kill(hung, 0), 0) << "pid " << hung << " still runs";
+}
+
+// The canary's ZFS scrub goes through the ZFS scrub driver's start and its reading of the scan
+// line, on a real zfs-fuse mirror: a second scrub right after a first one waits for its own (not the
+// first one's "scrub repaired" line), and one after bytes of one side were overwritten on the vdev
+// file finishes and counts what it found and repaired.
+TEST(CanaryScrubLab, ZfsScrubWaitsForItsOwnScrubAndCountsWhatItRepairs) {
+  FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
+  ZfsFuse zf;
+  ASSERT_TRUE(zf.ok()) << zf.error();
+  auto s = make_stack("zfs-mirror");
+  ASSERT_TRUE(s);
+  // 1 MiB of a text no metadata contains, to find on the vdev files (zfs-fuse compresses nothing by default).
+  std::string block;
+  while (block.size() < (1u << 20)) block += "fsaudit-zfs-scrub-lab-" + std::to_string(block.size()) + "\n";
+  write_text(s->mnt() / "data", block);
+  ::sync();
+  auto cfg = s->config();
+  ProcessRunner runner;
+  auto ops = make_canary_ops(*cfg.canary.find(s->name), StackEnv{runner, cfg.tools, {}, std::chrono::minutes(5)}, cfg.host);
+  ASSERT_TRUE(ops.ok()) << ops.error();
+  auto first = (*ops)->scrub();
+  ASSERT_TRUE(first.ok) << first.error;
+  EXPECT_EQ(first.errors_found, 0u) << first.summary;
+  auto second = (*ops)->scrub();
+  ASSERT_TRUE(second.ok) << second.error;
+  EXPECT_EQ(second.errors_found, 0u) << second.summary;
+  EXPECT_NE(second.summary.find("scrub"), std::string::npos) << second.summary;
+  // Overwrite 64 KiB of the file's data on one side of the mirror, behind the pool's back.
+  ASSERT_FALSE(s->devices().empty());
+  auto vdev = s->devices().front();
+  std::ifstream in(vdev, std::ios::binary);
+  std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(image.empty()) << vdev;
+  auto at = image.find("fsaudit-zfs-scrub-lab-0\n");
+  ASSERT_NE(at, std::string::npos) << "the data is not on " << vdev;
+  {
+    int fd = ::open(vdev.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    std::string junk(64 << 10, 'Z');
+    ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), static_cast<off_t>(at)), static_cast<ssize_t>(junk.size()));
+    ::fsync(fd);
+    ::close(fd);
+  }
+  auto third = (*ops)->scrub();
+  ASSERT_TRUE(third.ok) << third.error;
+  EXPECT_GE(third.errors_found, 1u) << third.summary;
+  EXPECT_GE(third.errors_repaired, 1u) << third.summary;
+  EXPECT_EQ(third.uncorrectable, 0u) << third.summary;
+  EXPECT_TRUE((*ops)->clear_counters().ok());
 }
 
 TEST(CanaryRefusal, NotInConfig) {

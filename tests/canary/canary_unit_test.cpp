@@ -20,6 +20,8 @@
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/block_device.hpp"
+#include "probes/btrfs/canary_ops.hpp"
+#include "probes/btrfs/parse.hpp"
 #include "probes/canary/cli.hpp"
 #include "probes/canary/cycle.hpp"
 #include "probes/canary/lab.hpp"
@@ -32,6 +34,7 @@
 #include "probes/canary/safety.hpp"
 #include "probes/canary/scanner.hpp"
 #include "probes/canary/stack.hpp"
+#include "probes/zfs/canary_ops.hpp"
 #include "tests/support/daemon_process.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/lab.hpp"
@@ -156,8 +159,9 @@ TEST(CanaryExpectation, DerivedFromTheStackNotTheLayoutWord) {
   testing::FakeRunner runner;
   runner.answer("zpool status fxstkc2", testing::fixture("zfs/zfs-fuse-status-single-vdev-copies-2.txt"));
   runner.answer("zfs get -Hp copies,checksum fxstkc2", testing::fixture("zfs/zfs-fuse-get-Hp-copies-checksum-copies-2.txt"));
-  StackOps ops(cfg.canary.canaries[0], StackEnv{runner, cfg.tools, {}});
-  auto m = ops.model(cfg.host);
+  auto ops = make_canary_ops(cfg.canary.canaries[0], StackEnv{runner, cfg.tools, {}}, cfg.host);
+  ASSERT_TRUE(ops.ok()) << ops.error();
+  auto m = (*ops)->model();
   ASSERT_TRUE(m.ok()) << m.error();
   EXPECT_EQ(m->copies, 2u);
   EXPECT_EQ(m->expectation(), stack::Expectation::repaired);
@@ -165,13 +169,14 @@ TEST(CanaryExpectation, DerivedFromTheStackNotTheLayoutWord) {
   EXPECT_FALSE(stack::layout_matches("zfs", "mirror", m->layout));
   // A status that names another pool is not this canary's.
   runner.answer("zpool status fxstkc2", testing::fixture("zfs/zfs-fuse-status-three-way-mirror.txt"));
-  auto other = ops.model(cfg.host);
+  auto other = (*ops)->model();
   ASSERT_FALSE(other.ok());
   EXPECT_NE(other.error().find("printed no pool fxstkc2"), std::string::npos) << other.error();
   // XFS and ext4: one copy, blind.
   auto x = parse("canary: {canaries: [{name: x, fs: xfs, devices: [/dev/x], mountpoint: /m}]}");
-  StackOps xops(x.canary.canaries[0], StackEnv{runner, x.tools, {}});
-  auto xm = xops.model(x.host);
+  auto xops = make_canary_ops(x.canary.canaries[0], StackEnv{runner, x.tools, {}}, x.host);
+  ASSERT_TRUE(xops.ok()) << xops.error();
+  auto xm = (*xops)->model();
   ASSERT_TRUE(xm.ok());
   EXPECT_EQ(xm->copies, 1u);
   EXPECT_EQ(xm->expectation(), stack::Expectation::blind);
@@ -199,6 +204,52 @@ TEST(CanaryRefusal, ResilveringPoolIsRefusedBeforeAnythingIsTouched) {
   for (const auto& c : runner.calls) EXPECT_TRUE(c.starts_with("zpool status") || c.starts_with("zfs get")) << c;
   EXPECT_EQ(runner.count("zpool status bulk"), 1);
   EXPECT_FALSE(std::filesystem::exists(inflight_path(cfg.state_dir, "c")));
+}
+
+// The operations are chosen once, by the canonical filesystem type: zfs-fuse's "fuse.zfs" is ZFS
+// (export/import, not umount/mount), XFS and ext4 get the plain ones, and an unknown filesystem is
+// refused with its name, not run with another filesystem's commands.
+TEST(CanaryOpsFactory, PicksTheOperationsOfEachFilesystemAndRefusesAnUnknownOne) {
+  testing::FakeRunner runner;
+  ToolPaths tools;
+  auto ops_for = [&](const std::string& fs) {
+    config::CanaryTarget t;
+    t.name = "c";
+    t.fs = fs;
+    t.pool = "cpool";
+    t.devices = {"/dev/x", "/dev/y"};
+    t.mountpoint = "/srv/c";
+    return make_canary_ops(t, StackEnv{runner, tools, {}}, HostPaths{});
+  };
+  auto b = ops_for("btrfs");
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_NE(dynamic_cast<btrfs::CanaryOps*>(b->get()), nullptr);
+  EXPECT_TRUE((*b)->checksumming());
+  EXPECT_TRUE((*b)->lists_members());
+  for (const char* zfs_fs : {"zfs", "fuse.zfs"}) {
+    auto z = ops_for(zfs_fs);
+    ASSERT_TRUE(z.ok()) << zfs_fs << ": " << z.error();
+    EXPECT_NE(dynamic_cast<zfs::CanaryOps*>(z->get()), nullptr) << zfs_fs;
+    EXPECT_EQ((*z)->target().fs, "zfs");
+    EXPECT_TRUE((*z)->checksumming());
+    EXPECT_FALSE((*z)->fsync_before_offline());
+    runner.answer("zpool export cpool", "");
+    EXPECT_TRUE((*z)->take_offline().ok());
+  }
+  // Both ZFS spellings took the pool offline with zpool export, never with umount.
+  EXPECT_EQ(runner.count("zpool export cpool"), 2);
+  EXPECT_EQ(runner.count("umount /srv/c"), 0);
+  for (const char* plain : {"xfs", "ext4"}) {
+    auto p = ops_for(plain);
+    ASSERT_TRUE(p.ok()) << plain << ": " << p.error();
+    EXPECT_NE(dynamic_cast<PlainOps*>(p->get()), nullptr) << plain;
+    EXPECT_FALSE((*p)->checksumming());
+    EXPECT_FALSE((*p)->lists_members());
+    EXPECT_FALSE((*p)->scrub().supported);
+  }
+  auto unknown = ops_for("ntfs");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().find("fs \"ntfs\" has no canary operations"), std::string::npos) << unknown.error();
 }
 
 TEST(CanaryExpectation, MetOrNot) {
@@ -230,19 +281,19 @@ TEST(CanaryPattern, BlocksAreUniqueAndRecognisable) {
 }
 
 TEST(CanaryParsers, BtrfsDeviceStatsFromFixtures) {
-  auto one = parse_btrfs_device_stats(testing::fixture("written/btrfs/device-stats-dm-corruption-errs-412.txt"));
+  auto one = btrfs::parse_device_stats(testing::fixture("written/btrfs/device-stats-dm-corruption-errs-412.txt"));
   ASSERT_TRUE(one) << one.error();
   ASSERT_EQ(one->size(), 1u);
   EXPECT_EQ((*one)[0].device, "/dev/mapper/cryptdata");
-  EXPECT_EQ((*one)[0].corruption_errs, 412u);
-  auto two = parse_btrfs_device_stats(testing::fixture("written/btrfs/device-stats-raid1-nvme-large-counters.txt"));
+  EXPECT_EQ((*one)[0].errors.corruption, 412u);
+  auto two = btrfs::parse_device_stats(testing::fixture("written/btrfs/device-stats-raid1-nvme-large-counters.txt"));
   ASSERT_TRUE(two) << two.error();
   ASSERT_EQ(two->size(), 2u);
   EXPECT_EQ((*two)[1].device, "/dev/nvme4n1p3");
-  EXPECT_EQ((*two)[1].read_io_errs, 102774519u);
-  EXPECT_EQ((*two)[1].corruption_errs, 1589u);
-  EXPECT_EQ((*two)[0].corruption_errs, 0u);
-  EXPECT_FALSE(parse_btrfs_device_stats("ERROR: not a btrfs filesystem"));
+  EXPECT_EQ((*two)[1].errors.read, 102774519u);
+  EXPECT_EQ((*two)[1].errors.corruption, 1589u);
+  EXPECT_EQ((*two)[0].errors.corruption, 0u);
+  EXPECT_FALSE(btrfs::parse_device_stats("ERROR: not a btrfs filesystem"));
 }
 
 TEST(CanaryParsers, BtrfsShowDevices) {
@@ -252,7 +303,7 @@ TEST(CanaryParsers, BtrfsShowDevices) {
       "\tTotal devices 2 FS bytes used 144.00KiB\n"
       "\tdevid    1 size 128.00MiB used 32.00MiB path /dev/loop3\n"
       "\tdevid    2 size 128.00MiB used 32.00MiB path /dev/loop4\n\n";
-  EXPECT_EQ(parse_btrfs_show_devices(text), (std::vector<std::string>{"/dev/loop3", "/dev/loop4"}));
+  EXPECT_EQ(btrfs::parse_filesystem_show_devices(text), (std::vector<std::string>{"/dev/loop3", "/dev/loop4"}));
 }
 
 // ---- mount-table safety rules
@@ -965,7 +1016,13 @@ ScrubOutcome canary_scrub(CommandRunner& runner, std::chrono::milliseconds timeo
   ToolPaths tools;
   StackEnv env{runner, tools, {}, timeout, std::chrono::seconds(1)};
   auto t0 = std::chrono::steady_clock::now();
-  auto o = StackOps(t, env).scrub();
+  auto ops = make_canary_ops(t, env, HostPaths{});
+  if (!ops) {
+    ScrubOutcome failed;
+    failed.error = ops.error();
+    return failed;
+  }
+  auto o = (*ops)->scrub();
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return o;
 }
