@@ -1,3 +1,4 @@
+#include "daemon/config/config.hpp"
 #include "fsauditd/probes.hpp"
 
 #include <map>

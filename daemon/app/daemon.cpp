@@ -124,6 +124,19 @@ class Daemon {
   int run(bool once);
 
  private:
+  // The main loop's timers: when it last pinged the watchdog, wrote the status line, logged what
+  // READY waits for.
+  struct LoopClocks {
+    std::optional<std::chrono::microseconds> watchdog;
+    std::chrono::steady_clock::time_point started, last_status, last_pending_log;
+    SteadyTime last_watchdog{};
+  };
+  bool start(bool once);
+  void main_loop(bool once);
+  void log_pending_first_runs(LoopClocks& clocks);
+  void notify_systemd(LoopClocks& clocks, bool ready, std::chrono::steady_clock::time_point now);
+  bool wait_and_answer(SteadyTime wake);
+  int stop(bool once);
   void apply_config();
   bool start_exposer();
   void start_bus();
@@ -664,6 +677,14 @@ std::shared_ptr<std::atomic<int>> Daemon::rerun_readers_of_others() {
 
 int Daemon::run(bool once) {
   once_ = once;
+  if (!start(once)) return 1;
+  main_loop(once);
+  return stop(once);
+}
+
+// Everything before the main loop: the state directory, the lab, /metrics, the pool and the
+// scheduler, the first targets, signals and the bus. False when the daemon cannot serve.
+bool Daemon::start(bool once) {
   block_signals();
   std::error_code ec;
   std::filesystem::create_directories(cfg_.state_dir, ec);
@@ -672,7 +693,7 @@ int Daemon::run(bool once) {
                                          " (state will not survive a restart)");
   // Before the probes exist: the lab adds its canaries to the config they are made from.
   if (!once && cfg_.canary.lab.enabled && ext_.start_lab) lab_ = ext_.start_lab(cfg_);
-  if (!once && !start_exposer()) return 1;
+  if (!once && !start_exposer()) return false;
   publish_build_info();
 
   pool_ = std::make_unique<ThreadPool>(cfg_.workers);
@@ -695,13 +716,16 @@ int Daemon::run(bool once) {
 
   start_signal_thread(sig_);
   if (!once) start_bus();
+  return true;
+}
 
-  auto watchdog = systemd::watchdog_interval();
+// Ticks the scheduler until a stop signal (or, with --once, the first cycle or two minutes), and
+// answers reloads and D-Bus requests between ticks.
+void Daemon::main_loop(bool once) {
+  LoopClocks clocks;
+  clocks.watchdog = systemd::watchdog_interval();
+  clocks.last_status = clocks.started = clocks.last_pending_log = std::chrono::steady_clock::now();
   bool ready = false;
-  auto last_status = std::chrono::steady_clock::now();
-  auto last_watchdog = SteadyTime{};
-  auto started = last_status;
-  auto last_pending_log = started;
   bool helper_fork_logged = false;
   std::shared_ptr<std::atomic<int>> rerun_left;  // --once: second runs still to finish
   while (true) {
@@ -714,17 +738,7 @@ int Daemon::run(bool once) {
         helper_fork_logged = true;
       }
     }
-    if (!ready && std::chrono::steady_clock::now() - last_pending_log > 5s) {
-      // Why READY is late, for whoever waits on `systemctl start`.
-      auto pending = scheduler_->first_runs_pending();
-      std::string list;
-      for (auto& k : pending) {
-        auto sep = k.find('\x1f');
-        list += (list.empty() ? "" : ", ") + (sep == std::string::npos ? k : k.substr(0, sep) + " on " + k.substr(sep + 1));
-      }
-      if (!pending.empty()) spdlog::info("waiting for the first run of {} job(s): {}", pending.size(), list);
-      last_pending_log = std::chrono::steady_clock::now();
-    }
+    if (!ready) log_pending_first_runs(clocks);
     if (once && ready && rerun_left && rerun_left->load() == 0) break;
     if (!ready && scheduler_->first_cycle_done()) {
       ready = true;
@@ -733,41 +747,69 @@ int Daemon::run(bool once) {
       systemd::notify_ready(status_line());
       spdlog::info("first probe cycle done: {}", status_line());
     }
-    if (once && std::chrono::steady_clock::now() - started > 120s) break;
+    if (once && std::chrono::steady_clock::now() - clocks.started > 120s) break;
     auto now = std::chrono::steady_clock::now();
-    // Ping at half the interval systemd asked for: often enough, and never a flood of datagrams.
-    if (watchdog && now - last_watchdog >= *watchdog / 2) {
-      systemd::notify_watchdog();
-      last_watchdog = now;
-    }
-    if (ready && now - last_status > 30s) {
-      systemd::notify_status(status_line());
-      last_status = now;
-    }
+    notify_systemd(clocks, ready, now);
     refresh_targets(false);
     // Wake for the next due job, the watchdog (half its interval) and at least once a second.
     auto wake = std::min<SteadyTime>(next, now + 1s);
-    if (watchdog) wake = std::min<SteadyTime>(wake, now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*watchdog / 2));
-    std::unique_lock l(sig_->mu);
-    sig_->cv.wait_until(l, wake, [&] { return sig_->stop || sig_->reload || sig_->control || scheduler_->wake_requested(); });
-    if (sig_->stop) break;
-    if (sig_->control) {
-      sig_->control = false;
-      l.unlock();
-      run_control();
-      l.lock();
-    }
-    if (sig_->reload) {
-      sig_->reload = false;
-      l.unlock();
-      // Taken after clearing the flag: a Reload call counted here is answered by this reload; one
-      // after it set the flag again and gets the next.
-      std::uint64_t asked = bus_ ? bus_->reload_requests() : 0;
-      auto verdict = reload();
-      if (bus_) bus_->reload_finished(asked, verdict.ok, verdict.message);
-    }
+    if (clocks.watchdog)
+      wake = std::min<SteadyTime>(wake, now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*clocks.watchdog / 2));
+    if (!wait_and_answer(wake)) break;
   }
+}
 
+// Why READY is late, every 5 s, for whoever waits on `systemctl start`.
+void Daemon::log_pending_first_runs(LoopClocks& clocks) {
+  if (std::chrono::steady_clock::now() - clocks.last_pending_log <= 5s) return;
+  auto pending = scheduler_->first_runs_pending();
+  std::string list;
+  for (auto& k : pending) {
+    auto sep = k.find('\x1f');
+    list += (list.empty() ? "" : ", ") + (sep == std::string::npos ? k : k.substr(0, sep) + " on " + k.substr(sep + 1));
+  }
+  if (!pending.empty()) spdlog::info("waiting for the first run of {} job(s): {}", pending.size(), list);
+  clocks.last_pending_log = std::chrono::steady_clock::now();
+}
+
+// The watchdog ping and, once READY, the status line every 30 s.
+void Daemon::notify_systemd(LoopClocks& clocks, bool ready, std::chrono::steady_clock::time_point now) {
+  // Ping at half the interval systemd asked for: often enough, and never a flood of datagrams.
+  if (clocks.watchdog && now - clocks.last_watchdog >= *clocks.watchdog / 2) {
+    systemd::notify_watchdog();
+    clocks.last_watchdog = now;
+  }
+  if (ready && now - clocks.last_status > 30s) {
+    systemd::notify_status(status_line());
+    clocks.last_status = now;
+  }
+}
+
+// Sleeps until `wake` or a signal, then answers D-Bus requests and a reload. False on a stop signal.
+bool Daemon::wait_and_answer(SteadyTime wake) {
+  std::unique_lock l(sig_->mu);
+  sig_->cv.wait_until(l, wake, [&] { return sig_->stop || sig_->reload || sig_->control || scheduler_->wake_requested(); });
+  if (sig_->stop) return false;
+  if (sig_->control) {
+    sig_->control = false;
+    l.unlock();
+    run_control();
+    l.lock();
+  }
+  if (sig_->reload) {
+    sig_->reload = false;
+    l.unlock();
+    // Taken after clearing the flag: a Reload call counted here is answered by this reload; one
+    // after it set the flag again and gets the next.
+    std::uint64_t asked = bus_ ? bus_->reload_requests() : 0;
+    auto verdict = reload();
+    if (bus_) bus_->reload_finished(asked, verdict.ok, verdict.message);
+  }
+  return true;
+}
+
+// Cancels the runs, gives them time to clean up, and tears down in dependency order. The exit code.
+int Daemon::stop(bool once) {
   flush_probe_totals();
   if (once) {
     std::cout << store_->text();

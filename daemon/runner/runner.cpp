@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "daemon/core/result.hpp"
 #include "daemon/core/trust.hpp"
 
 extern char** environ;
@@ -72,43 +73,36 @@ std::string CommandResult::describe() const {
   return msg;
 }
 
-CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) {
-  CommandResult r;
-  auto started = std::chrono::steady_clock::now();
-  if (spec.argv.empty()) {
-    r.spawn_error = "empty command";
-    return r;
-  }
-  std::string key = spec.key.value_or([&] {
-    std::string k;
-    for (const auto& a : spec.argv) k += a + '\0';
-    return k;
-  }());
-  KeyGuard guard(mu_, running_, key);
-  if (!guard.acquired()) {
-    r.busy = true;
-    return r;
-  }
+namespace {
+
+// The executable `spec` names, if it exists and (for root) only root can change it; else why not.
+Result<std::string> runnable_executable(const CommandSpec& spec) {
   std::string exe = resolve(spec.argv[0]);
-  if (exe.empty() || ::access(exe.c_str(), X_OK) != 0) {
-    r.spawn_error = spec.argv[0] + ": not found (is the package installed and in PATH?)";
-    return r;
-  }
+  if (exe.empty() || ::access(exe.c_str(), X_OK) != 0)
+    return err(spec.argv[0] + ": not found (is the package installed and in PATH?)");
   // Root runs only what root alone can change (tools: in a config, PATH): a zpool another user can
   // rewrite would be that user's code running as root.
   if (::geteuid() == 0) {
-    if (auto why = trusted_executable_problem(exe, 0); !why.empty()) {
-      r.spawn_error = "refusing to run " + exe + " as root: " + why;
-      return r;
-    }
+    if (auto why = trusted_executable_problem(exe, 0); !why.empty())
+      return err("refusing to run " + exe + " as root: " + why);
   }
+  return exe;
+}
 
+struct Child {
+  pid_t pid = -1;
+  int out = -1, err = -1;  // read ends of its stdout and stderr
+};
+
+// Starts `exe` in its own process group with a C locale, stdout/stderr on pipes and stdin from
+// spec.stdin_data (or /dev/null).
+Result<Child> spawn_child(const std::string& exe, const CommandSpec& spec) {
   int out_pipe[2], err_pipe[2], in_pipe[2] = {-1, -1};
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) { r.spawn_error = std::string("pipe: ") + std::strerror(errno); return r; }
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return err(std::string("pipe: ") + std::strerror(errno));
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    auto e = errno;
     ::close(out_pipe[0]); ::close(out_pipe[1]);
-    r.spawn_error = std::string("pipe: ") + std::strerror(errno);
-    return r;
+    return err(std::string("pipe: ") + std::strerror(e));
   }
   bool with_stdin = spec.stdin_data.has_value();
   if (with_stdin && ::pipe2(in_pipe, O_CLOEXEC) != 0) with_stdin = false;
@@ -152,8 +146,7 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
     if (with_stdin) ::close(in_pipe[1]);
-    r.spawn_error = spec.argv[0] + ": cannot start: " + std::strerror(rc);
-    return r;
+    return err(spec.argv[0] + ": cannot start: " + std::strerror(rc));
   }
   if (with_stdin) {
     // Small inputs only; a child that does not read them must not block us.
@@ -162,23 +155,35 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
     (void)ignored;
     ::close(in_pipe[1]);
   }
+  return Child{pid, out_pipe[0], err_pipe[0]};
+}
 
-  auto deadline = started + spec.timeout;
-  struct pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+// Kills the child's process group at the deadline or on a stop request, saying which in `r`.
+// True when it killed.
+bool kill_if_due(const Child& c, std::chrono::steady_clock::time_point deadline, std::stop_token stop, CommandResult& r) {
+  auto now = std::chrono::steady_clock::now();
+  if (now < deadline && !stop.stop_requested()) return false;
+  ::kill(-c.pid, SIGKILL);
+  r.timed_out = now >= deadline;
+  if (!r.timed_out) r.spawn_error = "cancelled (daemon stopping)";
+  return true;
+}
+
+// Reads stdout and stderr (at most spec.max_output each, `truncated` beyond) until both close or
+// the child is killed. True when it killed the child.
+bool read_output(const Child& c, const CommandSpec& spec, std::chrono::steady_clock::time_point deadline,
+                 std::stop_token stop, CommandResult& r) {
+  struct pollfd fds[2] = {{c.out, POLLIN, 0}, {c.err, POLLIN, 0}};
   std::string* bufs[2] = {&r.out, &r.err};
   int open_fds = 2;
   bool killed = false;
   char buf[65536];
   while (open_fds > 0) {
-    auto now = std::chrono::steady_clock::now();
-    if (!killed && (now >= deadline || stop.stop_requested())) {
-      ::kill(-pid, SIGKILL);
+    if (kill_if_due(c, deadline, stop, r)) {
       killed = true;
-      r.timed_out = now >= deadline;
-      if (!r.timed_out) r.spawn_error = "cancelled (daemon stopping)";
       break;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     int wait_ms = static_cast<int>(std::min<long long>(std::max<long long>(left, 1), 100));
     int n = ::poll(fds, 2, wait_ms);
     if (n < 0 && errno != EINTR) break;
@@ -199,17 +204,22 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
   }
   for (auto& f : fds)
     if (f.fd >= 0) ::close(f.fd);
+  return killed;
+}
 
-  // Output closed: the child is exiting, or a grandchild holds the pipe. Reap with the deadline still
-  // in force so a child that closed its stdout but never exits is killed too.
+// Output closed: the child is exiting, or a grandchild holds the pipe. Reaps with the deadline still
+// in force so a child that closed its stdout but never exits is killed too, then kills what is left
+// of its group and records how it ended.
+void reap(const Child& c, const CommandSpec& spec, std::chrono::steady_clock::time_point deadline, std::stop_token stop,
+          bool killed, CommandResult& r) {
   // The child is waited for without reaping it (WNOWAIT): while it is a zombie its pid, and so its
   // process group id, cannot be reused, so the group kill below hits only our own leftovers.
   int status = 0;
   bool exited = false;
   while (true) {
     siginfo_t si{};
-    int w = ::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOWAIT | (killed ? 0 : WNOHANG));
-    if (w == 0 && si.si_pid == pid) {
+    int w = ::waitid(P_PID, static_cast<id_t>(c.pid), &si, WEXITED | WNOWAIT | (killed ? 0 : WNOHANG));
+    if (w == 0 && si.si_pid == c.pid) {
       exited = true;
       break;
     }
@@ -218,19 +228,15 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
       r.spawn_error = spec.argv[0] + ": waitpid failed: " + std::strerror(errno);
       break;
     }
-    auto now = std::chrono::steady_clock::now();
-    if (now >= deadline || stop.stop_requested()) {
-      ::kill(-pid, SIGKILL);
+    if (kill_if_due(c, deadline, stop, r)) {
       killed = true;
-      r.timed_out = now >= deadline;
-      if (!r.timed_out) r.spawn_error = "cancelled (daemon stopping)";
       continue;
     }
     ::usleep(2000);
   }
-  if (!killed) ::kill(-pid, SIGKILL);  // leftover grandchildren in the group (the zombie keeps the id ours)
+  if (!killed) ::kill(-c.pid, SIGKILL);  // leftover grandchildren in the group (the zombie keeps the id ours)
   if (exited) {
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
   // A wait that failed is not an exit status: never "exit 0".
@@ -240,6 +246,40 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
   } else if (exited && WIFSIGNALED(status)) {
     r.term_signal = WTERMSIG(status);
   }
+}
+
+}  // namespace
+
+CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) {
+  CommandResult r;
+  auto started = std::chrono::steady_clock::now();
+  if (spec.argv.empty()) {
+    r.spawn_error = "empty command";
+    return r;
+  }
+  std::string key = spec.key.value_or([&] {
+    std::string k;
+    for (const auto& a : spec.argv) k += a + '\0';
+    return k;
+  }());
+  KeyGuard guard(mu_, running_, key);
+  if (!guard.acquired()) {
+    r.busy = true;
+    return r;
+  }
+  auto exe = runnable_executable(spec);
+  if (!exe) {
+    r.spawn_error = exe.error();
+    return r;
+  }
+  auto child = spawn_child(*exe, spec);
+  if (!child) {
+    r.spawn_error = child.error();
+    return r;
+  }
+  auto deadline = started + spec.timeout;
+  bool killed = read_output(*child, spec, deadline, stop, r);
+  reap(*child, spec, deadline, stop, killed, r);
   r.duration_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return r;
 }

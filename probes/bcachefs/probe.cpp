@@ -5,6 +5,7 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/block_device.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"

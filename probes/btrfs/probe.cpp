@@ -13,6 +13,7 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/disk_identity.hpp"
 #include "daemon/metrics/derive_label.hpp"
 #include "daemon/core/block_device.hpp"

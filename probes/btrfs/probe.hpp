@@ -22,13 +22,16 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/config/config.hpp"
 #include "daemon/core/host_paths.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/probe/probe.hpp"
 #include "probes/btrfs/parse.hpp"
 #include "probes/btrfs/scrub_status.hpp"
+
+namespace fsaudit::config {
+struct Config;  // the factory reads it; the probe takes plain settings (no yaml-cpp here)
+}  // namespace fsaudit::config
 
 namespace fsaudit::btrfs {
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "daemon/config/config.hpp"
 #include "daemon/probe/same_as_last.hpp"
 #include "probes/capacity/statfs_helper.hpp"
 

@@ -5,8 +5,11 @@
 #include <memory>
 #include <sys/statvfs.h>
 
-#include "daemon/config/config.hpp"
 #include "daemon/probe/probe.hpp"
+
+namespace fsaudit::config {
+struct Config;  // the factory reads it; the probe takes plain settings (no yaml-cpp here)
+}  // namespace fsaudit::config
 
 namespace fsaudit::capacity {
 

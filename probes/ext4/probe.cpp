@@ -5,6 +5,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "daemon/probe/same_as_last.hpp"

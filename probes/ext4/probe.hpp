@@ -8,12 +8,15 @@
 #include <optional>
 #include <string>
 
-#include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/probe/probe.hpp"
 #include "probes/ext4/parse.hpp"
+
+namespace fsaudit::config {
+struct Config;  // the factory reads it; the probe takes plain settings (no yaml-cpp here)
+}  // namespace fsaudit::config
 
 namespace fsaudit::ext4 {
 

@@ -66,37 +66,31 @@ Result<void> JournalReader::open(const std::string& directory, const std::option
   return {};
 }
 
-JournalReader::Status JournalReader::next(JournalEntry* out, std::string* error) {
-  if (!j_) {
-    *error = "journal is not open";
-    return Status::error;
-  }
+Result<std::optional<JournalEntry>> JournalReader::next() {
+  if (!j_) return err("journal is not open");
   if (!pending_) {
     int r = sd_journal_next(j_);
     if (r == 0) {
       sd_journal_process(j_);  // pick up appended data and new files, then try once more
       r = sd_journal_next(j_);
     }
-    if (r < 0) {
-      *error = "sd_journal_next: " + errtext(r);
-      return Status::error;
-    }
-    if (r == 0) return Status::empty;
+    if (r < 0) return err("sd_journal_next: " + errtext(r));
+    if (r == 0) return std::optional<JournalEntry>{};
   }
   pending_ = false;
+  JournalEntry e;
   const void* data = nullptr;
   size_t len = 0;
-  out->message.clear();
   if (sd_journal_get_data(j_, "MESSAGE", &data, &len) >= 0 && len > 8)
-    out->message.assign(static_cast<const char*>(data) + 8, len - 8);
+    e.message.assign(static_cast<const char*>(data) + 8, len - 8);
   uint64_t rt = 0;
-  out->realtime_usec = sd_journal_get_realtime_usec(j_, &rt) >= 0 ? rt : 0;
+  e.realtime_usec = sd_journal_get_realtime_usec(j_, &rt) >= 0 ? rt : 0;
   char* c = nullptr;
   if (sd_journal_get_cursor(j_, &c) >= 0 && c) {
     cursor_ = std::string(c);
     free(c);
   }
-  return Status::entry;
+  return std::optional<JournalEntry>{std::move(e)};
 }
 
 }  // namespace fsaudit::kernel_log

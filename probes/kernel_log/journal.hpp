@@ -29,8 +29,8 @@ class JournalReader {
   // open() was given a cursor the journal rejected and positioned at the tail instead.
   bool cursor_invalid() const { return cursor_invalid_; }
 
-  enum class Status { entry, empty, error };
-  Status next(JournalEntry* out, std::string* error);
+  // The next entry, or nullopt when nothing new is there; an error says why reading failed.
+  Result<std::optional<JournalEntry>> next();
   // Cursor of the last entry returned (or the resume cursor).
   const std::optional<std::string>& cursor() const { return cursor_; }
 

@@ -28,11 +28,12 @@ Result<void> KmsgReader::open(const std::filesystem::path& path, std::optional<s
     // restart before the first counted record could not resume there. Reading the buffer through
     // (at most its size, once per first start) names the position.
     std::optional<std::uint64_t> newest;
-    std::string error;
-    KmsgRecord rec;
-    Status s;
-    while ((s = read_record(&rec, &error)) == Status::record) newest = rec.seq;
-    if (s == Status::error) return err(error);
+    for (;;) {
+      auto rec = read_record();
+      if (!rec) return err(rec.error());
+      if (!*rec) break;
+      newest = (*rec)->seq;
+    }
     seq_.reset(newest, std::nullopt);
   } else {
     seq_.reset(std::nullopt, 0);  // the whole boot: anything before the oldest buffered record was lost
@@ -40,37 +41,32 @@ Result<void> KmsgReader::open(const std::filesystem::path& path, std::optional<s
   return {};
 }
 
-KmsgReader::Status KmsgReader::read_record(KmsgRecord* out, std::string* error) {
+Result<std::optional<KmsgRecord>> KmsgReader::read_record() {
   for (int guard = 0; guard < 1'000'000; ++guard) {
     ssize_t n = ::read(fd_, buf_.data(), buf_.size());
     if (n < 0) {
-      if (errno == EAGAIN) return Status::empty;
+      if (errno == EAGAIN) return std::optional<KmsgRecord>{};
       if (errno == EINTR) continue;
       if (errno == EPIPE) continue;  // overwritten before we read it; the seq gap counts how many
       if (errno == EINVAL) continue;  // a record longer than our buffer (cannot happen with 16 KiB)
-      *error = std::string("read /dev/kmsg: ") + std::strerror(errno);
-      return Status::error;
+      return err(std::string("read /dev/kmsg: ") + std::strerror(errno));
     }
-    if (n == 0) return Status::empty;
+    if (n == 0) return std::optional<KmsgRecord>{};
     auto rec = parse_kmsg_record(std::string_view(buf_.data(), static_cast<std::size_t>(n)));
     if (!rec) continue;  // not a record we understand; skip it rather than stop
-    *out = std::move(*rec);
-    return Status::record;
+    return rec;
   }
-  return Status::empty;
+  return std::optional<KmsgRecord>{};
 }
 
-KmsgReader::Status KmsgReader::next(KmsgRecord* out, std::string* error) {
-  if (fd_ < 0) {
-    *error = "/dev/kmsg is not open";
-    return Status::error;
-  }
+Result<std::optional<KmsgRecord>> KmsgReader::next() {
+  if (fd_ < 0) return err("/dev/kmsg is not open");
   for (int guard = 0; guard < 1'000'000; ++guard) {
-    Status s = read_record(out, error);
-    if (s != Status::record) return s;
-    if (seq_.accept(out->seq)) return Status::record;  // else already counted before a restart
+    auto rec = read_record();
+    if (!rec || !*rec) return rec;
+    if (seq_.accept((*rec)->seq)) return rec;  // else already counted before a restart
   }
-  return Status::empty;
+  return std::optional<KmsgRecord>{};
 }
 
 }  // namespace fsaudit::kernel_log

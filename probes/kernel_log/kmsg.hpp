@@ -27,17 +27,16 @@ class KmsgReader {
   Result<void> open(const std::filesystem::path& path, std::optional<std::uint64_t> resume_after, bool from_end);
   bool is_open() const { return fd_ >= 0; }
 
-  enum class Status { record, empty, error };
-  // Next record, or empty when nothing new is there. On error, *error says why.
-  Status next(KmsgRecord* out, std::string* error);
+  // Next record, or nullopt when nothing new is there; an error says why reading failed.
+  Result<std::optional<KmsgRecord>> next();
 
   // The last record counted, or the start position; unset when starting before the oldest record.
   std::optional<std::uint64_t> last_seq() const { return seq_.last(); }
   std::uint64_t lost() const { return seq_.lost(); }
 
  private:
-  // One raw read: a record, empty (EAGAIN / end) or error.
-  Status read_record(KmsgRecord* out, std::string* error);
+  // One raw read: a record, nullopt (EAGAIN / end) or an error.
+  Result<std::optional<KmsgRecord>> read_record();
 
   int fd_ = -1;
   SeqTracker seq_;

@@ -226,17 +226,17 @@ ProbeResult KernelLogProbe::run(const Target&, ProbeContext& ctx) {
       std::string msg;
       double when = wall_now;
       if (source_ == "kmsg") {
-        KmsgRecord rec;
-        auto s = kmsg_.next(&rec, &error);
-        if (s != KmsgReader::Status::record) break;
-        msg = std::move(rec.message);
-        when = wall_now - (mono_now - static_cast<double>(rec.ts_usec) / 1e6);
+        auto rec = kmsg_.next();
+        if (!rec) error = rec.error();
+        if (!rec || !*rec) break;
+        msg = std::move((*rec)->message);
+        when = wall_now - (mono_now - static_cast<double>((*rec)->ts_usec) / 1e6);
       } else {
-        JournalEntry e;
-        auto s = journal_.next(&e, &error);
-        if (s != JournalReader::Status::entry) break;
-        msg = std::move(e.message);
-        if (e.realtime_usec) when = static_cast<double>(e.realtime_usec) / 1e6;
+        auto e = journal_.next();
+        if (!e) error = e.error();
+        if (!e || !*e) break;
+        msg = std::move((*e)->message);
+        if ((*e)->realtime_usec) when = static_cast<double>((*e)->realtime_usec) / 1e6;
       }
       ++n;
       if (auto ev = classify(msg)) counted = handle(*ev, when, ctx, resolver) || counted;

@@ -147,7 +147,17 @@ class LatencyProbe final : public Probe {
 
  private:
   struct Shared;
-  const std::vector<StackPlan>& plans(ProbeContext& ctx, std::string* error);
+  struct Lanes;
+  // The run's steps, in order: plan the stacks from the mount table (plans_ stays the last good
+  // plan when the table cannot be read), their entries, which are due, sample those, publish.
+  Result<void> replan(ProbeContext& ctx);
+  void rebuild_entries();
+  std::vector<std::size_t> take_due(SteadyTime now);
+  Result<void> sample(const std::vector<std::size_t>& due, ProbeContext& ctx);
+  static void lane(const std::shared_ptr<Lanes>& lanes, const std::shared_ptr<Shared>& shared,
+                   const SamplerSettings& settings, const Clock* clock, SteadyTime deadline, std::uint64_t generation);
+  void mark_late_stuck();
+  metrics::Batch batch(SteadyTime end);
   SamplerSettings s_;
   TargetSelection watch_;
   StackSelection sel_;

@@ -6,6 +6,7 @@
 #include <set>
 #include <system_error>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/disk_identity.hpp"
 #include "daemon/metrics/derive_label.hpp"
 #include "daemon/core/files.hpp"

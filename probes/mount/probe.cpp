@@ -1,4 +1,5 @@
 #include "probes/mount/probe.hpp"
+#include "daemon/config/config.hpp"
 #include "daemon/core/fstype.hpp"
 
 #include <mutex>

@@ -3,9 +3,12 @@
 // options), device, fstype, options, and whether the filesystem checksums data at all.
 #include <memory>
 
-#include "daemon/config/config.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/probe/targets.hpp"
+
+namespace fsaudit::config {
+struct Config;  // the factory reads it; the probe takes plain settings (no yaml-cpp here)
+}  // namespace fsaudit::config
 
 namespace fsaudit::mount {
 

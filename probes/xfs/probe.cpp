@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <set>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/ext4/block_name.hpp"

@@ -20,12 +20,15 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/probe/probe.hpp"
 #include "probes/xfs/parse.hpp"
+
+namespace fsaudit::config {
+struct Config;  // the factory reads it; the probe takes plain settings (no yaml-cpp here)
+}  // namespace fsaudit::config
 
 namespace fsaudit::xfs {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/disk_identity.hpp"
 #include "daemon/metrics/derive_label.hpp"
 #include "daemon/core/strings.hpp"

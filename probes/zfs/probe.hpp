@@ -8,11 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "daemon/config/config.hpp"
 #include "daemon/core/clock.hpp"
 #include "daemon/metrics/batch.hpp"
 #include "daemon/probe/probe.hpp"
 #include "probes/zfs/status.hpp"
+
+namespace fsaudit::config {
+struct Config;  // the factory reads it; the probe takes plain settings (no yaml-cpp here)
+}  // namespace fsaudit::config
 
 namespace fsaudit::zfs {
 

@@ -1,6 +1,7 @@
 // bcachefs probe: the sysfs parsers on written fixtures, the adapter on fixture trees.
 #include <gtest/gtest.h>
 
+#include "daemon/config/config.hpp"
 #include "probes/bcachefs/probe.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/support.hpp"

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "daemon/config/config.hpp"
 #include "probes/btrfs/probe.hpp"
 #include "probes/btrfs/scrub_status.hpp"
 #include "probes/btrfs/stack.hpp"

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/fstype.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/probe/same_as_last.hpp"

@@ -2,6 +2,7 @@
 // tests/fixtures/disk/tree (made by make_tree.sh from the kernel's documented layout).
 #include <gtest/gtest.h>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/disk_identity.hpp"
 #include "daemon/metrics/derive_label.hpp"
 #include "daemon/metrics/label_value.hpp"

@@ -7,6 +7,7 @@
 #include <thread>
 #include <sys/stat.h>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/ext4/probe.hpp"
 #include "tests/support/fs_lab.hpp"

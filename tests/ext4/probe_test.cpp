@@ -1,6 +1,7 @@
 // ext4 probe: the sysfs parser on captured trees, the adapter on fixture trees.
 #include <gtest/gtest.h>
 
+#include "daemon/config/config.hpp"
 #include "daemon/metrics/store.hpp"
 #include "probes/ext4/block_name.hpp"
 #include "probes/ext4/probe.hpp"

@@ -1,6 +1,7 @@
 // md probe: the mdstat parser on captured and written fixtures, the adapter on fixture trees.
 #include <gtest/gtest.h>
 
+#include "daemon/config/config.hpp"
 #include "daemon/metrics/store.hpp"
 #include "probes/md/probe.hpp"
 #include "tests/support/probe_fixture.hpp"

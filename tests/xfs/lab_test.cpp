@@ -1,6 +1,7 @@
 // Lab: XFS on loop devices, the probe called directly on the real host.
 #include <gtest/gtest.h>
 
+#include "daemon/config/config.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/xfs/health.hpp"
 #include "probes/xfs/probe.hpp"

@@ -4,6 +4,7 @@
 // the fake xfs_spaceman, as on a kernel without the health ioctls.
 #include <gtest/gtest.h>
 
+#include "daemon/config/config.hpp"
 #include "probes/xfs/health.hpp"
 #include "probes/xfs/probe.hpp"
 #include "tests/support/probe_fixture.hpp"
