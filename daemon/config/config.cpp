@@ -10,7 +10,7 @@ const std::vector<ProbeType>& probe_types() {
   static const std::vector<ProbeType> types = {
       {"capacity", ProbeSettings{true, 30s, 2s, 10s}, "", nullptr},
       {"mount", ProbeSettings{true, 15s, 1s, 10s}, "", nullptr},
-      {"zfs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
+      {"zfs", ProbeSettings{true, 30s, 2s, 20s}, "zfs", [](Section s, Config& c) { c.zfs = parse_zfs(std::move(s)); }},
       {"btrfs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
       {"bcachefs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
       {"xfs", ProbeSettings{true, 60s, 3s, 20s}, "xfs", [](Section s, Config& c) { c.xfs = parse_xfs(std::move(s)); }},

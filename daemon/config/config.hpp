@@ -16,6 +16,7 @@
 #include "daemon/config/sections/scrub.hpp"
 #include "daemon/config/sections/setup.hpp"
 #include "daemon/config/sections/xfs.hpp"
+#include "daemon/config/sections/zfs.hpp"
 #include "daemon/core/host_paths.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/probe/targets.hpp"
@@ -53,6 +54,7 @@ struct Config {
   SetupConfig setup;
   SmartConfig smart;
   XfsConfig xfs;
+  ZfsConfig zfs;
 
   const ProbeSettings& schedule(const std::string& probe) const;
   // The production filesystems: `targets` without the canaries' mount points. Canaries are corrupted

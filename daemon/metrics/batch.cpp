@@ -61,6 +61,14 @@ void Batch::stateset(const std::string& name, const std::string& help, const Lab
   }
 }
 
+void Batch::current_state(const std::string& name, const std::string& help, const Labels& labels,
+                          const std::string& current) {
+  if (current.empty()) return;
+  Labels l = labels;
+  l["state"] = current;
+  gauge(name, help, l, 1.0);
+}
+
 void Batch::info(const std::string& name, const std::string& help, const Labels& labels) {
   gauge(name, help, labels, 1.0);
 }

@@ -63,6 +63,9 @@ class Batch {
   // A state set: one series per state, 1 for `current` and 0 for the others (label `state`).
   void stateset(const std::string& name, const std::string& help, const Labels& labels,
                 const std::vector<std::string>& states, const std::string& current);
+  // A state set's compact form: one series, `state` = current, value 1 (queries of the form
+  // `{state="degraded"} == 1` read both forms alike). Nothing when `current` is empty.
+  void current_state(const std::string& name, const std::string& help, const Labels& labels, const std::string& current);
   // An info metric: value 1, the information in labels (name should end in _info).
   void info(const std::string& name, const std::string& help, const Labels& labels);
   // upper_bounds ascending without +Inf; cumulative_counts has one more entry (the +Inf bucket == count).

@@ -87,14 +87,19 @@ void pool_status_facts(metrics::Batch& b, const ZfsPoolStatus& p, const stack::S
 }
 
 metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vector<ZfsPoolList>& lists,
-                                 StatusFormat format, std::map<std::string, ScrubMemory>& memory) {
+                                 StatusFormat format, std::map<std::string, ScrubMemory>& memory, bool all_states) {
   metrics::Batch b;
+  auto states = [&](const char* name, const char* help, const metrics::Labels& l, const std::vector<std::string>& all,
+                    const std::string& current) {
+    if (all_states) b.stateset(name, help, l, all, current);
+    else b.current_state(name, help, l, current);
+  };
   b.info("fsaudit_zfs_probe_info", "How the zfs probe read zpool status (format: json, text_p, text).",
          {{"format", std::string(to_string(format))}});
   for (const auto& p : status.pools) {
     const metrics::Labels pl = {{"pool", p.name}};
-    b.stateset("fsaudit_zfs_pool_state", "ZFS pool state as zpool status reports it (1 = current).", pl,
-               kPoolStates, to_lower(p.state));
+    states("fsaudit_zfs_pool_state", "ZFS pool state as zpool status reports it (1 = current).", pl, kPoolStates,
+           to_lower(p.state));
     if (p.data_errors)
       b.gauge("fsaudit_zfs_pool_data_errors",
               "Data errors (files/objects with permanent errors) zpool status reports for the pool.", pl,
@@ -122,8 +127,8 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
       std::string id = v.name;
       if (int n = ++seen[v.name]; n > 1) id += "#" + std::to_string(n);  // legacy repeated "mirror"
       metrics::Labels vl = {{"pool", p.name}, {"vdev", id}, {"vdev_type", v.type}, {"role", v.role}};
-      b.stateset("fsaudit_zfs_vdev_state", "ZFS vdev state (1 = current); spares are avail/inuse.", vl,
-                 kVdevStates, vdev_state(v.state));
+      states("fsaudit_zfs_vdev_state", "ZFS vdev state (1 = current); spares are avail/inuse.", vl, kVdevStates,
+             vdev_state(v.state));
       for (auto [kind, val] : {std::pair{"read", v.read_errors}, {"write", v.write_errors}, {"checksum", v.checksum_errors}}) {
         if (!val) continue;
         auto l = vl;
@@ -135,10 +140,9 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
     }
 
     const auto& s = p.scan;
-    b.stateset("fsaudit_zfs_scan_function", "Function of the pool's latest scan (none, scrub, resilver, error_scrub).",
-               pl, kScanFunctions, std::string(to_string(s.function)));
-    b.stateset("fsaudit_zfs_scan_state", "State of the pool's latest scan.", pl, kScanStates,
-               std::string(to_string(s.state)));
+    states("fsaudit_zfs_scan_function", "Function of the pool's latest scan (none, scrub, resilver, error_scrub).", pl,
+           kScanFunctions, std::string(to_string(s.function)));
+    states("fsaudit_zfs_scan_state", "State of the pool's latest scan.", pl, kScanStates, std::string(to_string(s.state)));
     auto g = [&](const char* name, const char* help, const std::optional<double>& v) {
       if (v) b.gauge(name, help, pl, *v);
     };
@@ -348,7 +352,7 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
     metrics::Batch batch;
     {
       std::lock_guard lk(mu_);
-      batch = build_zfs_metrics(*parsed, lists, fmt, scrubs_);
+      batch = build_zfs_metrics(*parsed, lists, fmt, scrubs_, all_states_);
     }
     for (const char* from : {"vdev", "member"})
       batch = metrics::with_derived_label(batch, from, "disk", [&](const std::string& v) {
@@ -362,8 +366,8 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
   }
 }
 
-std::unique_ptr<Probe> make_zfs_probe(const config::Config&, std::shared_ptr<StatusShare> share) {
-  return std::make_unique<ZfsProbe>(std::move(share));
+std::unique_ptr<Probe> make_zfs_probe(const config::Config& cfg, std::shared_ptr<StatusShare> share) {
+  return std::make_unique<ZfsProbe>(std::move(share), cfg.zfs.all_states());
 }
 
 void StatusShare::post(SteadyTime started, const std::string& zpool, const ZfsStatusReport& report) {

@@ -31,8 +31,12 @@ struct ScrubMemory {
 };
 
 // Pure: metrics for one probe run. `lists` may be empty (zpool list failed). `memory` is updated.
+// The pool, vdev and scan state sets carry every state (0/1) only with `all_states` (zfs.detail:
+// full); by default one series each, the current state (issue 33: a pool of 100 disks had 1,000
+// vdev state series, 900 of them 0).
 metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vector<ZfsPoolList>& lists,
-                                 StatusFormat format, std::map<std::string, ScrubMemory>& memory);
+                                 StatusFormat format, std::map<std::string, ScrubMemory>& memory,
+                                 bool all_states = false);
 
 // True when a pool's data vdevs (data/special/dedup roles) are all mirror/raidz/draid: it survives
 // a member failure (its stack model's designed redundancy, probes/zfs/stack.hpp). copies=N datasets
@@ -67,7 +71,8 @@ inline constexpr auto kPoolListMaxAge = std::chrono::seconds(120);
 
 class ZfsProbe final : public Probe {
  public:
-  explicit ZfsProbe(std::shared_ptr<StatusShare> share = nullptr) : share_(std::move(share)) {}
+  explicit ZfsProbe(std::shared_ptr<StatusShare> share = nullptr, bool all_states = false)
+      : all_states_(all_states), share_(std::move(share)) {}
   std::string name() const override { return "zfs"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
@@ -84,6 +89,7 @@ class ZfsProbe final : public Probe {
   std::vector<ZfsPoolList> lists_;
   std::optional<SteadyTime> lists_at_;
   std::map<std::string, ScrubMemory> scrubs_;
+  bool all_states_;
   std::shared_ptr<StatusShare> share_;
 };
 

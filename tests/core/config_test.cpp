@@ -112,6 +112,10 @@ TEST(Config, SeriesDetailOptionsDefaultLeanAndNameTheKeyWhenWrong) {
   EXPECT_TRUE(config::parse_config("xfs: {detail: full}\n", "x.yaml").xfs.error_config_series());
   EXPECT_NE(error_of("xfs:\n  detail: errors\n").find("fsaudit.yaml:2:11: key 'xfs.detail'"), std::string::npos)
       << error_of("xfs:\n  detail: errors\n");
+  EXPECT_FALSE(c.zfs.all_states());
+  EXPECT_TRUE(config::parse_config("zfs: {detail: full}\n", "x.yaml").zfs.all_states());
+  EXPECT_NE(error_of("zfs:\n  detail: states\n").find("fsaudit.yaml:2:11: key 'zfs.detail'"), std::string::npos)
+      << error_of("zfs:\n  detail: states\n");
 }
 
 TEST(Config, BadDurationAndSize) {

@@ -811,3 +811,23 @@ TEST(SetupCli, CanarySuggestThroughTheDaemonBinary) {
 
 }  // namespace
 }  // namespace fsaudit::setup
+
+// Issue 33: info findings (advice no alert reads, one per dataset on hosts of thousands) are series
+// only with setup.detail: full; warnings always; the status page's facts list both either way.
+namespace fsaudit::setup {
+TEST(SetupProbe, InfoFindingsAreSeriesOnlyWithDetailFull) {
+  HostReport r;
+  TargetReport t;
+  t.facts.target = "/tank/customer-7";
+  t.eval.findings = {{"zfs_compression_off", "info", "compression=off"}, {"zfs_stacked_vdev", "warning", "a file vdev"}};
+  r.targets.push_back(t);
+  for (bool full : {false, true}) {
+    SCOPED_TRACE(full ? "detail full" : "detail compact");
+    auto b = setup_metrics(r, full);
+    EXPECT_EQ(b.value("fsaudit_setup_finding", {{"target", "/tank/customer-7"}, {"rule", "zfs_stacked_vdev"}}), 1);
+    EXPECT_EQ(b.has("fsaudit_setup_finding", {{"target", "/tank/customer-7"}, {"rule", "zfs_compression_off"}}), full);
+    EXPECT_EQ(b.status.fs("/tank/customer-7").setup_findings.size(), 2u);
+  }
+}
+
+}  // namespace fsaudit::setup

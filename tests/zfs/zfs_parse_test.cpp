@@ -1074,6 +1074,12 @@ TEST(ZfsStatusJson, JsonAndTextOfTheSamePoolAgree) {
 }
 
 // ---------------------------------------------------------------- metrics from parsed output
+std::size_t series(const metrics::Batch& b, const std::string& name) {
+  for (const auto& f : b.families())
+    if (f.name == name) return f.metric.size();
+  return 0;
+}
+
 TEST(ZfsMetrics, CksumVdevStateSetAndScan) {
   auto r = status(local_data("zfs-fuse-status-after-corruption-scrub-cksum-96M.txt"));
   auto l = parse_zpool_list(local_data("zfs-fuse-list-H-o-with-data-96M.txt"), "name,size,allocated,free,capacity,health");
@@ -1084,7 +1090,14 @@ TEST(ZfsMetrics, CksumVdevStateSetAndScan) {
   EXPECT_EQ(b.value("fsaudit_zfs_vdev_errors", {{"pool", "fsauditcap"}, {"vdev", vb}, {"kind", "checksum"}}), 136);
   EXPECT_EQ(b.value("fsaudit_zfs_vdev_errors", {{"pool", "fsauditcap"}, {"vdev", vb}, {"kind", "read"}}), 0);
   EXPECT_EQ(b.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}, {"state", "online"}}), 1);
-  EXPECT_EQ(b.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}, {"state", "degraded"}}), 0);
+  // By default (zfs.detail: compact) a state set is its current state alone; with full, every state.
+  EXPECT_FALSE(b.has("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}, {"state", "degraded"}}));
+  EXPECT_EQ(series(b, "fsaudit_zfs_vdev_state"), r.pools[0].vdevs.size());
+  auto full = build_zfs_metrics(r, *l, StatusFormat::text, mem, true);
+  EXPECT_EQ(full.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}, {"state", "online"}}), 1);
+  EXPECT_EQ(full.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}, {"state", "degraded"}}), 0);
+  EXPECT_EQ(series(full, "fsaudit_zfs_pool_state"), 7u);
+  EXPECT_EQ(series(full, "fsaudit_zfs_scan_state"), 5u);
   EXPECT_EQ(b.value("fsaudit_zfs_vdev_state", {{"vdev", "mirror-0"}, {"state", "online"}}), 1);
   EXPECT_EQ(b.value("fsaudit_zfs_scan_state", {{"pool", "fsauditcap"}, {"state", "finished"}}), 1);
   EXPECT_EQ(b.value("fsaudit_zfs_scan_function", {{"pool", "fsauditcap"}, {"state", "scrub"}}), 1);

@@ -19,7 +19,8 @@
 //       grace: 6h                   # a canary covers while its last met expectation is younger than
 //                                   # its interval plus this grace
 //       exempt: ["/boot", "/boot/efi"]   # targets left out of coverage (globs)
-//     detail: compact               # full: one series per rule that cannot be judged, not one count
+//     detail: compact               # full: one series per rule that cannot be judged, not one count,
+//                                   # and info findings as fsaudit_setup_finding series too
 #include <chrono>
 #include <cstdint>
 #include <string>
