@@ -10,10 +10,10 @@ const std::vector<ProbeType>& probe_types() {
   static const std::vector<ProbeType> types = {
       {"capacity", ProbeSettings{true, 30s, 2s, 10s}, "", nullptr},
       {"mount", ProbeSettings{true, 15s, 1s, 10s}, "", nullptr},
-      {"zfs", ProbeSettings{true, 30s, 2s, 20s}, "zfs", [](Section s, Config& c) { c.zfs = parse_zfs(std::move(s)); }},
+      {"zfs", ProbeSettings{true, 30s, 2s, 20s}, "zfs", [](Section s, Config& c) { c.zfs.detail = parse_detail(std::move(s)).detail; }},
       {"btrfs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
       {"bcachefs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
-      {"xfs", ProbeSettings{true, 60s, 3s, 20s}, "xfs", [](Section s, Config& c) { c.xfs = parse_xfs(std::move(s)); }},
+      {"xfs", ProbeSettings{true, 60s, 3s, 20s}, "xfs", [](Section s, Config& c) { c.xfs.detail = parse_detail(std::move(s)).detail; }},
       {"ext4", ProbeSettings{true, 60s, 3s, 10s}, "", nullptr},
       {"md", ProbeSettings{true, 30s, 2s, 10s}, "", nullptr},
       {"disk", ProbeSettings{true, 5min, 10s, 20s}, "", nullptr},

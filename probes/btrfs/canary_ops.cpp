@@ -66,11 +66,8 @@ Result<std::vector<std::string>> CanaryOps::members() {
   auto r = run({env_.tool("btrfs"), "filesystem", "show", t_.mountpoint});
   if (!r.ok()) return err("btrfs filesystem show " + t_.mountpoint + ": " + r.describe());
   auto out = parse_filesystem_show_devices(r.out);
-  for (auto& p : out) {
-    std::error_code ec;
-    auto c = fs::canonical(p, ec);
-    if (!ec) p = c.string();
-  }
+  // Resolved as the counters resolve them: zfs-fuse, without -P, prints a loop device as "loop5".
+  for (auto& p : out) p = canary::canonical_member(env_.host, p);
   return out;
 }
 

@@ -93,24 +93,30 @@ def includes(root, rel):
     return INCLUDE.findall(code_only(read(root, rel)))
 
 
-def impure_reach(root, rel, seen=None):
-    """The first include on a path from `rel` that is not pure, as 'a.hpp -> b.hpp -> <x>'."""
+def include_reach(root, rel, system, project=(), seen=None):
+    """The first include on a path from `rel` of a system header starting with one of `system` or a
+    project header starting with one of `project`, as 'a.hpp -> b.hpp -> <x>'; None if there is none."""
     seen = set() if seen is None else seen
     if rel in seen:
         return None
     seen.add(rel)
     for kind, name in includes(root, rel):
         if kind == "<":
-            if name.startswith(IMPURE_SYSTEM):
+            if name.startswith(system):
                 return "<" + name + ">"
             continue
-        if name.startswith(IMPURE_PROJECT):
+        if project and name.startswith(project):
             return name
         if os.path.exists(os.path.join(root, name)):
-            deeper = impure_reach(root, name, seen)
+            deeper = include_reach(root, name, system, project, seen)
             if deeper:
                 return name + " -> " + deeper
     return None
+
+
+def impure_reach(root, rel):
+    """The first include on a path from `rel` that is not pure."""
+    return include_reach(root, rel, IMPURE_SYSTEM, IMPURE_PROJECT)
 
 
 def cmake_graph(root):
@@ -262,21 +268,9 @@ PROBE_YAML_PENDING = {"probes/canary/probe.hpp", "probes/disk/probe.hpp", "probe
                       "probes/latency/probe.hpp", "probes/scrub/probe.hpp", "probes/setup/probe.hpp"}
 
 
-def yaml_reach(root, rel, seen=None):
+def yaml_reach(root, rel):
     """The include path from `rel` to <yaml-cpp/...>, as 'a.hpp -> b.hpp -> <yaml-cpp/yaml.h>', or None."""
-    seen = set() if seen is None else seen
-    if rel in seen:
-        return None
-    seen.add(rel)
-    for kind, name in includes(root, rel):
-        if kind == "<":
-            if name.startswith("yaml-cpp/"):
-                return "<" + name + ">"
-        elif os.path.exists(os.path.join(root, name)):
-            deeper = yaml_reach(root, name, seen)
-            if deeper:
-                return name + " -> " + deeper
-    return None
+    return include_reach(root, rel, ("yaml-cpp/",))
 
 
 def probe_yaml_problems(root, rels):

@@ -1,9 +1,9 @@
-#include "daemon/config/sections/zfs.hpp"
+#include "daemon/config/sections/detail.hpp"
 
 namespace fsaudit::config {
 
-ZfsConfig parse_zfs(Section s) {
-  ZfsConfig c;
+DetailConfig parse_detail(Section s) {
+  DetailConfig c;
   c.detail = s.choice("detail", c.detail, {"compact", "full"});
   s.finish();
   return c;
