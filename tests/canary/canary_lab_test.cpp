@@ -1061,7 +1061,7 @@ TEST(CanaryDaemon, LabModeShowsEveryVerdict) {
     auto text = dp.wait_for(all, 300);
     for (const auto& [name, verdict] : want) {
       EXPECT_EQ(scrape_value(text, "fsaudit_canary_last_verdict", {{"target", name}, {"verdict", verdict}}), 1)
-          << name << "\n" << scrape_lines(text, "fsaudit_canary_last_verdict");
+          << name << "\n" << scrape_lines(text, "fsaudit_canary_last_verdict") << "\n" << dp.log();
       EXPECT_EQ(scrape_value(text, "fsaudit_canary_expectation_met", {{"target", name}}), 1) << name;
     }
     EXPECT_EQ(dp.stop(60), 0) << dp.log();
