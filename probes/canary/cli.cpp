@@ -47,7 +47,7 @@ Result<void> init_canary(const config::Config& cfg, const std::string& name, Com
   if (!t) return err("\"" + name + "\" is not a canary in " + cfg.source + "; add it under canary.canaries first");
   auto ops = make_canary_ops(*t, StackEnv{runner, cfg.tools, {}, std::chrono::minutes(2)}, cfg.host);
   if (!ops) return err("refused: " + ops.error());
-  auto ids = verify_for_init(*t, cfg.host, ops->get());
+  auto ids = verify_for_init(*t, cfg.host, **ops);
   if (!ids) return err("refused: " + ids.error());
   if (auto why = init_blocker(t->mountpoint); !why.empty()) {
     if (!opts.force) return err("refused: " + why + "; use --force REASON if this really is a dedicated canary");

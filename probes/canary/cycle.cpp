@@ -393,7 +393,7 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
     return keep("the marker " + inflight_path(env.state_dir, name).string() + " is unreadable (" + m->unreadable +
                 "); inspect it, then remove it");
   bool online = is_online(*t, env.host);
-  auto v = verify_canary(cfg, name, env.host, env.state_dir, online ? &ops : nullptr, online);
+  auto v = verify_canary(cfg, name, env.host, env.state_dir, ops, online);
   if (!v) return keep(std::string("cannot verify the canary ") + (online ? "online" : "offline") + ": " + v.error());
 
   if (m->injection && m->phase != "cleaning") {
@@ -408,7 +408,7 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
       // The restore goes to a device nothing holds: take the canary offline first.
       if (auto off = ops.take_offline(); !off) return keep("cannot take the canary offline to restore it: " + off.error());
       online = false;
-      v = verify_canary(cfg, name, env.host, env.state_dir, nullptr, false);
+      v = verify_canary(cfg, name, env.host, env.state_dir, ops, false);
       if (!v) return keep("cannot verify the canary offline: " + v.error());
     }
     if (!find_member(*v, inj.device)) return keep("the marker names " + inj.device + ", which is not a verified member of the canary");
@@ -431,7 +431,7 @@ std::string recover_pending(const config::CanaryConfig& cfg, const std::string& 
     if (!wait_online(*t, env.host)) return keep("it did not appear at " + t->mountpoint + " after mounting");
     story += "; brought the canary back online";
   }
-  auto vo = verify_canary(cfg, name, env.host, env.state_dir, &ops, true);
+  auto vo = verify_canary(cfg, name, env.host, env.state_dir, ops, true);
   if (!vo) return keep("the canary is not verified online: " + vo.error());
   remove_canary_file(*t, nullptr);
   story += "; removed the canary file";
@@ -592,7 +592,7 @@ class Cycle {
       }
       online_ = true;
     }
-    auto vo = verify_canary(cfg_, name_, env_.host, env_.state_dir, ops_nostop_.get(), true);
+    auto vo = verify_canary(cfg_, name_, env_.host, env_.state_dir, *ops_nostop_, true);
     if (!vo) {
       r_.cleanup_errors.push_back("not verified online: " + vo.error());
       return finish(verdict, reason + " (the canary is not verified online; nothing removed, the marker stays)");
@@ -605,7 +605,7 @@ class Cycle {
 
   // Offline: puts the original bytes back where they differ. False when that could not be done.
   bool undo_injection() {
-    auto vv = verify_canary(cfg_, name_, env_.host, env_.state_dir, nullptr, false);
+    auto vv = verify_canary(cfg_, name_, env_.host, env_.state_dir, *ops_nostop_, false);
     if (!vv) {
       r_.cleanup_errors.push_back("restore skipped: " + vv.error());
       return false;
@@ -654,7 +654,7 @@ class Cycle {
     // reason that does not say what is wrong with the pool.
     auto model = ops_->model();
     if (model && !model->healthy()) return refuse_unhealthy(*model);
-    auto v = verify_canary(cfg_, name_, env_.host, env_.state_dir, ops_.get(), true);
+    auto v = verify_canary(cfg_, name_, env_.host, env_.state_dir, *ops_, true);
     if (!v) return finish(Verdict::refused, v.error());
     if (auto why = adopt_stack(model); why) return why;
     auto before = ops_->counters();
@@ -719,7 +719,7 @@ class Cycle {
     online_ = false;
     advance("offline");
     // The offline re-check: the scan and the write go to the members it verified, nothing else.
-    auto vv = verify_canary(cfg_, name_, env_.host, env_.state_dir, nullptr, false);
+    auto vv = verify_canary(cfg_, name_, env_.host, env_.state_dir, *ops_nostop_, false);
     if (!vv) return abort(Verdict::refused, vv.error());
     vv_.emplace(std::move(*vv));
     return std::nullopt;
@@ -777,7 +777,7 @@ class Cycle {
     if (auto on = ops_nostop_->bring_online(); !on) return abort(Verdict::error, on.error());
     if (!wait_online(*t_, env_.host)) return abort(Verdict::error, "canary did not come back online at " + t_->mountpoint);
     online_ = true;
-    if (auto von = verify_canary(cfg_, name_, env_.host, env_.state_dir, ops_nostop_.get(), true); !von)
+    if (auto von = verify_canary(cfg_, name_, env_.host, env_.state_dir, *ops_nostop_, true); !von)
       return abort(Verdict::refused, "after mounting: " + von.error());
     advance("online");
     return std::nullopt;

@@ -64,7 +64,7 @@ std::string counters_clear(const Args& a, const config::Config& own, CommandRunn
   if (!ops) return refuse(ops.error());
   // Only a verified, mounted canary: otherwise the mount point belongs to some other filesystem
   // and its counters are real evidence.
-  auto v = verify_canary(own.canary, name, own.host, own.state_dir, ops->get(), true);
+  auto v = verify_canary(own.canary, name, own.host, own.state_dir, **ops, true);
   if (!v) return refuse("canary " + name + " is not verified, nothing cleared: " + v.error());
   if (auto r = (*ops)->clear_counters(); !r) return refuse("clearing the counters of canary " + name + ": " + r.error());
   return done({{"canary", name}, {"cleared", true}});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "daemon/core/fstype.hpp"
 #include "daemon/core/files.hpp"
 
 namespace fsaudit::canary {
@@ -37,7 +38,7 @@ Result<bool> mounted_at(const HostPaths& host, const std::string& mountpoint) {
 }
 
 std::string mount_conflict(const std::vector<MountEntry>& mounts, const std::vector<DeviceIdentity>& members,
-                           const config::CanaryTarget& t, bool online) {
+                           const config::CanaryTarget& t, bool online, bool pool_mount) {
   const MountEntry* canary_mount = nullptr;
   for (const auto& e : mounts)
     if (e.mountpoint == t.mountpoint) canary_mount = &e;  // the last one is on top
@@ -48,7 +49,7 @@ std::string mount_conflict(const std::vector<MountEntry>& mounts, const std::vec
       return "canary device " + resolve(e.source) + " is also mounted at " + e.mountpoint + ", outside the canary";
   }
   if (!online) {
-    if (t.fs == "zfs" && canary_mount) return "canary pool mount point " + t.mountpoint + " is still mounted";
+    if (pool_mount && canary_mount) return "canary pool mount point " + t.mountpoint + " is still mounted";
     return "";
   }
   if (!canary_mount) {
@@ -58,8 +59,8 @@ std::string mount_conflict(const std::vector<MountEntry>& mounts, const std::vec
                        "), which is not the canary: refusing to touch it"
                  : "");
   }
-  if (t.fs == "zfs") {
-    bool pool_fs = canary_mount->fstype.find("zfs") != std::string::npos &&
+  if (pool_mount) {
+    bool pool_fs = fstype::is_zfs(canary_mount->fstype) &&
                    (canary_mount->source == t.pool || canary_mount->source.rfind(t.pool + "/", 0) == 0);
     if (!pool_fs)
       return t.mountpoint + " is " + canary_mount->source + " (" + canary_mount->fstype +
@@ -83,7 +84,7 @@ std::string mount_conflict(const std::vector<MountEntry>& mounts, const std::vec
 namespace {
 
 Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t, const HostPaths& host,
-                                                  CanaryOps* stack, bool online) {
+                                                  CanaryOps& stack, bool online) {
   std::vector<DeviceIdentity> ids;
   std::set<std::string> seen;
   for (const auto& d : t.devices) {
@@ -97,17 +98,17 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
       for (fs::directory_iterator it(holders, ec), end; !ec && it != end; it.increment(ec))
         return err("canary device " + id->resolved + " is held by " + it->path().filename().string() +
                    " (device mapper / md): it is in use outside the canary");
-    } else if (t.fs != "zfs") {
+    } else if (!stack.allows_file_members()) {
       return err("device " + d + " is a regular file; only ZFS canaries may use file vdevs");
     }
     ids.push_back(*id);
   }
   auto mounts = read_mount_table(host);
   if (!mounts) return err(mounts.error());
-  std::string why = mount_conflict(**mounts, ids, t, online);
+  std::string why = mount_conflict(**mounts, ids, t, online, stack.mounted_as_pool());
   if (!why.empty()) return err(why);
-  if (online && stack && stack->lists_members()) {
-    auto m = stack->members();
+  if (online && stack.lists_members()) {
+    auto m = stack.members();
     if (!m) return err(m.error());
     std::set<std::string> want, have(m->begin(), m->end());
     for (const auto& i : ids) want.insert(i.resolved);
@@ -122,12 +123,12 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
 
 }  // namespace
 
-Result<std::vector<DeviceIdentity>> verify_for_init(const config::CanaryTarget& t, const HostPaths& host, CanaryOps* stack) {
+Result<std::vector<DeviceIdentity>> verify_for_init(const config::CanaryTarget& t, const HostPaths& host, CanaryOps& stack) {
   return common_checks(t, host, stack, true);
 }
 
 Result<Verified> verify_canary(const config::CanaryConfig& cfg, const std::string& name, const HostPaths& host,
-                               const fs::path& state_dir, CanaryOps* stack, bool online) {
+                               const fs::path& state_dir, CanaryOps& stack, bool online) {
   Verified v;
   v.target = cfg.find(name);
   if (!v.target) return err("\"" + name + "\" is not a canary in the config; only configured canaries may be corrupted");

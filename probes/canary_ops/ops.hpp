@@ -80,6 +80,11 @@ class CanaryOps {
   // The stack reports its own members (a multi-device filesystem or a pool): the safety check
   // compares them with the configured devices.
   virtual bool lists_members() const = 0;
+  // The canary's own mount is a dataset of its pool (ZFS: found by the pool's name), not a mount of
+  // a member device; an exported pool leaves nothing mounted at its mount point.
+  virtual bool mounted_as_pool() const { return false; }
+  // Members may be regular files (ZFS file vdevs); elsewhere a file member is refused.
+  virtual bool allows_file_members() const { return false; }
   // Whether the canary file is fsynced before the stack goes offline.
   virtual bool fsync_before_offline() const { return true; }
   // Members as the stack itself reports them, resolved paths.

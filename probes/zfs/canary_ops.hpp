@@ -11,6 +11,8 @@ class CanaryOps final : public canary::CanaryOps {
   using canary::CanaryOps::CanaryOps;
   bool checksumming() const override { return true; }
   bool lists_members() const override { return true; }
+  bool mounted_as_pool() const override { return true; }
+  bool allows_file_members() const override { return true; }
   // zpool export writes every dirty block out before the pool goes.
   bool fsync_before_offline() const override { return false; }
   Result<std::vector<std::string>> members() override;

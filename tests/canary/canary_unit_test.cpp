@@ -331,12 +331,12 @@ const char* kBase =
     "40 22 7:5 / /srv/canary rw,relatime - xfs /dev/loop5 rw\n";
 
 TEST(CanarySafety, CanaryMountedWhereConfiguredIsFine) {
-  EXPECT_EQ(mount_conflict(mounts(kBase), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/canary"), true), "");
+  EXPECT_EQ(mount_conflict(mounts(kBase), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/canary"), true, false), "");
 }
 
 TEST(CanarySafety, DeviceAlsoMountedElsewhereIsRefused) {
   std::string t = std::string(kBase) + "41 22 7:5 / /mnt/other rw,relatime - xfs /dev/loop5 rw\n";
-  auto why = mount_conflict(mounts(t), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/canary"), true);
+  auto why = mount_conflict(mounts(t), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/canary"), true, false);
   EXPECT_NE(why.find("/mnt/other"), std::string::npos) << why;
 }
 
@@ -346,26 +346,26 @@ TEST(CanarySafety, BindMountOfCanaryElsewhereIsRefused) {
       "22 1 252:0 / / rw - ext4 /dev/vda rw\n"
       "40 22 0:55 / /srv/canary rw - btrfs /dev/loop5 rw\n"
       "41 22 0:55 /sub /var/lib/app rw - btrfs /dev/loop6 rw\n";
-  auto why = mount_conflict(mounts(t), {blockdev("/dev/loop5", 7, 5)}, target("btrfs", "/srv/canary"), true);
+  auto why = mount_conflict(mounts(t), {blockdev("/dev/loop5", 7, 5)}, target("btrfs", "/srv/canary"), true, false);
   EXPECT_NE(why.find("/var/lib/app"), std::string::npos) << why;
 }
 
 TEST(CanarySafety, ProductionFilesystemIsRefused) {
   // The configured mount point is just a directory on the root filesystem.
   const char* root_only = "22 1 252:0 / / rw,relatime - ext4 /dev/vda rw\n";
-  auto why = mount_conflict(mounts(root_only), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/notmounted"), true);
+  auto why = mount_conflict(mounts(root_only), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/notmounted"), true, false);
   EXPECT_NE(why.find("not mounted"), std::string::npos) << why;
   EXPECT_NE(why.find("/dev/vda"), std::string::npos) << why;
   // The mount point is a production filesystem on other devices.
   std::string t = std::string(root_only) + "42 22 8:1 / /data rw - xfs /dev/sda1 rw\n";
-  why = mount_conflict(mounts(t), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/data"), true);
+  why = mount_conflict(mounts(t), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/data"), true, false);
   EXPECT_NE(why.find("production"), std::string::npos) << why;
 }
 
 TEST(CanarySafety, OfflineMeansNoMemberMounted) {
-  EXPECT_NE(mount_conflict(mounts(kBase), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/canary"), false), "");
+  EXPECT_NE(mount_conflict(mounts(kBase), {blockdev("/dev/loop5", 7, 5)}, target("xfs", "/srv/canary"), false, false), "");
   EXPECT_EQ(mount_conflict(mounts("22 1 252:0 / / rw - ext4 /dev/vda rw\n"), {blockdev("/dev/loop5", 7, 5)},
-                           target("xfs", "/srv/canary"), false),
+                           target("xfs", "/srv/canary"), false, false),
             "");
 }
 
@@ -373,9 +373,23 @@ TEST(CanarySafety, ZfsPoolMountIsRecognised) {
   std::string t = "22 1 252:0 / / rw - ext4 /dev/vda rw\n42 27 0:41 / /canexp rw,relatime - fuse.zfs canexp rw\n";
   auto tz = target("zfs", "/canexp");
   tz.pool = "canexp";
-  EXPECT_EQ(mount_conflict(mounts(t), {}, tz, true), "");
+  // Which way a canary's mount is recognised is its operations' answer (ZFS: a dataset of its pool).
+  testing::FakeRunner runner;
+  ToolPaths tools;
+  auto ops = make_canary_ops(tz, StackEnv{runner, tools, {}}, HostPaths{});
+  ASSERT_TRUE(ops.ok()) << ops.error();
+  ASSERT_TRUE((*ops)->mounted_as_pool());
+  EXPECT_TRUE((*ops)->allows_file_members());
+  EXPECT_EQ(mount_conflict(mounts(t), {}, tz, true, (*ops)->mounted_as_pool()), "");
   tz.pool = "otherpool";
-  EXPECT_NE(mount_conflict(mounts(t), {}, tz, true), "");
+  EXPECT_NE(mount_conflict(mounts(t), {}, tz, true, true), "");
+  // Taken for a device mount, the same pool dataset is not the canary's: no member device is mounted there.
+  tz.pool = "canexp";
+  EXPECT_NE(mount_conflict(mounts(t), {}, tz, true, false), "");
+  auto x = make_canary_ops(target("xfs", "/srv/canary"), StackEnv{runner, tools, {}}, HostPaths{});
+  ASSERT_TRUE(x.ok());
+  EXPECT_FALSE((*x)->mounted_as_pool());
+  EXPECT_FALSE((*x)->allows_file_members());
 }
 
 TEST(CanaryIdentity, MismatchReasons) {
