@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "probes/zfs/members.hpp"
 #include "probes/zfs/properties.hpp"
 #include "probes/zfs/scrub_driver.hpp"
 #include "probes/zfs/stack.hpp"
@@ -13,6 +14,17 @@
 namespace fsaudit::zfs {
 
 namespace fs = std::filesystem;
+
+namespace {
+// A leaf as zpool names it ("sdb1", "/dev/sdb1", a file vdev, or a /dev/disk/by-* name as most pools
+// are built) as a resolved path under the host's /dev: member_device() finds the device, as it does
+// for the disk probe.
+std::string member_path(const HostPaths& host, const std::string& name) {
+  std::string dev = member_device(host, name);
+  if (dev.starts_with("/dev/")) dev = host.dev(dev.substr(5)).string();
+  return canary::canonical_member(host, dev.empty() ? name : dev);
+}
+}  // namespace
 
 Result<std::vector<std::string>> CanaryOps::members() {
   auto r = run({env_.tool("zpool"), "status", "-P", t_.pool});
@@ -24,7 +36,7 @@ Result<std::vector<std::string>> CanaryOps::members() {
   for (const auto& v : rep->pools[0].vdevs)
     if (v.leaf && v.role == "data") out.push_back(v.name);
   // Resolved as the counters resolve them: zfs-fuse, without -P, prints a loop device as "loop5".
-  for (auto& p : out) p = canary::canonical_member(env_.host, p);
+  for (auto& p : out) p = member_path(env_.host, p);
   return out;
 }
 
@@ -54,7 +66,7 @@ Result<canary::Counters> CanaryOps::counters() {
     if (!v.leaf) continue;
     c.checksum += v.checksum_errors.value_or(0);
     c.read += v.read_errors.value_or(0);
-    c.per_device[canary::canonical_member(env_.host, v.name)] += v.checksum_errors.value_or(0) + v.read_errors.value_or(0);
+    c.per_device[member_path(env_.host, v.name)] += v.checksum_errors.value_or(0) + v.read_errors.value_or(0);
   }
   return c;
 }

@@ -252,6 +252,47 @@ TEST(CanaryOpsFactory, PicksTheOperationsOfEachFilesystemAndRefusesAnUnknownOne)
   EXPECT_NE(unknown.error().find("fs \"ntfs\" has no canary operations"), std::string::npos) << unknown.error();
 }
 
+// A pool built on /dev/disk/by-id names (as most are) lists its members by those names: the canary
+// resolves them through the host's /dev to the devices the config names, for the member check and
+// for the error counters alike.
+TEST(CanaryOpsZfs, MembersNamedByIdResolveToTheirDevices) {
+  testing::TempDir d("canary-unit");
+  auto host = HostPaths::under(d.path());
+  std::filesystem::create_directories(host.dev("disk/by-id"));
+  testing::write_text(host.dev("sdq1"), "");
+  testing::write_text(host.dev("sdr1"), "");
+  std::filesystem::create_symlink("../../sdq1", host.dev("disk/by-id/ata-FAKE_A-part1"));
+  std::filesystem::create_symlink("../../sdr1", host.dev("disk/by-id/ata-FAKE_B-part1"));
+  const std::string status =
+      "  pool: tank\n state: ONLINE\n scrub: none requested\nconfig:\n\n"
+      "\tNAME                  STATE     READ WRITE CKSUM\n"
+      "\ttank                  ONLINE       0     0     0\n"
+      "\t  mirror-0            ONLINE       0     0     0\n"
+      "\t    ata-FAKE_A-part1  ONLINE       0     0     3\n"
+      "\t    ata-FAKE_B-part1  ONLINE       0     0     0\n\n"
+      "errors: No known data errors\n";
+  testing::FakeRunner runner;
+  runner.answer("zpool status -P tank", status);
+  runner.answer("zpool status tank", status);
+  ToolPaths tools;
+  config::CanaryTarget t;
+  t.name = "c";
+  t.fs = "zfs";
+  t.pool = "tank";
+  t.mountpoint = "/tank";
+  t.devices = {host.dev("sdq1").string(), host.dev("sdr1").string()};
+  auto ops = make_canary_ops(t, StackEnv{runner, tools, {}}, host);
+  ASSERT_TRUE(ops.ok()) << ops.error();
+  auto m = (*ops)->members();
+  ASSERT_TRUE(m.ok()) << m.error();
+  auto canon = [](const std::filesystem::path& p) { return std::filesystem::canonical(p).string(); };
+  EXPECT_EQ(*m, (std::vector<std::string>{canon(host.dev("sdq1")), canon(host.dev("sdr1"))}));
+  auto c = (*ops)->counters();
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_EQ(c->per_device.at(canon(host.dev("sdq1"))), 3u);
+  EXPECT_EQ(c->checksum, 3u);
+}
+
 TEST(CanaryExpectation, MetOrNot) {
   EXPECT_TRUE(expectation_met("repaired", "repaired"));
   EXPECT_FALSE(expectation_met("repaired", "silent"));  // the regression that must page
