@@ -241,9 +241,10 @@ void Daemon::publish_build_info() {
   b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
   b.status.version = FSAUDIT_VERSION;
   b.status.config_reload_ok = last_reload_ok_;
-  store_->publish("build", std::move(b));
   // From the config, not from a cycle: alert exclusions hold before, during and after any cycle.
+  // Published first: a scrape that sees this build's series already sees its canaries' identity.
   if (ext_.config_metrics) store_->publish("canary-identity", ext_.config_metrics(cfg_));
+  store_->publish("build", std::move(b));
 }
 
 bool Daemon::start_exposer() {
