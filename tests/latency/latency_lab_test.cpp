@@ -500,7 +500,7 @@ double sum_of(const std::string& text, const std::string& name) {
 
 // Seven mounts on three device stacks: a btrfs (top level and two subvolumes, each mounted), a zfs-fuse
 // pool (root dataset and two datasets), an ext4. The daemon runs three samplers, keeps one probe file
-// per stack, and over a minute issues no more fsyncs than its budget (2 writes/s host-wide, 1 per
+// per stack, and over half a minute issues no more fsyncs than its budget (2 writes/s host-wide, 1 per
 // stack), counted by the kernel; then the whole scrape passes `promtool check metrics` without lint.
 TEST(LatencyLab, DaemonSamplesEachDeviceStackOnceWithinTheBudget) {
   FSAUDIT_REQUIRE_ZFS_FUSE_OR_SKIP();
@@ -581,7 +581,7 @@ TEST(LatencyLab, DaemonSamplesEachDeviceStackOnceWithinTheBudget) {
     EXPECT_EQ(label_values(text, "fsaudit_fsync_latency_seconds_count", "target"),
               (std::set<std::string>{(T / "btrfs-top").string(), (T / "zfs").string(), (T / "ext4").string()}));
 
-    // The budget, counted by the kernel over one minute.
+    // The budget, counted by the kernel over half a minute (the host budget binds from the first second).
     FsyncTrace trace(T, d.pid());
     ASSERT_TRUE(trace.ok()) << trace.error();
     // The sampler publishes every 5 s: the trace starts and stops right after a publish, so the
@@ -600,16 +600,16 @@ TEST(LatencyLab, DaemonSamplesEachDeviceStackOnceWithinTheBudget) {
     const auto traced_from = std::chrono::steady_clock::now();
     double own0 = ft::scrape_value(text, "fsaudit_latency_fsyncs_total");
     double hist0 = sum_of(text, "fsaudit_fsync_latency_seconds_count");
-    ft::DaemonProcess::sleep_ms(59'000);
+    ft::DaemonProcess::sleep_ms(29'000);
     text = next_publish(ft::scrape_value(d.scrape(), "fsaudit_latency_fsyncs_total"));
     auto counts = trace.stop();
     const double traced = std::chrono::duration<double>(std::chrono::steady_clock::now() - traced_from).count();
     double own = ft::scrape_value(text, "fsaudit_latency_fsyncs_total") - own0;
     double hist = sum_of(text, "fsaudit_fsync_latency_seconds_count") - hist0;
     // 2/s host-wide plus a burst of 2; three stacks want 3/s, so the host budget binds.
-    EXPECT_GE(traced, 59.0);
+    EXPECT_GE(traced, 29.0);
     EXPECT_LE(counts.uring_fsync, 2 * traced + 2 + 2) << "fsaudit's own count: " << own << " in " << traced << " s";
-    EXPECT_GE(counts.uring_fsync, 60) << "the budget is meant to be used, not only capped";
+    EXPECT_GE(counts.uring_fsync, 30) << "the budget is meant to be used, not only capped";
     EXPECT_NEAR(own, counts.uring_fsync, 4);  // fsaudit's counter agrees with the kernel
     EXPECT_NEAR(hist, counts.uring_fsync, 4);
     // fsync(2) calls are not the sampler's (its fills are done): other probes' state files.

@@ -87,7 +87,8 @@ class HostileScrubDaemon : public ::testing::Test {
     for (const char* dev : {"md0", "md1", "md2", "md3", "md5", "md7"})
       s[dev] = read_file(d_ / "sys/block" / dev / "md/sync_action").value_or("?");
     std::string scrubs;
-    for (auto line : lines(read_file(d_ / "calls.log").value_or("")))
+    const std::string calls = read_file(d_ / "calls.log").value_or("");  // lines() views into it
+    for (auto line : lines(calls))
       if (line.find("scrub") != std::string_view::npos && line.find("status") == std::string_view::npos)
         scrubs += std::string(line) + "\n";
     s["scrub commands"] = scrubs;
