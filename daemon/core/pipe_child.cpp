@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,10 +80,22 @@ std::string g_failure;
   int err = exe ? ::fcntl(exec_error, F_DUPFD, 10) : -1;
   if (in < 0 || out < 0 || ::dup2(in, 3) != 3 || ::dup2(out, 4) != 4) ::_exit(127);
   if (exe && (err < 0 || ::dup3(err, 5, O_CLOEXEC) != 5)) ::_exit(127);
+  // Standard input, output and error on /dev/null: a helper stuck in the kernel (a hung mount) must
+  // not hold the daemon's output open, or `fsauditd --once | ...` and whatever reads the daemon's
+  // pipes would wait for it after the daemon has gone.
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0) {
+    for (int fd = 0; fd <= 2; ++fd)
+      if (fd != null_fd) ::dup2(null_fd, fd);
+    if (null_fd <= 2) ::fcntl(null_fd, F_SETFD, 0);
+  }
   const unsigned first_closed = exe ? 6 : 5;
   if (::close_range(first_closed, ~0U, 0) != 0)
     for (int fd = static_cast<int>(first_closed); fd < 65536; ++fd) ::close(fd);
-  ::prctl(PR_SET_NAME, name, 0, 0, 0);
+  // The system call itself, not libc's prctl(): a sanitizer's prctl interceptor takes its thread
+  // registry's lock to record the name, and another thread may have held it at the fork (seen under
+  // ASan: the helper waited on that lock forever).
+  ::syscall(SYS_prctl, PR_SET_NAME, name, 0, 0, 0);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int s : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(s, &dfl, nullptr);

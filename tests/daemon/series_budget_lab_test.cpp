@@ -32,17 +32,17 @@ const std::map<std::string, int>& known_over() {
       // capacity, mount, setup, coverage, the filesystem probe's health, three probe_success series;
       // + the disks under it (fsaudit_target_disk_info, fsaudit_members_at_risk: issue 31)
       {"filesystem ext4", 18},  {"plain disk ext4", 24},
-      // + the scrub's 11 series per target (probes/scrub)
-      {"filesystem xfs", 30},   {"plain disk xfs", 36},
-      // + the scrub's 11 and btrfs's per-profile and per-device series (probes/btrfs), and the stack
+      // + the scrub's 6 series per idle target (probes/scrub)
+      {"filesystem xfs", 25},   {"plain disk xfs", 31},
+      // + the scrub's 6 and btrfs's per-profile and per-device series (probes/btrfs), and the stack
       // model's redundancy margin and designed redundancy (issue 28)
-      {"filesystem btrfs", 50}, {"plain disk btrfs", 56},
+      {"filesystem btrfs", 45}, {"plain disk btrfs", 51},
       // two probe_success series, the two setup warnings of the lab pool (one file vdev) and
       // zfs-fuse's rules that cannot be judged (info findings are series only with setup.detail: full)
       {"filesystem zfs dataset", 14},
       // the pool's zpool list and error gauges (9), its state sets as current states (3 + 1 per vdev),
-      // the scrub's 11, the latency stack's 6, the redundancy margin and designed redundancy
-      {"pool zfs", 37},
+      // the scrub's 6, the latency stack's 6, the redundancy margin and designed redundancy
+      {"pool zfs", 32},
   };
   return m;
 }

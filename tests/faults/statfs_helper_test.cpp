@@ -256,6 +256,28 @@ TEST(StatfsHelpers, ExecFailureFallsBackToForkWithItsReason) {
   EXPECT_EQ(helper_exec_failure(), "");
 }
 
+// A helper holds none of the daemon's standard streams: one stuck in the kernel on a hung mount would
+// otherwise keep `fsauditd --once | ...` (or a test reading the daemon's output) waiting after the
+// daemon has gone. Exec'd and forked alike.
+TEST(StatfsHelpers, AHelperHoldsNoneOfTheDaemonsStandardStreams) {
+  struct Restore {
+    ~Restore() { set_helper_executable(std::nullopt); }
+  } restore;
+  for (bool exec : {true, false}) {
+    set_helper_executable(exec ? std::nullopt : std::optional<std::string>(""));
+    ASSERT_EQ(helpers_exec(), exec) << helper_exec_failure();
+    StatfsHelpers h;
+    Call call(h);
+    const int helper = call.first_helper();
+    ASSERT_GT(helper, 0);
+    for (int fd : {0, 1, 2}) {
+      std::error_code ec;
+      auto target = fs::read_symlink("/proc/" + std::to_string(helper) + "/fd/" + std::to_string(fd), ec);
+      EXPECT_EQ(target, "/dev/null") << (exec ? "exec'd" : "forked") << " helper, fd " << fd << ": " << ec.message();
+    }
+  }
+}
+
 // The pool's bookkeeping on pipes alone (no process behind them: nothing is killed, EOF is seen on
 // the other end): reuse of the last one used, the end of ones a minute unused, the cap.
 TEST(IdleChildren, ReusesTheLastEndsTheUnusedKeepsOneAndTheCap) {

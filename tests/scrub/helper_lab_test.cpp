@@ -120,8 +120,13 @@ TEST_F(ScrubThroughHelperLab, UnprivilegedProbeStartsPausesResumesAndCancelsThro
         if (r.metrics.has("fsaudit_scrub_decision_info", {{"target", target}, {"code", c}})) s.code = c;
       s.running = r.metrics.value("fsaudit_scrub_running", l);
       s.paused = r.metrics.value("fsaudit_scrub_paused", l);
-      s.ok_runs = r.metrics.value("fsaudit_scrub_runs_total", {{"target", target}, {"result", "ok"}});
-      s.canceled_runs = r.metrics.value("fsaudit_scrub_runs_total", {{"target", target}, {"result", "canceled"}});
+      // A result's series appears at its first run: absent is none yet.
+      auto runs = [&](const char* result) {
+        metrics::Labels lr{{"target", target}, {"result", result}};
+        return r.metrics.has("fsaudit_scrub_runs_total", lr) ? r.metrics.value("fsaudit_scrub_runs_total", lr) : 0.0;
+      };
+      s.ok_runs = runs("ok");
+      s.canceled_runs = runs("canceled");
       s.ended = r.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l);
       out += "     code=" + s.code + " running=" + std::to_string(s.running) + " paused=" + std::to_string(s.paused) +
              " ok=" + std::to_string(s.ok_runs) + " canceled=" + std::to_string(s.canceled_runs) +
