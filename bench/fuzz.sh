@@ -4,11 +4,13 @@
 # exec/s, coverage, corpus, seconds, sanitizers, result.
 # A crash leaves its input under <build>/artifacts/<target>/ and makes the script exit 1.
 #
-# usage: bench/fuzz.sh [--runs N] [--ci] [--seconds S] [--only "target ..."] [--build DIR] [--jobs J]
+# usage: bench/fuzz.sh [--runs N] [--ci] [--prebuilt] [--seconds S] [--only "target ..."] [--build DIR] [--jobs J]
 #                      [--parallel P] [--nice N] [--sanitizers LIST] [--max-len N]
 #   --runs N     executions per target (default 10000000)
 #   --ci         30 seconds per target instead of a run count, two targets at a time (what CI runs:
-#                16 targets in about 4 minutes)
+#                18 targets in about 5 minutes)
+#   --prebuilt   the targets are already built in --build DIR (clang's ASan+UBSan build builds them:
+#                scripts/test.sh with FSAUDIT_SANITIZE=1, build-asan/); nothing is configured or built
 #   --seconds S  at most S seconds per target (with or without --runs)
 #   --only LIST  run only these targets (names as in fuzz/CMakeLists.txt)
 #   --jobs J     build jobs (default 2)
@@ -31,10 +33,12 @@ NICE=0
 SANITIZERS=address,undefined
 MAX_LEN=8192
 BUILD_SET=0
+PREBUILT=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS=$2; shift 2;;
     --ci) RUNS=0; SECONDS_EACH=30; PARALLEL=2; shift;;
+    --prebuilt) PREBUILT=1; shift;;
     --seconds) SECONDS_EACH=$2; shift 2;;
     --only) ONLY=$2; shift 2;;
     --build) BUILD=$2; BUILD_SET=1; shift 2;;
@@ -43,7 +47,7 @@ while [ $# -gt 0 ]; do
     --nice) NICE=$2; shift 2;;
     --sanitizers) SANITIZERS=$2; shift 2;;
     --max-len) MAX_LEN=$2; shift 2;;
-    -h|--help) sed -n 2,21p "$0"; exit 0;;
+    -h|--help) sed -n 2,23p "$0"; exit 0;;
     *) echo "unknown argument: $1" >&2; exit 2;;
   esac
 done
@@ -59,11 +63,20 @@ TARGETS="fuzz_zpool_status_text fuzz_zpool_status_json fuzz_zpool_list fuzz_btrf
   fuzz_smartctl_json fuzz_scrub_state"
 [ -n "$ONLY" ] && TARGETS=$ONLY
 
-CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S "$HERE" -B "$BUILD" -DFSAUDIT_FUZZ=ON -DFSAUDIT_TESTS=OFF \
-  "-DFSAUDIT_FUZZ_SANITIZERS=$SANITIZERS" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null
-# shellcheck disable=SC2086
-cmake --build "$BUILD" -j"$JOBS" --target $TARGETS >/dev/null
+if [ "$PREBUILT" = 1 ]; then
+  for t in $TARGETS; do
+    [ -x "$BUILD/fuzz/$t" ] || { echo "--prebuilt: no $BUILD/fuzz/$t (build it: FSAUDIT_SANITIZE=1 scripts/test.sh with clang)" >&2; exit 2; }
+  done
+  # Its sanitizers, not --sanitizers': what the result lines say.
+  SANITIZERS=$(sed -n 's/^FSAUDIT_SANITIZE:BOOL=ON$/address,undefined/p' "$BUILD/CMakeCache.txt")
+  [ -n "$SANITIZERS" ] || SANITIZERS=$(sed -n 's/^FSAUDIT_FUZZ_SANITIZERS:STRING=//p' "$BUILD/CMakeCache.txt")
+else
+  CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S "$HERE" -B "$BUILD" -DFSAUDIT_FUZZ=ON -DFSAUDIT_TESTS=OFF \
+    "-DFSAUDIT_FUZZ_SANITIZERS=$SANITIZERS" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache >/dev/null
+  # shellcheck disable=SC2086
+  cmake --build "$BUILD" -j"$JOBS" --target $TARGETS >/dev/null
+fi
 
 # Seeds: every fixture file that fits the parser, from tests/fixtures and/or tests/data (whichever
 # exist), plus fuzz/seeds/<target>/ and the regression inputs in fuzz/regressions/<target>/.
