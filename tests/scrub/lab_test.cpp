@@ -398,7 +398,9 @@ TEST(ScrubLab, DaemonScrapeShowsBtrfsRaid1ScrubResult) {
   ASSERT_TRUE(lab.error.empty()) << lab.error;
   int port = testing::free_port();
   std::string yaml = "listen: 127.0.0.1:" + std::to_string(port) + "\nstate_dir: " + (lab.dir / "dstate").string() +
-                     "\ntargets:\n  include: [\"" + lab.mnt.string() + "\"]\n" + kBtrfsYaml;
+                     "\ntargets:\n  include: [\"" + lab.mnt.string() + "\"]\n" + kBtrfsYaml +
+                     // The scrub ends in a second: the next run sees it end (the default is every 30 s).
+                     "probes:\n  scrub: {interval: 3s, jitter: 0s}\n";
   testing::DaemonProcess d(lab.dir.path(), yaml, port);
   std::map<std::string, std::string> l{{"target", lab.mnt.string()}, {"fs", "btrfs"}};
   auto text = d.wait_for(
