@@ -437,13 +437,14 @@ void target_metrics(metrics::Batch& b, const Item& it, double now) {
   bool started_now = it.decision.action == Action::start || it.decision.action == Action::resume;
   b.gauge("fsaudit_scrub_running", "1 while a scrub (fsaudit's or anybody's) runs on the target.", l,
           (run_now || (started_now && it.decision.reason.find("(failed") == std::string::npos)) ? 1 : 0);
+  const bool paused = st.running && !run_now && !started_now;
   // Only while a scrub is in progress (running or paused), as its progress: an idle target carries
   // no series that can only say 0 (issue 33's series budget).
   if (st.running || run_now || started_now)
     b.gauge("fsaudit_scrub_paused",
             "1 while the scrub in progress on the target is paused (by fsaudit at its window's end, or by others), 0 "
             "while it runs; absent when no scrub is in progress.",
-            l, (st.running && !run_now && !started_now) ? 1 : 0);
+            l, paused ? 1 : 0);
   if (st.running && it.obs.progress)
     b.gauge("fsaudit_scrub_progress_ratio", "Progress of the running or paused scrub, 0..1.", l, *it.obs.progress);
   double last_start = st.running ? st.run_start : st.last.start;
@@ -469,7 +470,7 @@ void target_metrics(metrics::Batch& b, const Item& it, double now) {
           {"timer", it.decision.mode == Mode::observed_timer ? it.timer : ""}});
   b.info("fsaudit_scrub_decision_info", "What the scheduler decided on its last run, and why (code is bounded).",
          {{"target", it.target.name}, {"fs", it.target.fs}, {"code", it.decision.code}});
-  status_facts(b, it, now, run_now || started_now, st.running && !run_now && !started_now);
+  status_facts(b, it, now, run_now || started_now, paused);
   // One series per result seen, not four from the start: most targets only ever see "ok". A result's
   // series appears at its first run (1), which increase() over a window that holds its start misses:
   // the last run's own result is fsaudit_scrub_last_result_info.
