@@ -334,8 +334,9 @@ def pool_detail():
                                             "shutdown, md degraded members and mismatch count of the last check.",
             options=TS, custom=ts_custom())
     d.panel("timeseries", "ZFS pool state",
-            [q(f'fsaudit_zfs_pool_state{{{I}, {P}, state!="online"}}', "{{pool}} {{state}}")],
-            w=12, unit="short", description="1 while the pool is in that (non-ONLINE) state.",
+            [q(f'fsaudit_zfs_pool_state{{{I}, {P}}} == 1', "{{pool}} {{state}}")],
+            w=12, unit="short", description="The state each pool is in (one line per pool and state it was in: "
+                                            "a line other than online is the trouble).",
             options=TS, custom=ts_custom(draw="line", fill=30), min_=0, max_=1)
 
     d.row("Disks")
@@ -447,8 +448,8 @@ def pool_detail():
             options=TS, custom=ts_custom(draw="bars", fill=80))
     d.panel("table", "Probe status",
             [q(f'fsaudit_probe_success{{{I}}}', instant=True, fmt="table")],
-            w=12, unit="none", description="Every probe on every target: did its last run succeed. "
-                              "Failure reasons are in fsaudit_probe_failure_info; hung runs in fsaudit_probe_stuck.",
+            w=12, unit="none", description="Every host-wide probe, and every per-filesystem probe that is failing: did its last "
+                              "run succeed (a per-filesystem probe's series is there only while it fails). Failure reasons are in fsaudit_probe_failure_info; hung runs in fsaudit_probe_stuck.",
             options=TABLE,
             overrides=[{"matcher": {"id": "byName", "options": "Value"},
                         "properties": [{"id": "displayName", "value": "success"},

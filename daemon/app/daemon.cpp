@@ -263,7 +263,7 @@ bool Daemon::start_exposer() {
   auto s = http::Server::start(std::move(o), [store = store_] { return store->exposition(); },
                                [store = store_] { return store->status(); });
   if (!s) {
-    bool port = s.error().rfind("cannot listen", 0) == 0;
+    bool port = s.kind() == ErrorKind::in_use;
     logging::log(spdlog::level::err, s.error() + (port ? " (is another fsauditd or exporter using the port? change 'listen:')" : ""));
     return false;
   }
@@ -448,9 +448,14 @@ void Daemon::publish_job_locked(const JobOutcome& o) {
   s.published = said;  // the batch below is built from it alone
   metrics::Labels l{{"probe", probe}, {"target", target}};
   metrics::Batch b;
-  b.gauge("fsaudit_probe_success",
-          "1 if the last run of the probe on the target succeeded (or had nothing to do), 0 if it failed.", l,
-          said.failed ? 0 : 1);
+  // A host-wide probe's success is always a series. A per-filesystem probe's is one only while it
+  // fails (0): 1,000 filesystems would otherwise carry 3,000 series that say 1 (issue 33's series
+  // budget); the target's own series and fsaudit_probe_runs_total show that the probe runs.
+  if (o.spec->target.is_host() || said.failed)
+    b.gauge("fsaudit_probe_success",
+            "1 if the last run of the probe succeeded (or had nothing to do), 0 if it failed; per-filesystem probes "
+            "only while failing.",
+            l, said.failed ? 0 : 1);
   if (said.applicable)
     b.gauge("fsaudit_probe_applicable", "0 if the probe found nothing to do on this target (e.g. no ZFS pools).", l,
             *said.applicable ? 1 : 0);

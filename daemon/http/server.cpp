@@ -108,7 +108,7 @@ Result<void> Server::listen() {
   if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(fd, 64) != 0) {
     int e = errno;
     ::close(fd);
-    return err(std::strerror(e));
+    return err(std::strerror(e), e == EADDRINUSE ? ErrorKind::in_use : ErrorKind::failed);
   }
   listen_fd_ = fd;
   return {};
@@ -122,7 +122,7 @@ Result<std::unique_ptr<Server>> Server::start(ServerOptions opts, TextSource met
     if (!ctx) return err("cannot serve TLS on " + where + ": " + ctx.error());
     s->tls_ = std::move(*ctx);
   }
-  if (auto l = s->listen(); !l) return err("cannot listen on " + where + ": " + l.error());
+  if (auto l = s->listen(); !l) return err_in("cannot listen on " + where + ": ", l);
   s->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (s->wake_fd_ < 0) return err(std::string("eventfd: ") + std::strerror(errno));
   for (int i = 0; i < std::max(1, s->opts_.threads); ++i)

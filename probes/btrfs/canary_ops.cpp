@@ -151,4 +151,28 @@ Result<void> CanaryOps::clear_counters() {
   return {};
 }
 
+Result<void> CanaryOps::build_lab(canary::LabHost& lab, const canary::LabSpec& spec) {
+  if (find_tool("mkfs.btrfs").empty()) return err("mkfs.btrfs not installed (btrfs-progs)");
+  // Data and metadata both dup on one device: mkfs.btrfs refuses anything below 256 MiB.
+  const std::uint64_t size = spec.profile == "dup" ? std::max<std::uint64_t>(spec.image_size, 256ull << 20) : spec.image_size;
+  t_.devices.clear();
+  for (int i = 0; i < spec.members; ++i) {
+    auto d = lab.loop_device(spec.name + "-" + std::to_string(i) + ".img", size);
+    if (!d) return err(d.error());
+    t_.devices.push_back(*d);
+  }
+  // Metadata keeps at least two copies (dup on one device), so that a data block the cycle
+  // corrupts is what the filesystem reports.
+  const std::string meta = spec.profile == "single" ? "dup" : spec.profile;
+  std::vector<std::string> argv = {"mkfs.btrfs", "-f", "-q", "-L", "fsaudit-lab-" + spec.name, "-d", spec.profile, "-m", meta};
+  argv.insert(argv.end(), t_.devices.begin(), t_.devices.end());
+  if (auto r = lab.run(argv); !r.ok()) return err("mkfs.btrfs: " + r.describe());
+  std::vector<std::string> opts = {"-t", "btrfs"};
+  // The kernel assembles a multi-device btrfs only when it knows every member (as bring_online).
+  std::string others;
+  for (std::size_t i = 1; i < t_.devices.size(); ++i) others += (others.empty() ? "device=" : ",device=") + t_.devices[i];
+  if (!others.empty()) opts.insert(opts.end(), {"-o", others});
+  return lab.mount(t_.devices[0], t_.mountpoint, opts);
+}
+
 }  // namespace fsaudit::btrfs

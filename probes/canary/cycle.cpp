@@ -764,7 +764,7 @@ class Cycle {
     if (auto w = write_marker(env_.state_dir, name_, mk_); !w) return abort(Verdict::error, "cannot write in-flight marker: " + w.error());
     inj_ = I;  // from here on, abort() restores the bytes (when they differ from the original)
     auto wr = raw_write(RawWriteRequest{I.device, I.offset, inj_after_, inj_before_}, {*grant});
-    if (!wr) return abort(wr.error().rfind("refused", 0) == 0 ? Verdict::refused : Verdict::error, wr.error());
+    if (!wr) return abort(wr.kind() == ErrorKind::refused ? Verdict::refused : Verdict::error, wr.error());
     inj_complete_ = true;
     r_.injection = I;
     t_injected_ = std::chrono::steady_clock::now();

@@ -18,6 +18,7 @@
 #include "daemon/core/strings.hpp"
 #include "probes/canary/cli.hpp"
 #include "probes/canary/safety.hpp"
+#include "probes/canary/stack.hpp"
 #include "probes/zfs/status.hpp"
 
 namespace fsaudit::canary {
@@ -33,9 +34,6 @@ bool under(const fs::path& p, const fs::path& dir) {
   if (!b.empty() && b.back() != '/') b += '/';
   return a.rfind(b, 0) == 0 && a.find("/../") == std::string::npos;
 }
-
-// zfs-fuse's smallest vdev: the lab's pools are as small as they can be.
-constexpr std::uint64_t kZfsVdevSize = 64ull << 20;
 }  // namespace
 
 LabLeftovers sanitize_leftovers(const std::string& text, const fs::path& dir) {
@@ -107,56 +105,43 @@ Result<void> create_image(const std::string& file, std::uint64_t size) {
   return {};
 }
 
-Result<std::string> Lab::attach(const std::string& file, std::uint64_t size) {
+Result<std::string> Lab::image(const std::string& name, std::uint64_t size) {
+  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') return err("bad lab image name " + name);
+  const std::string file = (dir_ / name).string();
   if (auto c = create_image(file, size); !c) return err(c.error());
   files_.push_back(file);
-  auto r = run({"losetup", "-f", "--show", file});
-  if (!r.ok()) return err("losetup -f --show " + file + ": " + r.describe());
+  save();
+  return file;
+}
+
+Result<std::string> Lab::loop_device(const std::string& name, std::uint64_t size) {
+  auto file = image(name, size);
+  if (!file) return file;
+  auto r = run({"losetup", "-f", "--show", *file});
+  if (!r.ok()) return err("losetup -f --show " + *file + ": " + r.describe());
   std::string dev(trim(r.out));
   loops_.push_back(dev);
   save();
   return dev;
 }
 
-Result<void> Lab::mount(const config::CanaryTarget& t, std::vector<std::string> options) {
+Result<void> Lab::mount(const std::string& device, const std::string& mountpoint, const std::vector<std::string>& options) {
+  if (!under(mountpoint, dir_ / "mnt")) return err("a lab mount belongs under " + (dir_ / "mnt").string() + ", not " + mountpoint);
   std::vector<std::string> argv = {"mount"};
   argv.insert(argv.end(), options.begin(), options.end());
-  argv.push_back(t.devices[0]);
-  argv.push_back(t.mountpoint);
+  argv.push_back(device);
+  argv.push_back(mountpoint);
   auto r = run(argv);
-  if (!r.ok()) return err("mount " + t.devices[0] + ": " + r.describe());
-  mounts_.push_back(t.mountpoint);
+  if (!r.ok()) return err("mount " + device + ": " + r.describe());
+  mounts_.push_back(mountpoint);
   save();
   return {};
-}
-
-Result<void> Lab::build_btrfs(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t) {
-  if (find_tool("mkfs.btrfs").empty()) return err("mkfs.btrfs not installed (btrfs-progs)");
-  // Data and metadata both dup on one device: mkfs.btrfs refuses anything below 256 MiB.
-  std::uint64_t size = s.profile == "dup" ? std::max<std::uint64_t>(cfg.canary.lab.image_size, 256ull << 20)
-                                          : cfg.canary.lab.image_size;
-  for (int i = 0; i < s.members; ++i) {
-    auto d = attach((dir_ / (s.name + "-" + std::to_string(i) + ".img")).string(), size);
-    if (!d) return err(d.error());
-    t.devices.push_back(*d);
-  }
-  // Metadata keeps at least two copies (dup on one device), so that a data block the cycle
-  // corrupts is what the filesystem reports.
-  std::string meta = s.profile == "single" ? "dup" : s.profile;
-  std::vector<std::string> argv = {"mkfs.btrfs", "-f", "-q", "-L", "fsaudit-lab-" + s.name, "-d", s.profile, "-m", meta};
-  argv.insert(argv.end(), t.devices.begin(), t.devices.end());
-  if (auto r = run(argv); !r.ok()) return err("mkfs.btrfs: " + r.describe());
-  std::vector<std::string> opts = {"-t", "btrfs"};
-  std::string others;
-  for (std::size_t i = 1; i < t.devices.size(); ++i) others += (others.empty() ? "device=" : ",device=") + t.devices[i];
-  if (!others.empty()) opts.insert(opts.end(), {"-o", others});
-  return mount(t, opts);
 }
 
 // zfs-fuse is one per machine. The lab starts (and then owns, under the lock) one only when none
 // runs; a zfs-fuse that runs already is used as it is, for pools of the lab's own, and never
 // stopped by the lab.
-Result<void> Lab::start_zfs_fuse() {
+Result<void> Lab::start_zfs() {
   if (find_tool("zfs-fuse").empty() || find_tool("zpool").empty()) return err("zfs-fuse is not installed");
   if (::access("/dev/fuse", R_OK | W_OK) != 0) return err("no /dev/fuse");
   if (zfs_pid_ > 0 || run({"zpool", "list", "-H"}, 10).ok()) return {};
@@ -183,42 +168,20 @@ Result<void> Lab::start_zfs_fuse() {
   return err("zfs-fuse did not come up within 10 s (see " + (dir_ / "zfs-fuse.log").string() + ")");
 }
 
-Result<void> Lab::build_zfs(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t) {
-  if (auto z = start_zfs_fuse(); !z) return z;
-  for (int i = 0; i < s.members; ++i) {
-    std::string f = (dir_ / (s.name + "-" + std::to_string(i) + ".vdev")).string();
-    if (auto c = create_image(f, kZfsVdevSize); !c) return err(c.error());
-    files_.push_back(f);
-    t.devices.push_back(f);
-  }
-  // Digits only (what a leftover pool name may be); unique per stack of this process.
-  t.pool = "fsauditlab" + std::to_string(::getpid()) + std::to_string(++pool_serial_);
-  std::vector<std::string> argv = {"zpool", "create", "-f", "-m", t.mountpoint, t.pool};
-  if (!s.profile.empty()) argv.push_back(s.profile);
-  argv.insert(argv.end(), t.devices.begin(), t.devices.end());
-  if (auto r = run(argv); !r.ok()) return err("zpool create: " + r.describe());
-  pools_.push_back(t.pool);
+// Digits only after the prefix (what sanitize_leftovers accepts); unique per stack of this process.
+std::string Lab::new_pool_name() { return "fsauditlab" + std::to_string(::getpid()) + std::to_string(++pool_serial_); }
+
+void Lab::created_pool(const std::string& pool) {
+  pools_.push_back(pool);
   save();
-  if (s.copies > 1)
-    if (auto r = run({"zfs", "set", "copies=" + std::to_string(s.copies), t.pool}); !r.ok())
-      return err("zfs set copies: " + r.describe());
-  for (int i = 0; i < 100; ++i) {
-    if (auto m = mounted_at(cfg.host, t.mountpoint); m && *m) return {};
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return err("the lab pool did not mount at " + t.mountpoint);
 }
 
-Result<void> Lab::build_plain(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t) {
-  if (find_tool("mkfs." + s.fs).empty()) return err("mkfs." + s.fs + " not installed");
-  auto d = attach((dir_ / (s.name + ".img")).string(), s.fs == "xfs" ? cfg.canary.lab.xfs_image_size : cfg.canary.lab.image_size);
-  if (!d) return err(d.error());
-  t.devices.push_back(*d);
-  CommandResult r = s.fs == "xfs" ? run({"mkfs.xfs", "-f", "-q", "-L", "fsaudit-lab", *d})
-                                  : run({"mkfs.ext4", "-F", "-q", "-L", "fsaudit-lab", "-E",
-                                         "lazy_itable_init=0,lazy_journal_init=0", *d});
-  if (!r.ok()) return err("mkfs." + s.fs + ": " + r.describe());
-  return mount(t, {"-t", s.fs});
+Result<void> Lab::wait_mounted(const std::string& mountpoint) {
+  for (int i = 0; i < 100; ++i) {
+    if (auto m = mounted_at(host_, mountpoint); m && *m) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return err("the lab pool did not mount at " + mountpoint);
 }
 
 Result<config::CanaryTarget> Lab::build_stack(const config::Config& cfg, const std::string& stack) {
@@ -234,10 +197,12 @@ Result<config::CanaryTarget> Lab::build_stack(const config::Config& cfg, const s
   std::error_code ec;
   fs::create_directories(t.mountpoint, ec);
   if (ec) return err("cannot create " + t.mountpoint + ": " + ec.message());
-  Result<void> built = s->fs == "btrfs" ? build_btrfs(cfg, *s, t)
-                       : s->fs == "zfs" ? build_zfs(cfg, *s, t)
-                                        : build_plain(cfg, *s, t);
-  if (!built) return err(built.error());
+  auto ops = make_canary_ops(t, StackEnv{runner_, tools_, {}, std::chrono::minutes(2)}, cfg.host);
+  if (!ops) return err(ops.error());
+  const LabSpec spec{s->name, s->profile, s->members, s->copies, cfg.canary.lab.image_size, cfg.canary.lab.xfs_image_size};
+  if (auto built = (*ops)->build_lab(*this, spec); !built) return err(built.error());
+  t.devices = (*ops)->target().devices;
+  t.pool = (*ops)->target().pool;
   targets_.push_back(t);
   return t;
 }
@@ -245,6 +210,7 @@ Result<config::CanaryTarget> Lab::build_stack(const config::Config& cfg, const s
 Result<std::unique_ptr<Lab>> Lab::open(const config::Config& cfg) {
   std::unique_ptr<Lab> lab(new Lab());
   lab->host_ = cfg.host;
+  lab->tools_ = cfg.tools;
   lab->dir_ = cfg.canary.lab.dir.empty() ? cfg.state_dir / "lab" : fs::path(cfg.canary.lab.dir);
   std::error_code ec;
   fs::create_directories(lab->dir_, ec);

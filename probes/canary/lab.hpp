@@ -14,6 +14,7 @@
 #include "daemon/core/host_paths.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/runner/runner.hpp"
+#include "probes/canary_ops/lab.hpp"
 
 namespace fsaudit::canary {
 
@@ -30,13 +31,15 @@ LabLeftovers sanitize_leftovers(const std::string& lab_json, const std::filesyst
 // group or others.
 std::string lab_dir_problem(const std::filesystem::path& dir);
 
-class Lab {
+// Each stack is built by its filesystem's recipe (CanaryOps::build_lab); the Lab is the LabHost that
+// makes, records and tears down what the recipes ask for.
+class Lab : private LabHost {
  public:
   static Result<std::unique_ptr<Lab>> setup(config::Config& cfg);
   // The stacks of cfg.canary.lab.stacks, built and mounted but not signed nor added to cfg; fails
   // on the first stack that cannot be built.
   static Result<std::unique_ptr<Lab>> build(const config::Config& cfg);
-  ~Lab();
+  ~Lab() override;
   Lab(const Lab&) = delete;
   Lab& operator=(const Lab&) = delete;
 
@@ -55,19 +58,23 @@ class Lab {
  private:
   Lab() = default;
   static Result<std::unique_ptr<Lab>> open(const config::Config& cfg);
-  // One recipe per filesystem; each fills in t.devices (and t.pool) and mounts at t.mountpoint.
+  // The stack's canary entry, built by its filesystem's recipe: devices (and pool) filled in, mounted.
   Result<config::CanaryTarget> build_stack(const config::Config& cfg, const std::string& stack);
-  Result<void> build_btrfs(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t);
-  Result<void> build_zfs(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t);
-  Result<void> build_plain(const config::Config& cfg, const config::LabStack& s, config::CanaryTarget& t);
-  Result<void> start_zfs_fuse();
-  Result<void> mount(const config::CanaryTarget& t, std::vector<std::string> options);
-  Result<std::string> attach(const std::string& file, std::uint64_t size);
   void save() const;
-  CommandResult run(std::vector<std::string> argv, int timeout_s = 120);
+  // LabHost: what the recipes ask for, each recorded (lab.json) before it is used.
+  CommandResult run(std::vector<std::string> argv, int timeout_s = 120) override;
+  Result<std::string> image(const std::string& name, std::uint64_t size) override;
+  Result<std::string> loop_device(const std::string& name, std::uint64_t size) override;
+  Result<void> mount(const std::string& device, const std::string& mountpoint,
+                     const std::vector<std::string>& options) override;
+  Result<void> start_zfs() override;
+  std::string new_pool_name() override;
+  void created_pool(const std::string& pool) override;
+  Result<void> wait_mounted(const std::string& mountpoint) override;
 
   ProcessRunner runner_;
   HostPaths host_;
+  ToolPaths tools_;
   std::filesystem::path dir_;
   std::vector<std::string> loops_, mounts_, pools_, files_;
   std::vector<std::string> canaries_, warnings_;

@@ -130,9 +130,9 @@ std::string identity_check(int fd, const struct stat& st, const RawWriteGrant& g
 Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<RawWriteGrant>& grants) {
   std::error_code ec;
   auto resolved = std::filesystem::canonical(req.device, ec);
-  if (ec) return err("refused: cannot resolve " + req.device + ": " + ec.message());
+  if (ec) return err("refused: cannot resolve " + req.device + ": " + ec.message(), ErrorKind::refused);
   std::string why = validate_raw_write(req, resolved.string(), grants);
-  if (!why.empty()) return err("refused: " + why);
+  if (!why.empty()) return err("refused: " + why, ErrorKind::refused);
 
   const RawWriteGrant* grant = nullptr;
   for (const auto& g : grants)
@@ -149,30 +149,34 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
   }
   if (fd < 0)
     return err("refused: cannot open " + resolved.string() + (excl ? " exclusively" : "") + " for writing: " +
-               std::strerror(errno) + (excl && errno == EBUSY ? " (mounted or held by another user)" : ""));
+                   std::strerror(errno) + (excl && errno == EBUSY ? " (mounted or held by another user)" : ""),
+               ErrorKind::refused);
   struct Close {
     int fd;
     ~Close() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return err("refused: stat failed");
-  if (auto why = identity_check(fd, st, *grant); !why.empty()) return err("refused: " + resolved.string() + ": " + why);
+  if (::fstat(fd, &st) != 0) return err("refused: stat failed", ErrorKind::refused);
+  if (auto why = identity_check(fd, st, *grant); !why.empty())
+    return err("refused: " + resolved.string() + ": " + why, ErrorKind::refused);
   // A file vdev has no O_EXCL: an offline canary's file must have no writer but us (and zfs-fuse's
   // descriptor of an exported pool); a writer's next write could land on top of ours.
   if (grant->exclusive && S_ISREG(st.st_mode))
     for (const auto& w : writers_of(grant->host, st.st_dev, st.st_ino, static_cast<long>(::getpid())))
       if (!expected_writer_of_exported_vdev(w))
         return err("refused: " + resolved.string() + " is held open for writing by pid " + std::to_string(w.pid) + " (" +
-                   w.comm + ", uid " + std::to_string(w.uid) + "); a file vdev cannot be opened exclusively, so nothing else may write it");
+                       w.comm + ", uid " + std::to_string(w.uid) +
+                       "); a file vdev cannot be opened exclusively, so nothing else may write it",
+                   ErrorKind::refused);
   std::uint64_t size = 0;
   if (S_ISBLK(st.st_mode)) {
-    if (::ioctl(fd, BLKGETSIZE64, &size) != 0) return err("refused: BLKGETSIZE64 failed");
+    if (::ioctl(fd, BLKGETSIZE64, &size) != 0) return err("refused: BLKGETSIZE64 failed", ErrorKind::refused);
   } else if (S_ISREG(st.st_mode)) {
     size = static_cast<std::uint64_t>(st.st_size);
   } else {
-    return err("refused: " + resolved.string() + " is neither a block device nor a regular file");
+    return err("refused: " + resolved.string() + " is neither a block device nor a regular file", ErrorKind::refused);
   }
-  if (req.offset + req.bytes.size() > size) return err("refused: range lies past the end of " + resolved.string());
+  if (req.offset + req.bytes.size() > size) return err("refused: range lies past the end of " + resolved.string(), ErrorKind::refused);
 
   auto aligned_read = [&](std::uint64_t from, std::uint64_t to) -> Result<std::vector<unsigned char>> {
     std::uint64_t a = from / 4096 * 4096, b = std::min<std::uint64_t>((to + 4095) / 4096 * 4096, size);
@@ -185,12 +189,12 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
     return std::vector<unsigned char>(c + (from - a), c + (to - a));
   };
   if (grant->block) {
-    if (grant->block->size() != grant->end - grant->begin) return err("refused: the grant's block has the wrong size");
+    if (grant->block->size() != grant->end - grant->begin) return err("refused: the grant's block has the wrong size", ErrorKind::refused);
     auto cur = aligned_read(grant->begin, grant->end);
-    if (!cur) return err("refused: cannot read the granted block: " + cur.error());
+    if (!cur) return err("refused: cannot read the granted block: " + cur.error(), ErrorKind::refused);
     if (*cur != *grant->block)
       return err("refused: the block at " + resolved.string() + "@" + std::to_string(grant->begin) +
-                 " is not the located canary block any more");
+                 " is not the located canary block any more", ErrorKind::refused);
   }
 
   std::uint64_t start = req.offset / 4096 * 4096;
@@ -204,7 +208,7 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
     ~Free() { std::free(p); }
   } freer{buf};
   ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(start));
-  if (r != static_cast<ssize_t>(n)) return err("refused: cannot read back the sector before writing: " + std::string(std::strerror(errno)));
+  if (r != static_cast<ssize_t>(n)) return err("refused: cannot read back the sector before writing: " + std::string(std::strerror(errno)), ErrorKind::refused);
   auto* p = static_cast<unsigned char*>(buf) + (req.offset - start);
   RawWriteReceipt rec;
   rec.device = resolved.string();
@@ -212,7 +216,7 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
   rec.before.assign(p, p + req.bytes.size());
   if (req.expect_current && *req.expect_current != rec.before)
     return err("refused: the bytes on " + resolved.string() + " at " + std::to_string(req.offset) +
-               " are no longer the expected ones; not touching them");
+               " are no longer the expected ones; not touching them", ErrorKind::refused);
   std::memcpy(p, req.bytes.data(), req.bytes.size());
   ssize_t w = ::pwrite(fd, buf, n, static_cast<off_t>(start));
   if (w != static_cast<ssize_t>(n)) return err("write to " + resolved.string() + " failed: " + std::strerror(errno));

@@ -2,6 +2,8 @@
 
 #include "daemon/core/fstype.hpp"
 #include "probes/btrfs/canary_ops.hpp"
+#include "probes/ext4/canary_ops.hpp"
+#include "probes/xfs/canary_ops.hpp"
 #include "probes/zfs/canary_ops.hpp"
 
 namespace fsaudit::canary {
@@ -17,7 +19,8 @@ Result<std::unique_ptr<CanaryOps>> make_canary_ops(const config::CanaryTarget& t
   std::unique_ptr<CanaryOps> ops;
   if (fs == "btrfs") ops = std::make_unique<btrfs::CanaryOps>(std::move(target), env);
   else if (fs == "zfs") ops = std::make_unique<zfs::CanaryOps>(std::move(target), env);
-  else if (fs == "xfs" || fs == "ext4") ops = std::make_unique<PlainOps>(std::move(target), env);
+  else if (fs == "xfs") ops = std::make_unique<PlainOps>(std::move(target), env, xfs::lab_recipe());
+  else if (fs == "ext4") ops = std::make_unique<PlainOps>(std::move(target), env, ext4::lab_recipe());
   else
     return err("canary " + t.name + ": fs \"" + t.fs + "\" has no canary operations (btrfs, zfs, xfs or ext4)");
   return ops;

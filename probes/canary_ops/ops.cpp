@@ -63,6 +63,17 @@ Result<void> PlainOps::take_offline() {
 
 Result<stack::StackModel> PlainOps::model() { return stack::plain_model(t_.fs, t_.name); }
 
+Result<void> PlainOps::build_lab(LabHost& lab, const LabSpec& spec) {
+  if (!recipe_.mkfs_argv || !recipe_.image_size) return err(t_.fs + ": no lab recipe");
+  const std::string mkfs = recipe_.mkfs_argv("", "").at(0);
+  if (find_tool(mkfs).empty()) return err(mkfs + " not installed");
+  auto d = lab.loop_device(spec.name + ".img", recipe_.image_size(spec));
+  if (!d) return err(d.error());
+  t_.devices = {*d};
+  if (auto r = lab.run(recipe_.mkfs_argv(*d, "fsaudit-lab")); !r.ok()) return err(mkfs + ": " + r.describe());
+  return lab.mount(*d, t_.mountpoint, {"-t", t_.fs});
+}
+
 ScrubOutcome PlainOps::scrub() {
   ScrubOutcome o;
   o.supported = false;

@@ -1,9 +1,11 @@
 #pragma once
 // What the canary cycle needs from each filesystem stack: take the canary offline and back (to drop
 // its caches), list its member devices, read its error counters, read its health, scrub it, clear
-// the counters it caused. One implementation per filesystem (probes/btrfs/canary_ops.hpp,
-// probes/zfs/canary_ops.hpp, PlainOps below for XFS/ext4), chosen once when a canary is resolved
-// (make_canary_ops, probes/canary/stack.hpp), so the cycle never asks which filesystem it runs on.
+// the counters it caused; and lab mode's recipe for building one. One implementation per filesystem
+// (probes/btrfs/canary_ops.hpp, probes/zfs/canary_ops.hpp, probes/xfs/canary_ops.hpp,
+// probes/ext4/canary_ops.hpp; the last two on PlainOps below), chosen once when a canary is
+// resolved (make_canary_ops, probes/canary/stack.hpp), so neither the cycle nor the lab asks which
+// filesystem it runs on.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -15,6 +17,7 @@
 #include "daemon/core/result.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/runner/runner.hpp"
+#include "probes/canary_ops/lab.hpp"
 #include "probes/stack/model.hpp"
 
 namespace fsaudit::canary {
@@ -96,6 +99,9 @@ class CanaryOps {
   virtual Result<stack::StackModel> model() = 0;
   virtual ScrubOutcome scrub() = 0;
   virtual Result<void> clear_counters() = 0;
+  // Lab mode: builds this stack on images the lab makes (LabHost), mounted at the target's mount
+  // point, and fills in the target's devices (and pool): target() then says what was built.
+  virtual Result<void> build_lab(LabHost& lab, const LabSpec& spec) = 0;
 
   const OpsTarget& target() const { return t_; }
 
@@ -115,11 +121,18 @@ class CanaryOps {
 // name (zpool status prints leaves without /dev/) under the host's /dev.
 std::string canonical_member(const HostPaths& host, const std::string& name);
 
+// How lab mode makes a plain filesystem: its mkfs command line and the size of its one device. Each
+// such filesystem gives its own (probes/xfs/canary_ops.hpp, probes/ext4/canary_ops.hpp).
+struct PlainRecipe {
+  std::vector<std::string> (*mkfs_argv)(const std::string& device, const std::string& label) = nullptr;
+  std::uint64_t (*image_size)(const LabSpec& spec) = nullptr;
+};
+
 // A single-device filesystem without data checksums (XFS, ext4): umount / mount, no counters, no
-// scrub, one copy.
+// scrub, one copy; its filesystem's recipe for the lab.
 class PlainOps final : public CanaryOps {
  public:
-  using CanaryOps::CanaryOps;
+  PlainOps(OpsTarget t, StackEnv env, PlainRecipe recipe) : CanaryOps(std::move(t), env), recipe_(recipe) {}
   bool checksumming() const override { return false; }
   bool lists_members() const override { return false; }
   Result<std::vector<std::string>> members() override;
@@ -129,6 +142,11 @@ class PlainOps final : public CanaryOps {
   Result<stack::StackModel> model() override;
   ScrubOutcome scrub() override;
   Result<void> clear_counters() override { return {}; }
+  // One loop device of the recipe's size, made with the recipe's mkfs, mounted.
+  Result<void> build_lab(LabHost& lab, const LabSpec& spec) override;
+
+ private:
+  PlainRecipe recipe_;
 };
 
 }  // namespace fsaudit::canary

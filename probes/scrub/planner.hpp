@@ -39,6 +39,7 @@ struct Decision {
                        // busy, resilvering, running, paused, start, resume, pause, cancel, ...
   std::string reason;  // one line for people
   std::optional<double> next_due;  // when fsaudit would start the next scrub (scheduled mode)
+  bool failed = false;  // carrying it out failed (the reason says why)
 };
 
 // Deterministic fraction in [0,1) for a key (FNV-1a), the per-target spread as Ceph randomises it.

@@ -354,7 +354,10 @@ void plan_and_act(std::vector<Item>& items, const config::ScrubConfig& cfg, Scru
     in.timer = it->timer;
     in.can_pause = it->driver->can_pause(it->state);
     it->decision = plan(in, it->state, it->obs);
-    if (auto r = act(*it, pass); !r) it->decision.reason += " (failed: " + r.error() + ")";
+    if (auto r = act(*it, pass); !r) {
+      it->decision.failed = true;
+      it->decision.reason += " (failed: " + r.error() + ")";
+    }
   }
 }
 
@@ -431,12 +434,14 @@ void status_facts(metrics::Batch& b, const Item& it, double now, bool running, b
 void target_metrics(metrics::Batch& b, const Item& it, double now) {
   const auto& st = it.state;
   metrics::Labels l{{"target", it.target.name}, {"fs", it.target.fs}};
-  b.gauge("fsaudit_scrub_observe_success", "1 if the scrub state of the target could be read on the last run.", l,
-          it.observed ? 1 : 0);
+  // Only while it cannot be read (0): an idle target carries no series that can only say 1 (issue 33).
+  if (!it.observed)
+    b.gauge("fsaudit_scrub_observe_success",
+            "0 while the scrub state of the target cannot be read (the probe's reason says why); absent when it can.", l, 0);
   bool run_now = it.observed && it.obs.phase == Phase::running;
   bool started_now = it.decision.action == Action::start || it.decision.action == Action::resume;
   b.gauge("fsaudit_scrub_running", "1 while a scrub (fsaudit's or anybody's) runs on the target.", l,
-          (run_now || (started_now && it.decision.reason.find("(failed") == std::string::npos)) ? 1 : 0);
+          (run_now || (started_now && !it.decision.failed)) ? 1 : 0);
   const bool paused = st.running && !run_now && !started_now;
   // Only while a scrub is in progress (running or paused), as its progress: an idle target carries
   // no series that can only say 0 (issue 33's series budget).
@@ -463,13 +468,12 @@ void target_metrics(metrics::Batch& b, const Item& it, double now) {
     b.gauge("fsaudit_scrub_next_scheduled_timestamp_seconds",
             "When fsaudit will start the next scrub (earliest; in the window, subject to load and concurrency).", l,
             *it.decision.next_due);
-  b.info("fsaudit_scrub_mode_info",
-         "How the target is scrubbed: scheduled (by fsaudit), observed-timer (a distro timer/cron job does it), "
-         "observe_only, unsupported.",
+  // How the target is scrubbed and what was decided, in one series (issue 33's series budget).
+  b.info("fsaudit_scrub_decision_info",
+         "How the target is scrubbed (mode: scheduled by fsaudit, observed-timer when a distro timer or cron job does "
+         "it, observe_only, unsupported; timer names that job) and what the scheduler decided on its last run (code).",
          {{"target", it.target.name}, {"fs", it.target.fs}, {"mode", mode_name(it.decision.mode)},
-          {"timer", it.decision.mode == Mode::observed_timer ? it.timer : ""}});
-  b.info("fsaudit_scrub_decision_info", "What the scheduler decided on its last run, and why (code is bounded).",
-         {{"target", it.target.name}, {"fs", it.target.fs}, {"code", it.decision.code}});
+          {"timer", it.decision.mode == Mode::observed_timer ? it.timer : ""}, {"code", it.decision.code}});
   status_facts(b, it, now, run_now || started_now, paused);
   // One series per result seen, not four from the start: most targets only ever see "ok". A result's
   // series appears at its first run (1), which increase() over a window that holds its start misses:

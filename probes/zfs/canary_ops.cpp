@@ -149,4 +149,28 @@ Result<void> CanaryOps::clear_counters() {
   return {};
 }
 
+// zfs-fuse's smallest vdev: the lab's pools are as small as they can be.
+constexpr std::uint64_t kLabVdevSize = 64ull << 20;
+
+Result<void> CanaryOps::build_lab(canary::LabHost& lab, const canary::LabSpec& spec) {
+  if (auto z = lab.start_zfs(); !z) return z;
+  t_.devices.clear();
+  for (int i = 0; i < spec.members; ++i) {
+    auto f = lab.image(spec.name + "-" + std::to_string(i) + ".vdev", kLabVdevSize);
+    if (!f) return err(f.error());
+    t_.devices.push_back(*f);
+  }
+  t_.pool = lab.new_pool_name();
+  std::vector<std::string> argv = {"zpool", "create", "-f", "-m", t_.mountpoint, t_.pool};
+  if (!spec.profile.empty()) argv.push_back(spec.profile);
+  argv.insert(argv.end(), t_.devices.begin(), t_.devices.end());
+  if (auto r = lab.run(argv); !r.ok()) return err("zpool create: " + r.describe());
+  lab.created_pool(t_.pool);
+  if (spec.copies > 1)
+    if (auto r = lab.run({"zfs", "set", "copies=" + std::to_string(spec.copies), t_.pool}); !r.ok())
+      return err("zfs set copies: " + r.describe());
+  return lab.wait_mounted(t_.mountpoint);
+}
+
 }  // namespace fsaudit::zfs
+

@@ -22,6 +22,7 @@ class CanaryOps final : public canary::CanaryOps {
   Result<stack::StackModel> model() override;
   canary::ScrubOutcome scrub() override;
   Result<void> clear_counters() override;
+  Result<void> build_lab(canary::LabHost& lab, const canary::LabSpec& spec) override;
 };
 
 }  // namespace fsaudit::zfs

@@ -110,9 +110,8 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
                 {{"pool", p.name}, {"kind", kind}}, static_cast<double>(*val));
     const auto model = stack_model(p);
     pool_status_facts(b, p, model);
-    b.gauge("fsaudit_zfs_pool_redundant",
-            "1 if every data/special/dedup top-level vdev is a mirror, raidz or draid (bad copies can be repaired).",
-            pl, model.designed_redundancy.value_or(0) > 0 ? 1 : 0);
+    // Whether the pool is redundant at all is fsaudit_redundancy_designed > 0 (the stack model's one
+    // answer), not a second series.
     if (model.margin)
       b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", p.name}, {"fs", "zfs"}}, *model.margin);
     if (model.designed_redundancy)

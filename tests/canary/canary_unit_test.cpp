@@ -252,6 +252,93 @@ TEST(CanaryOpsFactory, PicksTheOperationsOfEachFilesystemAndRefusesAnUnknownOne)
   EXPECT_NE(unknown.error().find("fs \"ntfs\" has no canary operations"), std::string::npos) << unknown.error();
 }
 
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+// Lab mode's recipes are each filesystem's own (CanaryOps::build_lab): the lab only makes what a recipe
+// asks for. Each recipe asks for its members, makes its filesystem or pool with its own tool, and
+// mounts at the canary's mount point; what it built is then the ops' target. The real builds are the
+// lab tests (CanaryLab, StackVerdict), on loop devices and zfs-fuse.
+TEST(CanaryOpsFactory, EachFilesystemBuildsItsOwnLabStack) {
+  struct FakeLab : LabHost {
+    std::vector<std::string> log;
+    int loops = 0;
+    CommandResult run(std::vector<std::string> argv, int) override {
+      log.push_back(joined(argv, " "));
+      CommandResult r;
+      r.exit_code = 0;
+      r.exited = true;
+      return r;
+    }
+    Result<std::string> image(const std::string& name, std::uint64_t size) override {
+      log.push_back("image " + name + " " + std::to_string(size >> 20) + "M");
+      return "/lab/" + name;
+    }
+    Result<std::string> loop_device(const std::string& name, std::uint64_t size) override {
+      log.push_back("loop " + name + " " + std::to_string(size >> 20) + "M");
+      return "/dev/loop" + std::to_string(loops++);
+    }
+    Result<void> mount(const std::string& dev, const std::string& mnt, const std::vector<std::string>& o) override {
+      log.push_back("mount " + joined(o, " ") + " " + dev + " " + mnt);
+      return {};
+    }
+    Result<void> start_zfs() override {
+      log.push_back("start zfs");
+      return {};
+    }
+    std::string new_pool_name() override { return "fsauditlab12"; }
+    void created_pool(const std::string& p) override { log.push_back("pool " + p); }
+    Result<void> wait_mounted(const std::string& m) override {
+      log.push_back("wait " + m);
+      return {};
+    }
+  };
+  testing::FakeRunner runner;
+  ToolPaths tools;
+  const LabSpec spec{"s", "", 1, 1, 128ull << 20, 320ull << 20};
+  auto build = [&](const std::string& fs, LabSpec sp) {
+    config::CanaryTarget t;
+    t.name = "lab-s";
+    t.fs = fs;
+    t.mountpoint = "/lab/mnt/s";
+    auto ops = make_canary_ops(t, StackEnv{runner, tools, {}}, HostPaths{});
+    EXPECT_TRUE(ops.ok()) << fs;
+    FakeLab lab;
+    auto r = (*ops)->build_lab(lab, sp);
+    EXPECT_TRUE(r.ok()) << fs << ": " << (r.ok() ? "" : r.error());
+    return std::pair{lab.log, (*ops)->target()};
+  };
+  if (!find_tool("mkfs.xfs").empty()) {
+    auto [log, t] = build("xfs", spec);
+    EXPECT_EQ(joined(log, "|"), "loop s.img 320M|mkfs.xfs -f -q -L fsaudit-lab /dev/loop0|mount -t xfs /dev/loop0 /lab/mnt/s");
+    EXPECT_EQ(t.devices, std::vector<std::string>{"/dev/loop0"});
+  }
+  if (!find_tool("mkfs.ext4").empty()) {
+    auto [log, t] = build("ext4", spec);
+    EXPECT_EQ(joined(log, "|"), "loop s.img 128M|mkfs.ext4 -F -q -L fsaudit-lab -E lazy_itable_init=0,lazy_journal_init=0 "
+                              "/dev/loop0|mount -t ext4 /dev/loop0 /lab/mnt/s");
+  }
+  if (!find_tool("mkfs.btrfs").empty()) {
+    auto [log, t] = build("btrfs", LabSpec{"r1", "raid1", 2, 1, 128ull << 20, 0});
+    EXPECT_EQ(joined(log, "|"), "loop r1-0.img 128M|loop r1-1.img 128M|mkfs.btrfs -f -q -L fsaudit-lab-r1 -d raid1 -m raid1 "
+                              "/dev/loop0 /dev/loop1|mount -t btrfs -o device=/dev/loop1 /dev/loop0 /lab/mnt/s");
+    EXPECT_EQ(t.devices, (std::vector<std::string>{"/dev/loop0", "/dev/loop1"}));
+    // single data keeps its metadata dup; dup needs 256 MiB.
+    auto [log1, t1] = build("btrfs", LabSpec{"d", "dup", 1, 1, 128ull << 20, 0});
+    EXPECT_EQ(log1.at(0), "loop d-0.img 256M");
+    auto [log2, t2] = build("btrfs", LabSpec{"o", "single", 1, 1, 128ull << 20, 0});
+    EXPECT_NE(log2.at(1).find("-d single -m dup"), std::string::npos) << log2.at(1);
+  }
+  auto [zlog, zt] = build("zfs", LabSpec{"m", "mirror", 2, 2, 128ull << 20, 0});
+  EXPECT_EQ(joined(zlog, "|"), "start zfs|image m-0.vdev 64M|image m-1.vdev 64M|zpool create -f -m /lab/mnt/s fsauditlab12 "
+                             "mirror /lab/m-0.vdev /lab/m-1.vdev|pool fsauditlab12|zfs set copies=2 fsauditlab12|wait /lab/mnt/s");
+  EXPECT_EQ(zt.pool, "fsauditlab12");
+  EXPECT_EQ(zt.devices, (std::vector<std::string>{"/lab/m-0.vdev", "/lab/m-1.vdev"}));
+}
+
 // A pool built on /dev/disk/by-id names (as most are) lists its members by those names: the canary
 // resolves them through the host's /dev to the devices the config names, for the member check and
 // for the error counters alike.
@@ -524,22 +611,25 @@ TEST(CanaryRawWriter, RefusesOutsideGrantAndWritesNothing) {
   auto before = digest_file(p);
   std::vector<RawWriteGrant> g = {file_grant(dev, 8192, 12288)};
   std::vector<unsigned char> bytes(16, 0xEE);
+  // Refused (the cycle's verdict goes by the kind): never any other failure.
+  auto refused = [](const Result<RawWriteReceipt>& r) { return !r.ok() && r.kind() == ErrorKind::refused; };
   // outside the located block
   auto r1 = raw_write({dev, 4096, bytes, std::nullopt}, g);
   ASSERT_FALSE(r1);
   EXPECT_EQ(r1.error().rfind("refused: ", 0), 0u) << r1.error();
+  EXPECT_TRUE(refused(r1));
   // straddling its end
-  EXPECT_FALSE(raw_write({dev, 12288 - 8, bytes, std::nullopt}, g));
+  EXPECT_TRUE(refused(raw_write({dev, 12288 - 8, bytes, std::nullopt}, g)));
   // a device that is not granted
   auto other = d / "other.img";
   std::filesystem::copy_file(p, other);
-  EXPECT_FALSE(raw_write({other.string(), 8192, bytes, std::nullopt}, g));
+  EXPECT_TRUE(refused(raw_write({other.string(), 8192, bytes, std::nullopt}, g)));
   // too many bytes
-  EXPECT_FALSE(raw_write({dev, 8192, std::vector<unsigned char>(600, 1), std::nullopt}, {file_grant(dev, 0, 1 << 20)}));
+  EXPECT_TRUE(refused(raw_write({dev, 8192, std::vector<unsigned char>(600, 1), std::nullopt}, {file_grant(dev, 0, 1 << 20)})));
   // wrong expected-current bytes
-  EXPECT_FALSE(raw_write({dev, 8192, bytes, std::vector<unsigned char>(16, 0x22)}, g));
+  EXPECT_TRUE(refused(raw_write({dev, 8192, bytes, std::vector<unsigned char>(16, 0x22)}, g)));
   // relative path
-  EXPECT_FALSE(raw_write({"dev.img", 8192, bytes, std::nullopt}, g));
+  EXPECT_TRUE(refused(raw_write({"dev.img", 8192, bytes, std::nullopt}, g)));
   EXPECT_EQ(digest_file(p), before);
   EXPECT_EQ(digest_file(other), before);
 }

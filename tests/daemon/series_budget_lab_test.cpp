@@ -29,20 +29,19 @@ constexpr int kFilesystemBudget = 12, kStackBudget = 8, kPlainDiskBudget = kFile
 // within its budget fails too, so the list only ever shrinks.
 const std::map<std::string, int>& known_over() {
   static const std::map<std::string, int> m{
-      // capacity, mount, setup, coverage, the filesystem probe's health, three probe_success series;
-      // + the disks under it (fsaudit_target_disk_info, fsaudit_members_at_risk: issue 31)
-      {"filesystem ext4", 18},  {"plain disk ext4", 24},
-      // + the scrub's 6 series per idle target (probes/scrub)
-      {"filesystem xfs", 25},   {"plain disk xfs", 31},
-      // + the scrub's 6 and btrfs's per-profile and per-device series (probes/btrfs), and the stack
-      // model's redundancy margin and designed redundancy (issue 28)
-      {"filesystem btrfs", 45}, {"plain disk btrfs", 51},
-      // two probe_success series, the two setup warnings of the lab pool (one file vdev) and
-      // zfs-fuse's rules that cannot be judged (info findings are series only with setup.detail: full)
-      {"filesystem zfs dataset", 14},
-      // the pool's zpool list and error gauges (9), its state sets as current states (3 + 1 per vdev),
-      // the scrub's 6, the latency stack's 6, the redundancy margin and designed redundancy
-      {"pool zfs", 32},
+      // capacity and mount (7), setup and coverage (3), the ext4 probe's health (3); + the disks under
+      // it (fsaudit_target_disk_info, fsaudit_members_at_risk: issue 31)
+      {"filesystem ext4", 15},  {"plain disk ext4", 21},
+      // + the scrub's 4 series per idle target (probes/scrub)
+      {"filesystem xfs", 19},   {"plain disk xfs", 25},
+      // + the scrub's 4 and btrfs's per-profile (allocated, used, non-redundant used: 3 each) and
+      // per-device series (5 error counters and missing, per member), and the stack model's
+      // redundancy margin and designed redundancy (issue 28)
+      {"filesystem btrfs", 35}, {"plain disk btrfs", 41},
+      // the pool's zpool list and error gauges (8), its state sets as current states (3 + 1 per vdev),
+      // the scrub's 4, the latency stack's 5 and one fsaudit_latency_stack_info per dataset, the
+      // redundancy margin and designed redundancy
+      {"pool zfs", 29},
   };
   return m;
 }

@@ -47,8 +47,8 @@ class ScrubControlLab : public ::testing::Test {
             "\ndbus_address: " + bus_->address() + "\ntargets:\n  include: [\"" + mnt_ +
             "\"]\nlatency: {enabled: false}\nscrub:\n  filesystems: [btrfs]\n  observe_only: true\n  io_load_threshold: 0\n",
         port);
-    auto text = daemon_->wait_for_metric("fsaudit_scrub_mode_info", {{"target", mnt_}}, 120);
-    ASSERT_NE(text.find("fsaudit_scrub_mode_info"), std::string::npos) << daemon_->log();
+    auto text = daemon_->wait_for_metric("fsaudit_scrub_decision_info", {{"target", mnt_}}, 120);
+    ASSERT_NE(text.find("fsaudit_scrub_decision_info"), std::string::npos) << daemon_->log();
     for (int i = 0; i < 600 && ctl({"status"}).exit_code != 0; ++i) DaemonProcess::sleep_ms(100);
     // The metric can be served before the status that `scrub list` reads has this target's row
     // (seen under ASan on a loaded machine): wait for the row too.

@@ -551,10 +551,13 @@ TEST_F(HttpServer, RefusesASecondListenerOnThePort) {
   auto again = Server::start(o, [] { return std::make_shared<const TextPieces>(); });
   ASSERT_FALSE(again);
   EXPECT_NE(again.error().find("cannot listen on 127.0.0.1:" + std::to_string(o.port)), std::string::npos) << again.error();
+  // The daemon's "is another fsauditd using the port?" hint goes by the kind, not by the words.
+  EXPECT_EQ(again.kind(), ErrorKind::in_use) << again.error();
   o.address = "not-an-ip";
   auto bad = Server::start(o, [] { return std::make_shared<const TextPieces>(); });
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("not an IP address"), std::string::npos) << bad.error();
+  EXPECT_EQ(bad.kind(), ErrorKind::failed);
 }
 
 TEST_F(HttpServer, TlsAndBasicAuth) {

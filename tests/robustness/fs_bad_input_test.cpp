@@ -54,7 +54,7 @@ TEST(BtrfsRedundancy, Raid1WithAMissingMemberHasNoRedundancyLeft) {
   EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o).value("fsaudit_filesystem_data_redundancy"), 1);
   o.sysfs = raid1("raid1", true, true);
   auto b = btrfs::btrfs_metrics(btrfs_target(), o);
-  EXPECT_EQ(b.value("fsaudit_btrfs_devices_missing"), 1);
+  EXPECT_EQ(b.value("fsaudit_btrfs_device_missing", {{"devid", "2"}}), 1);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy"), 0);
   // Three copies, one member gone: two copies left, still repairable.
   o.sysfs = raid1("raid1c3", true, true);

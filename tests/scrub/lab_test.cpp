@@ -219,7 +219,7 @@ TEST(ScrubLab, BtrfsScrubStartedByAnAdminIsObservedAndTimed) {
   DirectProbe p(lab.dir, std::string(kBtrfsYaml) + "  observe_only: true\n", lab.mnt.string());
   metrics::Labels l{{"target", lab.mnt.string()}, {"fs", "btrfs"}};
   auto r0 = p.run();
-  EXPECT_TRUE(r0.metrics.has("fsaudit_scrub_mode_info", {{"target", lab.mnt.string()}, {"mode", "observe_only"}}));
+  EXPECT_TRUE(r0.metrics.has("fsaudit_scrub_decision_info", {{"target", lab.mnt.string()}, {"mode", "observe_only"}}));
   EXPECT_FALSE(r0.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l));
   auto c = testing::run({"btrfs", "scrub", "start", "-B", lab.mnt.string()});
   EXPECT_TRUE(c.exit_code == 0 || c.exit_code == 3) << c.err;
@@ -258,7 +258,7 @@ TEST(ScrubLab, XfsOnlineScrubReportedAsTheKernelProvidesIt) {
   EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", mnt.string()}, {"code", "start"}}));
   auto settled = [&](const ProbeResult& x) {
     return kernel_scrubs ? x.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l)
-                         : x.metrics.has("fsaudit_scrub_mode_info", unsupported);
+                         : x.metrics.has("fsaudit_scrub_decision_info", unsupported);
   };
   for (int i = 0; i < 240 && !settled(r); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -266,11 +266,11 @@ TEST(ScrubLab, XfsOnlineScrubReportedAsTheKernelProvidesIt) {
   }
   EXPECT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
   if (!kernel_scrubs) {
-    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_mode_info", unsupported)) << dry.err;
+    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", unsupported)) << dry.err;
     auto again = p.run();
     EXPECT_TRUE(again.metrics.has("fsaudit_scrub_decision_info", {{"target", mnt.string()}, {"code", "unsupported"}}));
   } else {
-    EXPECT_FALSE(r.metrics.has("fsaudit_scrub_mode_info", unsupported));
+    EXPECT_FALSE(r.metrics.has("fsaudit_scrub_decision_info", unsupported));
     ASSERT_TRUE(r.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l)) << "scrub never ended";
     EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", mnt.string()}, {"result", "ok"}}), 1);
   }

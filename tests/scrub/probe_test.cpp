@@ -97,7 +97,7 @@ TEST(ScrubProbe, StartsTimesAndReadsBackAZfsScrubAndSurvivesARestart) {
     ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
     EXPECT_EQ(h.runner.count("zpool scrub tank"), 1);
     EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", {{"target", "tank"}, {"fs", "zfs"}}), 1);
-    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_mode_info", {{"target", "tank"}, {"mode", "scheduled"}}));
+    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "tank"}, {"mode", "scheduled"}}));
     EXPECT_TRUE(std::isinf(r.metrics.value("fsaudit_scrub_last_completed_age_seconds", {{"target", "tank"}})));
   }
   // 30 s later, after a daemon restart (new probe object, same state dir): the scrub is running.
@@ -254,7 +254,7 @@ TEST(ScrubProbe, EnabledDistroTimerMeansObserveAndSayWhy) {
   auto r = h.run(p);
   ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
   EXPECT_EQ(h.runner.count("zpool scrub tank"), 0);
-  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_mode_info",
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info",
                             {{"target", "tank"}, {"mode", "observed-timer"}, {"timer", "zfs-scrub-monthly@tank.timer"}}));
   EXPECT_FALSE(r.metrics.has("fsaudit_scrub_next_scheduled_timestamp_seconds", {{"target", "tank"}}));
 }
@@ -326,6 +326,9 @@ TEST(ScrubProbe, MdCheckThroughSysfs) {
   ScrubProbe p(cfg.scrub, cfg.targets);
   auto r = h.run(p);
   ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  // Read: no fsaudit_scrub_observe_success series (it is there only as 0, while unreadable).
+  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_observe_success", {{"target", "md0"}}));
+  EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "md0"}, {"fs", "md"}, {"mode", "scheduled"}}));
   auto action = read_file(md / "sync_action");
   ASSERT_TRUE(action.ok());
   EXPECT_EQ(*action, "check\n");
@@ -362,6 +365,8 @@ TEST(ScrubProbe, MdUnreadableOrJunkAttributeFailsWithTheFile) {
     auto r = h.run(p);
     EXPECT_NE(r.outcome, fsaudit::Outcome::ok) << bad;
     EXPECT_NE(r.reason.find(file), std::string::npos) << bad << ": " << r.reason;
+    // The array's own series say that its state could not be read.
+    EXPECT_EQ(r.metrics.value("fsaudit_scrub_observe_success", {{"target", "md0"}}), 0) << bad;
   }
 }
 
@@ -399,9 +404,9 @@ TEST(ScrubProbe, CanaryFilesystemsPoolsAndArraysAreNeverTargets) {
   auto r = h.run(static_cast<ScrubProbe&>(*p));
   ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
   for (const char* t : {"/prod", "tank", "md6"})
-    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_mode_info", {{"target", t}})) << t;
+    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", t}})) << t;
   for (const char* t : {"/canary/btrfs", "/canary/xfs", "fsauditcanary", "md5"})
-    EXPECT_FALSE(r.metrics.has("fsaudit_scrub_mode_info", {{"target", t}})) << t;
+    EXPECT_FALSE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", t}})) << t;
   ProbeContext ctx{h.host, h.runner, h.clock, h.tools, h.state, {}, h.clock.now() + std::chrono::seconds(20)};
   auto refused = p->request("start", "fsauditcanary", ctx);
   ASSERT_FALSE(refused.ok());
@@ -413,7 +418,7 @@ TEST(ScrubProbe, CanaryFilesystemsPoolsAndArraysAreNeverTargets) {
   ScrubProbe bare(cfg.scrub, cfg.targets);
   r = h.run(bare);
   for (const char* t : {"/canary/btrfs", "fsauditcanary", "md5"})
-    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_mode_info", {{"target", t}})) << t;
+    EXPECT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", t}})) << t;
 }
 
 TEST(ScrubProbe, WindowEndOnAZpoolWithoutPauseFallsBackToCancel) {

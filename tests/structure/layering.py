@@ -52,7 +52,7 @@ RANKS = {
     "daemon/probe": 2,                                              # the Probe API, targets, the mount table
     "daemon/config": 3, "daemon/scheduler": 3,
     "daemon/http": 4, "probes/scrub_driver": 4,                     # /metrics and the page; the scrub driver interface
-    "probes/canary_ops": 4,                                         # the canary operations interface, plain XFS/ext4 ops
+    "probes/canary_ops": 4,                                         # the canary operations and lab recipe interfaces, plain XFS/ext4 ops
     "daemon/dbus": 5,
     "probes/bcachefs": 5, "probes/btrfs": 5, "probes/capacity": 5, "probes/ext4": 5, "probes/kernel_log": 5,
     "probes/latency": 5, "probes/md": 5, "probes/mount": 5, "probes/zfs": 5,

@@ -119,7 +119,8 @@ TEST(ZfsLab, CorruptOneMirrorSideChecksumRisesPoolStaysOnline) {
   EXPECT_EQ(probe.detected_format(), StatusFormat::text);  // zfs-fuse rejects -j and -p
   EXPECT_EQ(vdev_ck(before.metrics, lab.pool, lab.b.string()), 0);
   EXPECT_EQ(before.metrics.value("fsaudit_zfs_pool_state", {{"pool", lab.pool}, {"state", "online"}}), 1);
-  EXPECT_EQ(before.metrics.value("fsaudit_zfs_pool_redundant", {{"pool", lab.pool}}), 1);
+  EXPECT_FALSE(before.metrics.has("fsaudit_zfs_pool_redundant"));  // the stack model says it:
+  EXPECT_GE(before.metrics.value("fsaudit_redundancy_designed", {{"target", lab.pool}, {"fs", "zfs"}}), 1);
   EXPECT_EQ(before.metrics.value("fsaudit_zfs_scan_state", {{"pool", lab.pool}, {"state", "none"}}), 1);
   EXPECT_GT(before.metrics.value("fsaudit_zfs_pool_size_bytes", {{"pool", lab.pool}}), 64.0 * (1 << 20));
 
