@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <cmath>
 #include <fstream>
 #include <poll.h>
 #include <pwd.h>
@@ -299,8 +300,12 @@ TEST(HelperHostVerbs, UnprivilegedDaemonAsksTheHelperWhenTheHostRefuses) {
   };
   auto r = once();
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "btrfs"}}), 1)
+  // The btrfs probe (per filesystem) succeeded: its series are there, and no fsaudit_probe_success
+  // 0 (a per-filesystem probe has that series only while it fails).
+  EXPECT_TRUE(std::isnan(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "btrfs"}})))
       << testing::scrape_lines(r.out, "fsaudit_probe") << r.err;
+  EXPECT_FALSE(std::isnan(testing::scrape_value(r.out, "fsaudit_btrfs_device_missing")))
+      << testing::scrape_lines(r.out, "fsaudit_btrfs") << r.err;
   // btrfs health comes from sysfs (no privilege); the scrub status ioctl came through the helper.
   EXPECT_EQ(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "scrub"}}), 1)
       << testing::scrape_lines(r.out, "fsaudit_scrub") << r.err;
@@ -317,7 +322,8 @@ TEST(HelperHostVerbs, UnprivilegedDaemonAsksTheHelperWhenTheHostRefuses) {
   fs::remove_all(d / "mnt/.fsaudit");
   testing::write_text(cfg, no_helper);
   r = once();
-  EXPECT_EQ(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "btrfs"}}), 1) << r.out;
+  EXPECT_TRUE(std::isnan(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "btrfs"}}))) << r.out;
+  EXPECT_FALSE(std::isnan(testing::scrape_value(r.out, "fsaudit_btrfs_device_missing"))) << r.out;
   EXPECT_EQ(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "scrub"}}), 0)
       << testing::scrape_lines(r.out, "fsaudit_scrub") << r.err;
   EXPECT_FALSE(fs::exists(d / "mnt/.fsaudit/latency.probe"));
