@@ -158,7 +158,11 @@ TEST(DaemonLab, PerFilesystemProbeSuccessIsASeriesOnlyWhileItFails) {
                       "latency: {enabled: false}\n",
                   port);
   const std::map<std::string, std::string> ext4{{"probe", "ext4"}, {"target", mnt}}, cap{{"probe", "capacity"}, {"target", mnt}};
-  auto text = d.wait_for([&](const std::string& s) { return scrape_value(s, "fsaudit_probe_success", ext4) == 0; }, 30);
+  // Both probes' first runs: the ext4 probe's failure and the capacity probe's series.
+  auto text = d.wait_for([&](const std::string& s) {
+    return scrape_value(s, "fsaudit_probe_success", ext4) == 0 &&
+           scrape_value(s, "fsaudit_filesystem_size_bytes", {{"target", mnt}}) > 0;
+  }, 30);
   ASSERT_EQ(scrape_value(text, "fsaudit_probe_success", ext4), 0) << scrape_lines(text, "fsaudit_probe") << d.log();
   EXPECT_NE(scrape_lines(text, "fsaudit_probe_failure_info{probe=\"ext4\"").find("ext4"), std::string::npos)
       << scrape_lines(text, "fsaudit_probe_failure_info");
