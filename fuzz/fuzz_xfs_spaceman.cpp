@@ -11,6 +11,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   xfs::Observation o;
   o.device = "sdb";
   o.health = std::move(*r);
-  fuzz::check_labels(xfs::xfs_metrics(t, o, /*error_config_series=*/true));
+  fuzz::check_labels(xfs::xfs_metrics(t, o, /*diagnostic_series=*/true));
   return 0;
 }

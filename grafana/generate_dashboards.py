@@ -352,7 +352,7 @@ def pool_detail():
             [q(f'fsaudit_redundancy_margin{{{I}, {T}}}', "margin {{target}}"),
              q(f'fsaudit_members_at_risk{{{I}, {T}}}', "at risk {{target}}")],
             w=12, unit="short", description="How many more member failures each filesystem survives now (0 = none), "
-                                            "and how many of its disks SMART flags as at risk.",
+                                            "and how many of its disks SMART flags as at risk (no line while none is).",
             options=TS, custom=ts_custom(), min_=0)
     d.panel("timeseries", "SMART sector and media errors",
             [q(f'fsaudit_disk_ata_reallocated_sectors{{{I}}}', "{{disk}} reallocated"),
@@ -485,9 +485,11 @@ def capacity():
              [var_datasource(), instance_var(), target_var(), pool_var()])
     d.row("Filesystems")
     d.panel("timeseries", "Used space",
-            [q(f'fsaudit_filesystem_size_bytes{{{I}, {T}}} - fsaudit_filesystem_free_bytes{{{I}, {T}}}',
+            [q(f'fsaudit_filesystem_size_bytes{{{I}, {T}}} - fsaudit_filesystem_avail_bytes{{{I}, {T}}}',
                "{{instance}} {{target}}")],
-            w=12, unit="bytes", options=TS, custom=ts_custom(), description="size - free per filesystem.")
+            w=12, unit="bytes", options=TS, custom=ts_custom(),
+            description="size - available per filesystem: what users can no longer write (root's reserve included; "
+                        "free bytes are exported only with capacity.detail: full).")
     d.panel("timeseries", "Available space",
             [q(f'fsaudit_filesystem_avail_bytes{{{I}, {T}}}', "{{instance}} {{target}}")],
             w=12, unit="bytes", options=TS, custom=ts_custom(), description="Space available to unprivileged users.")
@@ -528,12 +530,14 @@ def capacity():
              q(f'fsaudit_zfs_pool_size_bytes{{{I}, {P}}}', "{{instance}} {{pool}} size")],
             w=12, unit="bytes", options=TS, custom=ts_custom(), description="zpool list SIZE and ALLOC.")
     d.panel("table", "ZFS pool days until full",
-            [q(f'clamp_max(fsaudit_zfs_pool_free_bytes{{{I}, {P}}} / clamp_min(-deriv(fsaudit_zfs_pool_free_bytes{{{I}, {P}}}[1d]), 1) / 86400, 3650)',
+            [q(f'clamp_max((fsaudit_zfs_pool_size_bytes{{{I}, {P}}} - fsaudit_zfs_pool_allocated_bytes{{{I}, {P}}}) '
+               f'/ clamp_min(deriv(fsaudit_zfs_pool_allocated_bytes{{{I}, {P}}}[1d]), 1) / 86400, 3650)',
                instant=True, fmt="table"),
-             q(f'fsaudit_zfs_pool_capacity_ratio{{{I}, {P}}}', instant=True, fmt="table"),
+             q(f'fsaudit_zfs_pool_allocated_bytes{{{I}, {P}}} / fsaudit_zfs_pool_size_bytes{{{I}, {P}}}', instant=True, fmt="table"),
              q(f'fsaudit_zfs_pool_fragmentation_ratio{{{I}, {P}}}', instant=True, fmt="table")],
-            w=12, unit="d", description="Per pool: days until full (linear fit over a day, 3650 = not filling), used "
-                              "fraction and free-space fragmentation (ZFS slows down above ~80 % full).",
+            w=12, unit="d", description="Per pool: days until full (linear fit of ALLOC over a day against SIZE, 3650 = "
+                              "not filling), used fraction (ALLOC / SIZE) and free-space fragmentation (ZFS slows down "
+                              "above ~80 % full).",
             options=TABLE,
             overrides=[{"matcher": {"id": "byName", "options": "Value #A"},
                         "properties": [{"id": "displayName", "value": "days until full"}, {"id": "unit", "value": "d"},

@@ -8,13 +8,16 @@ namespace fsaudit::config {
 const std::vector<ProbeType>& probe_types() {
   using namespace std::chrono_literals;
   static const std::vector<ProbeType> types = {
-      {"capacity", ProbeSettings{true, 30s, 2s, 10s}, "", nullptr},
+      {"capacity", ProbeSettings{true, 30s, 2s, 10s}, "capacity",
+       [](Section s, Config& c) { c.capacity.detail = parse_detail(std::move(s)).detail; }},
       {"mount", ProbeSettings{true, 15s, 1s, 10s}, "", nullptr},
       {"zfs", ProbeSettings{true, 30s, 2s, 20s}, "zfs", [](Section s, Config& c) { c.zfs.detail = parse_detail(std::move(s)).detail; }},
-      {"btrfs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
+      {"btrfs", ProbeSettings{true, 30s, 2s, 20s}, "btrfs",
+       [](Section s, Config& c) { c.btrfs.detail = parse_detail(std::move(s)).detail; }},
       {"bcachefs", ProbeSettings{true, 30s, 2s, 20s}, "", nullptr},
       {"xfs", ProbeSettings{true, 60s, 3s, 20s}, "xfs", [](Section s, Config& c) { c.xfs.detail = parse_detail(std::move(s)).detail; }},
-      {"ext4", ProbeSettings{true, 60s, 3s, 10s}, "", nullptr},
+      {"ext4", ProbeSettings{true, 60s, 3s, 10s}, "ext4",
+       [](Section s, Config& c) { c.ext4.detail = parse_detail(std::move(s)).detail; }},
       {"md", ProbeSettings{true, 30s, 2s, 10s}, "", nullptr},
       {"disk", ProbeSettings{true, 5min, 10s, 20s}, "", nullptr},
       // timeout: the whole run; one smartctl call gets at most smart.call_timeout (60 s) of it.

@@ -9,7 +9,10 @@
 #include <vector>
 
 #include "daemon/config/reader.hpp"
+#include "daemon/config/sections/btrfs.hpp"
+#include "daemon/config/sections/capacity.hpp"
 #include "daemon/config/sections/canary.hpp"
+#include "daemon/config/sections/ext4.hpp"
 #include "daemon/config/sections/kernel_log.hpp"
 #include "daemon/config/sections/smart.hpp"
 #include "daemon/config/sections/latency.hpp"
@@ -47,6 +50,9 @@ struct Config {
   TargetSelection targets;
   std::map<std::string, ProbeSettings> probes;
 
+  BtrfsConfig btrfs;
+  CapacityConfig capacity;
+  Ext4Config ext4;
   KernelLogConfig kernel_log;
   CanaryConfig canary;
   LatencyConfig latency;

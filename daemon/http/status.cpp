@@ -231,98 +231,119 @@ void CapacityTrend::observe(const StatusItemsByKey& items, double now) {
       if (!f.target.empty() && f.avail_bytes && std::isfinite(*f.avail_bytes)) add(f.target, now, *f.avail_bytes);
 }
 
-Status build_status(const StatusItemsByKey& items, double now, const CapacityTrend* trend, const std::string& host) {
-  Status st;
-  st.generated_at = now;
-  st.host = host;
-  std::set<std::string> canary_names, canary_mounts;
+namespace {
+
+// The canaries the items name: listed on the page, never counted as production targets.
+struct Canaries {
+  std::set<std::string> names, mounts;
+  bool has(const std::string& t) const { return names.count(t) || mounts.count(t); }
+};
+
+Canaries collect_canaries(const StatusItemsByKey& items, Status& st) {
+  Canaries c;
   for (const auto& [key, it] : items) {
     if (!it.version.empty()) st.version = it.version;
     if (it.config_reload_ok) st.config_reload_ok = it.config_reload_ok;
-    for (const auto& c : it.canaries) {
-      st.canaries.push_back(c);
-      canary_names.insert(c.name);
-      if (!c.mountpoint.empty()) canary_mounts.insert(c.mountpoint);
+    for (const auto& can : it.canaries) {
+      st.canaries.push_back(can);
+      c.names.insert(can.name);
+      if (!can.mountpoint.empty()) c.mounts.insert(can.mountpoint);
     }
   }
   std::sort(st.canaries.begin(), st.canaries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  auto is_canary = [&](const std::string& t) { return canary_names.count(t) || canary_mounts.count(t); };
+  return c;
+}
 
-  // Targets: every filesystem a per-target probe said something about, or whose run failed.
-  std::map<std::string, TargetStatus> by_name;
+// What the items say, sorted by whom it is about.
+struct Gathered {
+  std::map<std::string, TargetStatus> by_name;  // every filesystem a per-target probe spoke of or failed on
   std::vector<const metrics::FsFacts*> host_wide;  // facts named by pool or device
-  std::vector<ProbeIssue> issues;
+  std::vector<ProbeIssue> issues;                  // failed or stuck runs
+};
+
+Gathered gather(const StatusItemsByKey& items, const Canaries& canaries) {
+  Gathered g;
   for (const auto& [key, it] : items) {
     for (const auto& f : it.filesystems) {
-      if (f.target.empty()) host_wide.push_back(&f);
-      else if (f.target != "host" && !is_canary(f.target)) by_name[f.target].name = f.target;
+      if (f.target.empty()) g.host_wide.push_back(&f);
+      else if (f.target != "host" && !canaries.has(f.target)) g.by_name[f.target].name = f.target;
     }
     for (const auto& r : it.runs) {
-      if (!r.host_wide && !is_canary(r.target) && r.target != "host") by_name[r.target].name = r.target;
+      if (!r.host_wide && !canaries.has(r.target) && r.target != "host") g.by_name[r.target].name = r.target;
       if (r.ok && !r.stuck) continue;
       ProbeIssue p{r.probe, r.target, r.reason, r.stuck};
       if (p.stuck && p.reason.empty()) p.reason = "stuck past its timeout (e.g. statfs on a dead mount)";
-      issues.push_back(std::move(p));
+      g.issues.push_back(std::move(p));
     }
   }
   for (const auto& [key, it] : items)
     for (const auto& f : it.filesystems)
-      if (auto t = by_name.find(f.target); t != by_name.end()) merge(t->second, f);
+      if (auto t = g.by_name.find(f.target); t != g.by_name.end()) merge(t->second, f);
+  return g;
+}
 
+// Kernel errors go to their filesystem; those on no watched filesystem are the host's.
+void place_kernel_errors(const StatusItemsByKey& items, const Canaries& canaries, Gathered& g, Status& st) {
   for (const auto& [key, it] : items)
-    for (const auto& k : it.kernel_errors)
-      if (!is_canary(k.target)) {
-        st.kernel_errors.push_back(k);
-        if (auto t = by_name.find(k.target); t != by_name.end()) t->second.kernel_errors.push_back(k);
-        else if (k.target.empty())
-          st.host_problems.push_back({k.last_hour > 0 ? Health::critical : Health::warning,
-                                      "the kernel logged " + num(k.last_day) + " storage error(s) on " +
-                                          (k.device.empty() ? std::string("an unnamed device") : k.device) +
-                                          " in the last day (" + num(k.last_hour) + " in the last hour)",
-                                      runbook_url("FsauditKernelStorageErrors"), ""});
-      }
+    for (const auto& k : it.kernel_errors) {
+      if (canaries.has(k.target)) continue;
+      st.kernel_errors.push_back(k);
+      if (auto t = g.by_name.find(k.target); t != g.by_name.end()) t->second.kernel_errors.push_back(k);
+      else if (k.target.empty())
+        st.host_problems.push_back({k.last_hour > 0 ? Health::critical : Health::warning,
+                                    "the kernel logged " + num(k.last_day) + " storage error(s) on " +
+                                        (k.device.empty() ? std::string("an unnamed device") : k.device) +
+                                        " in the last day (" + num(k.last_hour) + " in the last hour)",
+                                    runbook_url("FsauditKernelStorageErrors"), ""});
+    }
+}
 
-  std::set<const metrics::FsFacts*> joined;
-  for (auto& [name, t] : by_name) {
-    const std::string pool = pool_of(t), device = device_of(t);
-    for (const auto* f : host_wide)
-      if ((!f->pool.empty() && f->pool == pool) || (!f->device.empty() && f->device == device)) {
-        merge(t, *f);
-        joined.insert(f);
-      }
-    if (trend) t.days_to_full = trend->days_to_full(name);
-    threshold_problems(t);
-    for (const auto& c : st.canaries)
-      if (c.fs == t.fs) t.canaries.push_back(c.name);
-    for (const auto& p : issues)
-      if (p.target == name) {
-        t.probe_issues.push_back(p);
-        // A probe whose own facts already say why (the mount probe's "not mounted") is not repeated.
-        bool said = std::any_of(t.problems.begin(), t.problems.end(), [&](const auto& x) { return x.text == p.reason; });
-        if (!said)
-          t.problems.push_back({p.stuck ? Health::critical : Health::warning,
-                                "probe " + p.probe + (p.stuck ? " is stuck: " : " failed: ") + p.reason,
-                                runbook_url(p.stuck ? "FsauditProbeStuck" : "FsauditProbeFailing"), name});
-      }
-    std::stable_sort(t.problems.begin(), t.problems.end(),
-                     [](const auto& a, const auto& b) { return rank(a.severity) > rank(b.severity); });
-    Health h = Health::ok;
-    for (const auto& p : t.problems) h = worse(h, p.severity);
-    if (!t.mounted && !t.size_bytes) h = worse(h, Health::unknown);
-    t.health = h;
-    judge_protection(t);
-    st.targets.push_back(std::move(t));
+ProblemStatus probe_problem(const ProbeIssue& p, const std::string& target) {
+  return {p.stuck ? Health::critical : Health::warning, "probe " + p.probe + (p.stuck ? " is stuck: " : " failed: ") + p.reason,
+          runbook_url(p.stuck ? "FsauditProbeStuck" : "FsauditProbeFailing"), target};
+}
+
+// One filesystem's page entry: its pool's or device's facts joined in, the alert rules' thresholds,
+// its canaries and failing probes, then its health and protection.
+void finish_target(TargetStatus& t, const Gathered& g, const std::vector<CanaryStatus>& canaries, const CapacityTrend* trend,
+                   std::set<const metrics::FsFacts*>& joined) {
+  const std::string pool = pool_of(t), device = device_of(t);
+  for (const auto* f : g.host_wide)
+    if ((!f->pool.empty() && f->pool == pool) || (!f->device.empty() && f->device == device)) {
+      merge(t, *f);
+      joined.insert(f);
+    }
+  if (trend) t.days_to_full = trend->days_to_full(t.name);
+  threshold_problems(t);
+  for (const auto& c : canaries)
+    if (c.fs == t.fs) t.canaries.push_back(c.name);
+  for (const auto& p : g.issues) {
+    if (p.target != t.name) continue;
+    t.probe_issues.push_back(p);
+    // A probe whose own facts already say why (the mount probe's "not mounted") is not repeated.
+    bool said = std::any_of(t.problems.begin(), t.problems.end(), [&](const auto& x) { return x.text == p.reason; });
+    if (!said) t.problems.push_back(probe_problem(p, t.name));
   }
-  for (const auto* f : host_wide)
+  std::stable_sort(t.problems.begin(), t.problems.end(),
+                   [](const auto& a, const auto& b) { return rank(a.severity) > rank(b.severity); });
+  Health h = Health::ok;
+  for (const auto& p : t.problems) h = worse(h, p.severity);
+  if (!t.mounted && !t.size_bytes) h = worse(h, Health::unknown);
+  t.health = h;
+  judge_protection(t);
+}
+
+// What is wrong with no single filesystem: unjoined pool or device facts, host-wide probes, missed
+// canary expectations, a rejected reload.
+void host_problems(const Gathered& g, const std::set<const metrics::FsFacts*>& joined, const Canaries& canaries, Status& st) {
+  for (const auto* f : g.host_wide)
     if (!joined.count(f))
       for (const auto& p : f->problems)
         if (p.severity != metrics::Severity::info) st.host_problems.push_back({health_of(p.severity), p.words, runbook_url(p.runbook), ""});
-  for (const auto& p : issues)
-    if (!by_name.count(p.target) && !is_canary(p.target)) {
+  for (const auto& p : g.issues)
+    if (!g.by_name.count(p.target) && !canaries.has(p.target)) {
       st.host_issues.push_back(p);
-      st.host_problems.push_back({p.stuck ? Health::critical : Health::warning,
-                                  "probe " + p.probe + (p.stuck ? " is stuck: " : " failed: ") + p.reason,
-                                  runbook_url(p.stuck ? "FsauditProbeStuck" : "FsauditProbeFailing"), ""});
+      st.host_problems.push_back(probe_problem(p, ""));
     }
   for (const auto& c : st.canaries)
     if (c.expectation_met && !*c.expectation_met)
@@ -331,25 +352,48 @@ Status build_status(const StatusItemsByKey& items, double now, const CapacityTre
   if (st.config_reload_ok && !*st.config_reload_ok)
     st.host_problems.push_back({Health::warning, "the last configuration reload was rejected; the previous configuration is running",
                                 runbook_url("FsauditConfigReloadFailed"), ""});
+}
 
+// The overall health, the counts and the first problem to show.
+void summarize(Status& st) {
   Health overall = st.targets.empty() && st.canaries.empty() ? Health::unknown : Health::ok;
+  auto consider = [&](const ProblemStatus& p) {
+    if (!st.first || rank(p.severity) > rank(st.first->severity)) st.first = p;
+  };
   for (const auto& t : st.targets) {
     overall = worse(overall, t.health);
     (t.protection == Protection::protected_ ? st.protected_count
      : t.protection == Protection::broken   ? st.broken_count
                                             : st.exposed_count)++;
-    for (const auto& p : t.problems)
-      if (!st.first || rank(p.severity) > rank(st.first->severity)) st.first = p;
+    for (const auto& p : t.problems) consider(p);
   }
   for (const auto& p : st.host_problems) {
     overall = worse(overall, p.severity);
-    if (!st.first || rank(p.severity) > rank(st.first->severity)) st.first = p;
+    consider(p);
   }
   st.overall = overall;
   st.summary = std::to_string(st.targets.size()) + " filesystem(s): " + std::to_string(st.protected_count) + " protected, " +
                std::to_string(st.exposed_count) + " exposed, " + std::to_string(st.broken_count) + " broken; " +
                std::to_string(st.canaries.size()) + " canar" + (st.canaries.size() == 1 ? "y" : "ies");
   if (!st.host_issues.empty()) st.summary += "; " + std::to_string(st.host_issues.size()) + " host probe(s) failing";
+}
+
+}  // namespace
+
+Status build_status(const StatusItemsByKey& items, double now, const CapacityTrend* trend, const std::string& host) {
+  Status st;
+  st.generated_at = now;
+  st.host = host;
+  const Canaries canaries = collect_canaries(items, st);
+  Gathered g = gather(items, canaries);
+  place_kernel_errors(items, canaries, g, st);
+  std::set<const metrics::FsFacts*> joined;
+  for (auto& [name, t] : g.by_name) {
+    finish_target(t, g, st.canaries, trend, joined);
+    st.targets.push_back(std::move(t));
+  }
+  host_problems(g, joined, canaries, st);
+  summarize(st);
   return st;
 }
 

@@ -87,6 +87,15 @@ void Batch::histogram(const std::string& name, const std::string& help, const La
   family(name, help, MetricType::Histogram).metric.push_back(std::move(m));
 }
 
+void Batch::summary(const std::string& name, const std::string& help, const Labels& labels, std::uint64_t count,
+                    double sum) {
+  Sample m;
+  m.label = to_labels(labels);
+  m.histogram.sample_count = count;
+  m.histogram.sample_sum = sum;
+  family(name, help, MetricType::Summary).metric.push_back(std::move(m));
+}
+
 void Batch::append(const Batch& other) {
   status.append(other.status);
   for (const auto& f : other.families()) {
@@ -129,7 +138,8 @@ double Batch::value(const std::string& name, const Labels& match) const {
       switch (f.type) {
         case MetricType::Counter: return m.counter.value;
         case MetricType::Gauge: return m.gauge.value;
-        case MetricType::Histogram: return static_cast<double>(m.histogram.sample_count);
+        case MetricType::Histogram:
+        case MetricType::Summary: return static_cast<double>(m.histogram.sample_count);
         default: return m.untyped.value;
       }
     }

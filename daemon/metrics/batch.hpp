@@ -16,7 +16,7 @@ namespace fsaudit::metrics {
 
 using Labels = std::map<std::string, std::string>;
 
-enum class MetricType { Counter, Gauge, Histogram, Untyped };
+enum class MetricType { Counter, Gauge, Histogram, Summary, Untyped };
 
 struct Label {
   std::string name;
@@ -33,7 +33,7 @@ struct Bucket {
 };
 
 struct HistogramValue {
-  std::vector<Bucket> bucket;  // ascending, the last one +Inf
+  std::vector<Bucket> bucket;  // ascending, the last one +Inf (none for a summary)
   std::uint64_t sample_count = 0;
   double sample_sum = 0;
 };
@@ -72,6 +72,10 @@ class Batch {
   void histogram(const std::string& name, const std::string& help, const Labels& labels,
                  const std::vector<double>& upper_bounds, const std::vector<std::uint64_t>& cumulative_counts,
                  double sum);
+  // A summary without quantiles: only _sum and _count, two series where a histogram needs a third
+  // for its +Inf bucket (a histogram with no other bucket says nothing more; issue 33's budget).
+  void summary(const std::string& name, const std::string& help, const Labels& labels, std::uint64_t count,
+               double sum);
 
   void append(const Batch& other);
   // What the run tells the status page, beside the samples (daemon/metrics/status_items.hpp).

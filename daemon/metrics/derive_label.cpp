@@ -26,6 +26,7 @@ Batch with_derived_label(const Batch& in, const std::string& from, const std::st
           out.histogram(f.name, f.help, l, bounds, counts, m.histogram.sample_sum);
           break;
         }
+        case MetricType::Summary: out.summary(f.name, f.help, l, m.histogram.sample_count, m.histogram.sample_sum); break;
         case MetricType::Untyped: break;  // no Batch builder makes one
       }
     }

@@ -13,6 +13,7 @@ const char* type_name(MetricType t) {
     case MetricType::Counter: return "counter";
     case MetricType::Gauge: return "gauge";
     case MetricType::Histogram: return "histogram";
+    case MetricType::Summary: return "summary";
     default: return "untyped";
   }
 }
@@ -101,6 +102,7 @@ void put_lines(std::string& out, const MetricFamily& f) {
         put_sample(out, f.name, "", labels, nullptr, 0, m.gauge.value);
         break;
       case MetricType::Histogram:
+      case MetricType::Summary:
         for (const auto& b : m.histogram.bucket)
           put_sample(out, f.name, "_bucket", labels, "le", b.upper_bound, 0, true, b.cumulative_count);
         put_sample(out, f.name, "_sum", labels, nullptr, 0, m.histogram.sample_sum);

@@ -260,10 +260,12 @@ std::string strip_dev(const std::string& d) { return d.starts_with("/dev/") ? d.
 // Filesystem identity, member devices and their counters, block-group profiles and redundancy
 // from sysfs. Fills `devid_names` (devid -> device label) for the series that only know a devid.
 void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
-                  std::map<std::uint64_t, std::string>& devid_names) {
+                  std::map<std::uint64_t, std::string>& devid_names, bool derived_series) {
   const std::string& target = t.name;
-  b.info("fsaudit_btrfs_filesystem_info", "btrfs filesystem of the target (value 1): fsid.",
-         {{"target", target}, {"fsid", f.fsid}});
+  // The fsid is also the latency stack's name (fsaudit_latency_stack_info{stack="btrfs:<fsid>"}).
+  if (derived_series)
+    b.info("fsaudit_btrfs_filesystem_info", "btrfs filesystem of the target (value 1): fsid.",
+           {{"target", target}, {"fsid", f.fsid}});
   int missing = 0;
   for (const auto& d : f.devices) {
     std::string name = d.name.empty() ? "devid-" + std::to_string(d.devid) : d.name;
@@ -299,8 +301,9 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
     // (issue 33's series budget); the bytes without redundancy are summed per type below.
     nonredundant[p.type] += profile_is_redundant(p.profile) ? 0 : p.used_bytes;
   }
+  // Derived from the used bytes' profile label: only on request (btrfs.detail: full).
   for (const auto& type : {"data", "metadata", "system"}) {
-    if (!nonredundant.count(type)) continue;
+    if (!derived_series || !nonredundant.count(type)) continue;
     b.gauge("fsaudit_btrfs_nonredundant_used_bytes",
             "Bytes used in btrfs block groups without redundancy (single/raid0): a checksum error there "
             "cannot be repaired.",
@@ -343,11 +346,11 @@ void device_stats_series(metrics::Batch& b, const std::string& target, const Obs
 
 }  // namespace
 
-metrics::Batch btrfs_metrics(const Target& t, const Observation& obs) {
+metrics::Batch btrfs_metrics(const Target& t, const Observation& obs, bool derived_series) {
   metrics::Batch b;
   const std::string& target = t.name;
   std::map<std::uint64_t, std::string> devid_names;
-  if (obs.sysfs) sysfs_series(b, t, *obs.sysfs, devid_names);
+  if (obs.sysfs) sysfs_series(b, t, *obs.sysfs, devid_names, derived_series);
   if (obs.device_stats) device_stats_series(b, target, obs, devid_names);
 
   return b;
@@ -360,7 +363,7 @@ using namespace fsaudit::btrfs;
 
 class BtrfsProbe final : public Probe {
  public:
-  explicit BtrfsProbe(std::string helper) : helper_(std::move(helper)) {}
+  BtrfsProbe(std::string helper, bool derived_series) : helper_(std::move(helper)), derived_series_(derived_series) {}
   std::string name() const override { return "btrfs"; }
   bool applies_to(const Target& t) const override { return t.fstype == "btrfs"; }
   // sysfs (`btrfs device stats` only on kernels without error_stats there): one wake-up per cycle for all
@@ -456,7 +459,7 @@ class BtrfsProbe final : public Probe {
       else problems.push_back("btrfs device stats " + t.mountpoint + ": " + (r.ok() || r.truncated ? parsed.error() : r.describe()));
     }
 
-    auto batch = btrfs_metrics(t, obs);
+    auto batch = btrfs_metrics(t, obs, derived_series_);
     for (const char* from : {"device", "member"})
       batch = metrics::with_derived_label(batch, from, "disk", [&](const std::string& d) { return block::disk_label(ctx.host, d); });
     bool have_counters = counters_complete || obs.device_stats;
@@ -471,11 +474,14 @@ class BtrfsProbe final : public Probe {
   }
 
   std::string helper_;  // fsaudit-helper's socket ("" = none)
+  const bool derived_series_;
   SysfsMemo memo_;
 };
 
 }  // namespace
 
-std::unique_ptr<Probe> make_btrfs_probe(const config::Config& cfg) { return std::make_unique<BtrfsProbe>(cfg.canary.helper); }
+std::unique_ptr<Probe> make_btrfs_probe(const config::Config& cfg) {
+  return std::make_unique<BtrfsProbe>(cfg.canary.helper, cfg.btrfs.derived_series());
+}
 
 }  // namespace fsaudit::btrfs

@@ -21,14 +21,19 @@ CapacityStats capacity_from_statvfs(const struct statvfs& s) {
   return c;
 }
 
-metrics::Batch capacity_metrics(const Target& t, const CapacityStats& c) {
+metrics::Batch capacity_metrics(const Target& t, const CapacityStats& c, bool free_bytes_series) {
   metrics::Batch b;
   metrics::Labels l{{"target", t.name}, {"fs", t.fstype}};
   b.gauge("fsaudit_filesystem_size_bytes", "Filesystem size in bytes (statvfs f_blocks * f_frsize).", l, c.size_bytes);
-  b.gauge("fsaudit_filesystem_free_bytes", "Free bytes, including those reserved for root.", l, c.free_bytes);
+  if (free_bytes_series)
+    b.gauge("fsaudit_filesystem_free_bytes", "Free bytes, including those reserved for root.", l, c.free_bytes);
   b.gauge("fsaudit_filesystem_avail_bytes", "Bytes available to unprivileged users.", l, c.avail_bytes);
-  b.gauge("fsaudit_filesystem_files", "Total inodes (0 where the filesystem has no fixed inode table).", l, c.files);
-  b.gauge("fsaudit_filesystem_files_free", "Free inodes.", l, c.files_free);
+  // A filesystem without a fixed inode table (btrfs) says 0 inodes: no inode figure, not a full one.
+  if (c.files > 0) {
+    b.gauge("fsaudit_filesystem_files", "Total inodes (absent where the filesystem has no fixed inode table).", l,
+            c.files);
+    b.gauge("fsaudit_filesystem_files_free", "Free inodes.", l, c.files_free);
+  }
   // The fill rules (almost full, full in N days) are the alert rules' and are applied by the page.
   auto& f = b.status.fs(t.name);
   f.fs = t.fstype;
@@ -45,6 +50,7 @@ namespace {
 
 class CapacityProbe final : public Probe {
  public:
+  explicit CapacityProbe(bool free_bytes_series) : free_bytes_series_(free_bytes_series) {}
   std::string name() const override { return "capacity"; }
   bool batched() const override { return true; }
   // The cycle's statfs calls go to the helper together: a few wake-ups per cycle, not two per target.
@@ -64,7 +70,7 @@ class CapacityProbe final : public Probe {
     Fingerprint fp;
     fp.add(t.name).add(t.fstype).add(c.size_bytes).add(c.free_bytes).add(c.avail_bytes).add(c.files).add(c.files_free);
     if (last_.same(t.name, fp.value(), ctx)) return ProbeResult::same_as_last();  // an idle filesystem
-    return ProbeResult::ok(capacity_metrics(t, c));
+    return ProbeResult::ok(capacity_metrics(t, c, free_bytes_series_));
   }
 
  private:
@@ -73,12 +79,15 @@ class CapacityProbe final : public Probe {
   static std::string path_of(const Target& t, const ProbeContext& ctx) {
     return (ctx.host.rootfs / std::filesystem::path(t.mountpoint).relative_path()).string();
   }
+  const bool free_bytes_series_;
   StatfsHelpers helpers_;
   LastPublished last_;
 };
 
 }  // namespace
 
-std::unique_ptr<Probe> make_capacity_probe(const config::Config&) { return std::make_unique<CapacityProbe>(); }
+std::unique_ptr<Probe> make_capacity_probe(const config::Config& c) {
+  return std::make_unique<CapacityProbe>(c.capacity.free_bytes_series());
+}
 
 }  // namespace fsaudit::capacity

@@ -20,7 +20,8 @@ struct CapacityStats {
 
 // Pure: converts what statvfs returned.
 CapacityStats capacity_from_statvfs(const struct statvfs& s);
-metrics::Batch capacity_metrics(const Target& t, const CapacityStats& c);
+// fsaudit_filesystem_free_bytes only with `free_bytes_series` (capacity.detail: full).
+metrics::Batch capacity_metrics(const Target& t, const CapacityStats& c, bool free_bytes_series = false);
 
 std::unique_ptr<Probe> make_capacity_probe(const config::Config& cfg);
 

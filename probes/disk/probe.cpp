@@ -273,9 +273,13 @@ class SmartProbe final : public Probe {
     for (const auto& [d, targets] : disks)
       for (const auto& t : targets) at_risk_per_target[t] += risky.count(d) ? 1 : 0;
     for (const auto& [t, n] : at_risk_per_target) {
-      batch.gauge("fsaudit_members_at_risk",
-                  "Disks under the filesystem whose SMART says they may fail soon (fsaudit_disk_at_risk == 1).",
-                  {{"target", t}}, n);
+      // Only while some are (issue 33's budget): the alert asks for > 0, and the disks under each
+      // filesystem (fsaudit_target_disk_info) with their fsaudit_disk_at_risk say 0 already.
+      if (n > 0)
+        batch.gauge("fsaudit_members_at_risk",
+                    "Disks under the filesystem whose SMART says they may fail soon (fsaudit_disk_at_risk == 1); "
+                    "absent while none is.",
+                    {{"target", t}}, n);
       batch.status.fs(t).members_at_risk = n;
     }
     for (const auto& [d, _] : disks)

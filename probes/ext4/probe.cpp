@@ -52,7 +52,7 @@ Result<std::optional<bool>> read_ext4_shutdown(const fs::path& options_file, con
   return std::optional<bool>(*s);
 }
 
-metrics::Batch ext4_metrics(const Target& t, const std::string& device, const ErrorState& s) {
+metrics::Batch ext4_metrics(const Target& t, const std::string& device, const ErrorState& s, bool warning_series) {
   metrics::Batch b;
   metrics::Labels l{{"target", t.name}, {"device", device}};
   b.gauge("fsaudit_ext4_errors",
@@ -86,7 +86,7 @@ metrics::Batch ext4_metrics(const Target& t, const std::string& device, const Er
             "1 if the ext4 filesystem has been shut down (EXT4_IOC_SHUTDOWN; the shutdown option in "
             "/proc/fs/ext4/<dev>/options): every read and write fails with EIO until it is unmounted.",
             l, *s.shutdown ? 1 : 0);
-  if (s.warning_count)
+  if (warning_series && s.warning_count)
     b.gauge("fsaudit_ext4_warnings", "ext4 warnings logged since mount (warning_count).", l,
             static_cast<double>(*s.warning_count));
   return b;
@@ -97,6 +97,7 @@ namespace {
 
 class Ext4Probe final : public Probe {
  public:
+  explicit Ext4Probe(bool warning_series) : warning_series_(warning_series) {}
   std::string name() const override { return "ext4"; }
   bool batched() const override { return true; }  // sysfs reads only
   bool applies_to(const Target& t) const override { return t.fstype == "ext4" || t.fstype == "ext3" || t.fstype == "ext2"; }
@@ -138,7 +139,7 @@ class Ext4Probe final : public Probe {
       auto s = ext4::parse_ext4_sysfs(*files);
       if (!s) return ProbeResult::failed(s.error());
       s->shutdown = *shutdown;
-      return ProbeResult::ok(ext4::ext4_metrics(t, dev, *s));
+      return ProbeResult::ok(ext4::ext4_metrics(t, dev, *s, warning_series_));
     } catch (const std::exception& e) {
       return ProbeResult::failed(std::string("ext4 probe: ") + e.what());
     }
@@ -161,6 +162,7 @@ class Ext4Probe final : public Probe {
     dirs_[dir_key(t)] = dev;
   }
 
+  const bool warning_series_;
   LastPublished last_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::string> dirs_;
@@ -168,6 +170,8 @@ class Ext4Probe final : public Probe {
 
 }  // namespace
 
-std::unique_ptr<Probe> make_ext4_probe(const config::Config&) { return std::make_unique<Ext4Probe>(); }
+std::unique_ptr<Probe> make_ext4_probe(const config::Config& c) {
+  return std::make_unique<Ext4Probe>(c.ext4.warning_series());
+}
 
 }  // namespace fsaudit::ext4

@@ -30,7 +30,8 @@ Result<std::map<std::string, std::string>> read_ext4_sysfs_files(const std::file
 // entry on this kernel), an error when it is unreadable or malformed.
 Result<std::optional<bool>> read_ext4_shutdown(const std::filesystem::path& options_file, const AttributeReader& read);
 
-metrics::Batch ext4_metrics(const Target& t, const std::string& device, const ErrorState& s);
+// fsaudit_ext4_warnings only with `warning_series` (ext4.detail: full).
+metrics::Batch ext4_metrics(const Target& t, const std::string& device, const ErrorState& s, bool warning_series = false);
 
 std::unique_ptr<Probe> make_ext4_probe(const config::Config& cfg);
 

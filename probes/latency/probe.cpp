@@ -245,12 +245,16 @@ void StackStats::record(SteadyTime now, const SampleResult& r) {
 
 void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime now, Detail detail, bool direct_reads) {
   const bool full = detail == Detail::full;
-  b.histogram("fsaudit_fsync_latency_seconds", kHistHelp, l, Histogram::bounds_seconds(detail), fsync.cumulative(detail),
-              fsync.sum_seconds());
+  // By default (detail summary) no bucket but +Inf, which only repeats the count: a summary without
+  // quantiles says the same in two series instead of three (the window gauges give the percentiles).
+  auto put_latency = [&](const std::string& name, const std::string& help, const Histogram& h) {
+    if (detail == Detail::summary) b.summary(name, help, l, h.count(), h.sum_seconds());
+    else b.histogram(name, help, l, Histogram::bounds_seconds(detail), h.cumulative(detail), h.sum_seconds());
+  };
+  put_latency("fsaudit_fsync_latency_seconds", kHistHelp, fsync);
   if (direct_reads)
-    b.histogram("fsaudit_direct_read_latency_seconds",
-                "Latency of one 4 KiB O_DIRECT read at a random offset of the stack's probe file", l,
-                Histogram::bounds_seconds(detail), reads.cumulative(detail), reads.sum_seconds());
+    put_latency("fsaudit_direct_read_latency_seconds",
+                "Latency of one 4 KiB O_DIRECT read at a random offset of the stack's probe file", reads);
   if (auto q = window.quantiles(now)) {
     // `percentile`, not `quantile`: a gauge with a quantile label is reserved for summaries.
     auto put = [&](const char* percentile, std::uint64_t ns) {

@@ -431,7 +431,7 @@ void status_facts(metrics::Batch& b, const Item& it, double now, bool running, b
   b.status.filesystems.push_back(std::move(f));
 }
 
-void target_metrics(metrics::Batch& b, const Item& it, double now) {
+void target_metrics(metrics::Batch& b, const Item& it, double now, bool schedule_series) {
   const auto& st = it.state;
   metrics::Labels l{{"target", it.target.name}, {"fs", it.target.fs}};
   // Only while it cannot be read (0): an idle target carries no series that can only say 1 (issue 33).
@@ -464,7 +464,7 @@ void target_metrics(metrics::Batch& b, const Item& it, double now) {
   } else if (it.observed && it.obs.supported) {
     b.gauge("fsaudit_scrub_last_completed_age_seconds", age_help, l, std::numeric_limits<double>::infinity());
   }
-  if (it.decision.next_due)
+  if (schedule_series && it.decision.next_due)
     b.gauge("fsaudit_scrub_next_scheduled_timestamp_seconds",
             "When fsaudit will start the next scrub (earliest; in the window, subject to load and concurrency).", l,
             *it.decision.next_due);
@@ -529,7 +529,7 @@ ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
   int failed = 0;
   for (const auto& it : items) {
     save_state(it, pass);
-    target_metrics(b, it, pass.now);
+    target_metrics(b, it, pass.now, cfg_.schedule_series());
     if (!it.observed) ++failed;
   }
   b.gauge("fsaudit_scrubs_running", "Scrubs running on this host now.", {}, pass.running);

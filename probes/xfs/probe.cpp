@@ -30,7 +30,7 @@ ErrorConfig read_error_config(const fs::path& dir, const AttributeReader& read) 
   return c;
 }
 
-metrics::Batch xfs_metrics(const Target& t, const Observation& o, bool error_config_series) {
+metrics::Batch xfs_metrics(const Target& t, const Observation& o, bool diagnostic_series) {
   metrics::Batch b;
   metrics::Labels l{{"target", t.name}, {"device", o.device}};
   b.gauge("fsaudit_xfs_shutdown",
@@ -46,10 +46,11 @@ metrics::Batch xfs_metrics(const Target& t, const Observation& o, bool error_con
                                                 " metadata structure(s) unhealthy",
                                             "FsauditXfsUnhealthyMetadata"});
   if (o.health) {
-    b.gauge("fsaudit_xfs_health_collected",
-            "1 if XFS has health information for this filesystem (from runtime corruption detection or online "
-            "scrub); 0 = nothing checked yet.",
-            l, o.health->collected ? 1 : 0);
+    if (diagnostic_series)
+      b.gauge("fsaudit_xfs_health_collected",
+              "1 if XFS has health information for this filesystem (from runtime corruption detection or online "
+              "scrub); 0 = nothing checked yet.",
+              l, o.health->collected ? 1 : 0);
     b.gauge("fsaudit_xfs_unhealthy_metadata",
             "Number of XFS metadata structures the kernel has marked unhealthy (xfs_spaceman -c health).", l,
             static_cast<double>(o.health->unhealthy()));
@@ -65,7 +66,7 @@ metrics::Batch xfs_metrics(const Target& t, const Observation& o, bool error_con
               lk, static_cast<double>(n));
     }
   }
-  if (o.error_config && error_config_series) {
+  if (o.error_config && diagnostic_series) {
     const auto& c = *o.error_config;
     if (c.fail_at_unmount)
       b.gauge("fsaudit_xfs_error_fail_at_unmount",
@@ -97,7 +98,7 @@ namespace {
 
 class XfsProbe final : public Probe {
  public:
-  explicit XfsProbe(bool error_config_series) : error_config_series_(error_config_series) {}
+  explicit XfsProbe(bool diagnostic_series) : diagnostic_series_(diagnostic_series) {}
   std::string name() const override { return "xfs"; }
   bool applies_to(const Target& t) const override { return t.fstype == "xfs"; }
   // sysfs, and the health record through the statfs helper: one wake-up per cycle for all targets
@@ -136,7 +137,7 @@ class XfsProbe final : public Probe {
           problems.push_back(hr.error + "; xfs_spaceman -c health " + t.mountpoint + ": " + r.describe());
         }
       }
-      auto batch = xfs::xfs_metrics(t, o, error_config_series_);
+      auto batch = xfs::xfs_metrics(t, o, diagnostic_series_);
       if (o.error_config && !o.error_config->problems.empty()) {
         // Health was read, but a setting that is there could not be: fail rather than hide it.
         for (const auto& p : o.error_config->problems) problems.push_back(p);
@@ -158,13 +159,13 @@ class XfsProbe final : public Probe {
   }
 
  private:
-  bool error_config_series_;
+  bool diagnostic_series_;
 };
 
 }  // namespace
 
 std::unique_ptr<Probe> make_xfs_probe(const config::Config& c) {
-  return std::make_unique<XfsProbe>(c.xfs.error_config_series());
+  return std::make_unique<XfsProbe>(c.xfs.diagnostic_series());
 }
 
 }  // namespace fsaudit::xfs

@@ -49,9 +49,9 @@ struct Observation {
   bool shutdown = false;
   std::optional<ErrorConfig> error_config;
 };
-// The error configuration's series only with `error_config_series` (xfs.detail: full); a setting
-// that cannot be read fails the probe either way.
-metrics::Batch xfs_metrics(const Target& t, const Observation& o, bool error_config_series);
+// The error configuration's series and health_collected only with `diagnostic_series` (xfs.detail:
+// full); a setting that cannot be read fails the probe either way.
+metrics::Batch xfs_metrics(const Target& t, const Observation& o, bool diagnostic_series);
 
 std::unique_ptr<Probe> make_xfs_probe(const config::Config& cfg);
 

@@ -87,11 +87,11 @@ void pool_status_facts(metrics::Batch& b, const ZfsPoolStatus& p, const stack::S
 }
 
 metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vector<ZfsPoolList>& lists,
-                                 StatusFormat format, std::map<std::string, ScrubMemory>& memory, bool all_states) {
+                                 StatusFormat format, std::map<std::string, ScrubMemory>& memory, bool full_detail) {
   metrics::Batch b;
   auto states = [&](const char* name, const char* help, const metrics::Labels& l, const std::vector<std::string>& all,
                     const std::string& current) {
-    if (all_states) b.stateset(name, help, l, all, current);
+    if (full_detail) b.stateset(name, help, l, all, current);
     else b.current_state(name, help, l, current);
   };
   b.info("fsaudit_zfs_probe_info", "How the zfs probe read zpool status (format: json, text_p, text).",
@@ -105,7 +105,7 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
               "Data errors (files/objects with permanent errors) zpool status reports for the pool.", pl,
               static_cast<double>(*p.data_errors));
     for (auto [kind, val] : {std::pair{"read", p.read_errors}, {"write", p.write_errors}, {"checksum", p.checksum_errors}})
-      if (val)
+      if (val && full_detail)
         b.gauge("fsaudit_zfs_pool_errors", "Error counters of the pool's root vdev row (reset by zpool clear).",
                 {{"pool", p.name}, {"kind", kind}}, static_cast<double>(*val));
     const auto model = stack_model(p);
@@ -196,8 +196,9 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
     };
     g("fsaudit_zfs_pool_size_bytes", "Pool size (zpool list SIZE).", l.size_bytes);
     g("fsaudit_zfs_pool_allocated_bytes", "Allocated bytes in the pool (zpool list ALLOC).", l.allocated_bytes);
-    g("fsaudit_zfs_pool_free_bytes", "Free bytes in the pool (zpool list FREE).", l.free_bytes);
     g("fsaudit_zfs_pool_fragmentation_ratio", "Free-space fragmentation of the pool (0..1).", l.fragmentation_ratio);
+    if (!full_detail) continue;
+    g("fsaudit_zfs_pool_free_bytes", "Free bytes in the pool (zpool list FREE).", l.free_bytes);
     g("fsaudit_zfs_pool_capacity_ratio", "Used fraction of the pool (zpool list CAP, 0..1).", l.capacity_ratio);
     g("fsaudit_zfs_pool_dedup_ratio", "Deduplication ratio of the pool.", l.dedup_ratio);
   }
@@ -351,7 +352,7 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
     metrics::Batch batch;
     {
       std::lock_guard lk(mu_);
-      batch = build_zfs_metrics(*parsed, lists, fmt, scrubs_, all_states_);
+      batch = build_zfs_metrics(*parsed, lists, fmt, scrubs_, full_detail_);
     }
     for (const char* from : {"vdev", "member"})
       batch = metrics::with_derived_label(batch, from, "disk", [&](const std::string& v) {
@@ -366,7 +367,7 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
 }
 
 std::unique_ptr<Probe> make_zfs_probe(const config::Config& cfg, std::shared_ptr<StatusShare> share) {
-  return std::make_unique<ZfsProbe>(std::move(share), cfg.zfs.all_states());
+  return std::make_unique<ZfsProbe>(std::move(share), cfg.zfs.full_detail());
 }
 
 void StatusShare::post(SteadyTime started, const std::string& zpool, const ZfsStatusReport& report) {

@@ -31,12 +31,13 @@ struct ScrubMemory {
 };
 
 // Pure: metrics for one probe run. `lists` may be empty (zpool list failed). `memory` is updated.
-// The pool, vdev and scan state sets carry every state (0/1) only with `all_states` (zfs.detail:
-// full); by default one series each, the current state (issue 33: a pool of 100 disks had 1,000
-// vdev state series, 900 of them 0).
+// With `full_detail` (zfs.detail: full) the pool, vdev and scan state sets carry every state (0/1),
+// by default one series each, the current state (issue 33: a pool of 100 disks had 1,000 vdev state
+// series, 900 of them 0); and only then the pool row's error counters (the sum of its vdevs' rows,
+// which are exported) and zpool list's FREE, CAP and DEDUP (SIZE and ALLOC say the first two).
 metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vector<ZfsPoolList>& lists,
                                  StatusFormat format, std::map<std::string, ScrubMemory>& memory,
-                                 bool all_states = false);
+                                 bool full_detail = false);
 
 // True when a pool's data vdevs (data/special/dedup roles) are all mirror/raidz/draid: it survives
 // a member failure (its stack model's designed redundancy, probes/zfs/stack.hpp). copies=N datasets
@@ -71,8 +72,8 @@ inline constexpr auto kPoolListMaxAge = std::chrono::seconds(120);
 
 class ZfsProbe final : public Probe {
  public:
-  explicit ZfsProbe(std::shared_ptr<StatusShare> share = nullptr, bool all_states = false)
-      : all_states_(all_states), share_(std::move(share)) {}
+  explicit ZfsProbe(std::shared_ptr<StatusShare> share = nullptr, bool full_detail = false)
+      : full_detail_(full_detail), share_(std::move(share)) {}
   std::string name() const override { return "zfs"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
@@ -89,7 +90,7 @@ class ZfsProbe final : public Probe {
   std::vector<ZfsPoolList> lists_;
   std::optional<SteadyTime> lists_at_;
   std::map<std::string, ScrubMemory> scrubs_;
-  bool all_states_;
+  bool full_detail_;
   std::shared_ptr<StatusShare> share_;
 };
 

@@ -31,7 +31,8 @@ metrics::Batch probe_now(const std::string& mnt, ProbeResult* full = nullptr) {
   EXPECT_TRUE(t) << "no mount at " << mnt;
   if (!t) return {};
   testing::LiveContext c;
-  auto probe = btrfs::make_btrfs_probe(config::default_config());
+  // detail: full, for the bytes without redundancy below.
+  auto probe = btrfs::make_btrfs_probe(config::parse_config("btrfs: {detail: full}\n", "test.yaml"));
   EXPECT_TRUE(probe->applies_to(*t));
   auto r = probe->run(*t, c.ctx);
   EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;

@@ -339,7 +339,9 @@ TEST(BtrfsProbeAdapter, Raid1TreeCountersProfilesAndScrub) {
   EXPECT_FALSE(b.has("fsaudit_btrfs_profile_redundant"));  // the profile label says it
   EXPECT_EQ(b.value("fsaudit_btrfs_used_bytes", {{"type", "data"}, {"profile", "raid1"}}), 262144);
   EXPECT_EQ(b.value("fsaudit_btrfs_allocated_bytes", {{"type", "metadata"}, {"profile", "raid1"}}), 54525952);
-  EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 0);
+  // Derived series (the profile label says them): btrfs.detail: full only (issue 33's budget).
+  EXPECT_FALSE(b.has("fsaudit_btrfs_nonredundant_used_bytes"));
+  EXPECT_FALSE(b.has("fsaudit_btrfs_filesystem_info"));
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
   EXPECT_EQ(b.value("fsaudit_redundancy_designed", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
@@ -353,9 +355,11 @@ TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
   testing::FakeRunner runner;
   runner.answer("btrfs scrub status -d -R /mnt/s", probe_fixture_text("btrfs/scrub-status-dR-single-uncorrectable-progs-6.2.txt"));
   testing::ContextHolder c(t.host(), runner);
-  auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/s", "/dev/loop3"), c.ctx);
+  auto r = btrfs::make_btrfs_probe(config::parse_config("btrfs: {detail: full}\n", "test.yaml"))
+               ->run(target("/mnt/s", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   const auto& b = r.metrics;
+  EXPECT_TRUE(b.has("fsaudit_btrfs_filesystem_info", {{"target", "/mnt/s"}}));
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"kind", "corruption"}}), 4);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/s"}}), 0);
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "/mnt/s"}}), 0);

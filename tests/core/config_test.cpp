@@ -108,14 +108,28 @@ TEST(Config, SeriesDetailOptionsDefaultLeanAndNameTheKeyWhenWrong) {
   EXPECT_NE(error_of("setup:\n  detail: rules\n").find("fsaudit.yaml:2:11: key 'setup.detail'"), std::string::npos)
       << error_of("setup:\n  detail: rules\n");
   EXPECT_EQ(c.xfs.detail, "compact");
-  EXPECT_FALSE(c.xfs.error_config_series());
-  EXPECT_TRUE(config::parse_config("xfs: {detail: full}\n", "x.yaml").xfs.error_config_series());
+  EXPECT_FALSE(c.xfs.diagnostic_series());
+  EXPECT_TRUE(config::parse_config("xfs: {detail: full}\n", "x.yaml").xfs.diagnostic_series());
   EXPECT_NE(error_of("xfs:\n  detail: errors\n").find("fsaudit.yaml:2:11: key 'xfs.detail'"), std::string::npos)
       << error_of("xfs:\n  detail: errors\n");
-  EXPECT_FALSE(c.zfs.all_states());
-  EXPECT_TRUE(config::parse_config("zfs: {detail: full}\n", "x.yaml").zfs.all_states());
+  EXPECT_FALSE(c.zfs.full_detail());
+  EXPECT_TRUE(config::parse_config("zfs: {detail: full}\n", "x.yaml").zfs.full_detail());
   EXPECT_NE(error_of("zfs:\n  detail: states\n").find("fsaudit.yaml:2:11: key 'zfs.detail'"), std::string::npos)
       << error_of("zfs:\n  detail: states\n");
+  EXPECT_FALSE(c.capacity.free_bytes_series());
+  EXPECT_FALSE(c.ext4.warning_series());
+  EXPECT_FALSE(c.btrfs.derived_series());
+  EXPECT_EQ(c.scrub.detail, "compact");
+  auto more = config::parse_config(
+      "capacity: {detail: full}\next4: {detail: full}\nbtrfs: {detail: full}\nscrub: {detail: full}\n", "x.yaml");
+  EXPECT_TRUE(more.capacity.free_bytes_series());
+  EXPECT_TRUE(more.ext4.warning_series());
+  EXPECT_TRUE(more.btrfs.derived_series());
+  EXPECT_TRUE(more.scrub.schedule_series());
+  for (const char* section : {"capacity", "ext4", "btrfs", "scrub"}) {
+    auto e = error_of(std::string(section) + ":\n  detail: all\n");
+    EXPECT_NE(e.find("fsaudit.yaml:2:11: key '" + std::string(section) + ".detail'"), std::string::npos) << e;
+  }
 }
 
 TEST(Config, BadDurationAndSize) {

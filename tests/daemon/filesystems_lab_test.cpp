@@ -132,7 +132,8 @@ TEST(FilesystemsDaemonLab, XfsAndExt4HaveNoDataChecksumsAndAreHealthy) {
   EXPECT_EQ(text.find("fsaudit_filesystem_data_checksums"), std::string::npos);
   EXPECT_EQ(scrape_value(text, "fsaudit_ext4_errors", {{"target", (dir / "ext4").string()}, {"device", kname(e.device())}}), 0);
   EXPECT_EQ(scrape_value(text, "fsaudit_xfs_shutdown", {{"target", (dir / "xfs").string()}, {"device", kname(x.device())}}), 0);
-  EXPECT_EQ(scrape_value(text, "fsaudit_xfs_health_collected", tx), 0);
+  EXPECT_EQ(scrape_value(text, "fsaudit_xfs_unhealthy_metadata", tx), 0);
+  EXPECT_EQ(text.find("fsaudit_xfs_health_collected"), std::string::npos) << "xfs.detail: full only";
   // Neither is redundant-by-checksum: no fsaudit_filesystem_data_redundancy for them.
   EXPECT_TRUE(std::isnan(scrape_value(text, "fsaudit_filesystem_data_redundancy", tx)));
 

@@ -818,12 +818,17 @@ TEST(StackStats, SummaryEmitsCountSumAndWindowPercentilesOnly) {
   record_three(st, clk.now());
   metrics::Batch b;
   st.emit(b, kTank, clk.now(), Detail::summary, false);
-  // As a scrape shows it: the +Inf bucket, sum and count, then p50 and p99.
+  // As a scrape shows it: a summary's sum and count (no bucket: +Inf alone would repeat the count),
+  // then p50 and p99.
   const auto text = metrics::serialize(b);
-  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_seconds_bucket", {{"le", "+Inf"}}), 3.0) << text;
+  EXPECT_NE(text.find("# TYPE fsaudit_fsync_latency_seconds summary\n"), std::string::npos) << text;
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_seconds_count", kTank), 3.0) << text;
+  EXPECT_DOUBLE_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_seconds_sum", kTank),
+                   (80 * us + 3 * ms + 400 * us) / 1e9);
+  EXPECT_EQ(text.find("_bucket"), std::string::npos) << text;
   std::size_t samples = 0;
   for (auto line : fsaudit::lines(text)) samples += !line.empty() && line[0] != '#';
-  EXPECT_EQ(samples, 5u) << text;
+  EXPECT_EQ(samples, 4u) << text;
   EXPECT_DOUBLE_EQ(fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_window_seconds", tank_with("percentile", "99")),
                    3e-3);
   EXPECT_TRUE(Histogram::bounds_seconds(Detail::summary).empty());

@@ -65,7 +65,7 @@ TEST(XfsHealth, VerdictLinesByScope) {
   xfs::Observation o;
   o.device = "sdb";
   o.health = *h;
-  auto b = xfs::xfs_metrics(t, o, false);
+  auto b = xfs::xfs_metrics(t, o, true);
   EXPECT_EQ(b.value("fsaudit_xfs_unhealthy_metadata", {{"target", "/x"}}), 5);
   EXPECT_EQ(b.value("fsaudit_xfs_health_unhealthy", {{"scope", "ag"}, {"metadata", "inode btree"}}), 1);
   EXPECT_EQ(b.value("fsaudit_xfs_health_unhealthy", {{"scope", "ag"}, {"metadata", "superblock"}}), 0);
@@ -109,9 +109,9 @@ TEST(XfsAdapter, FreshTreeErrorConfigAndNotCollected) {
   // probe) but not exported: 9 series per filesystem that no alert or dashboard reads (issue 33).
   auto lean = xfs::make_xfs_probe(config::default_config())->run(t, c.ctx);
   ASSERT_EQ(lean.outcome, Outcome::ok) << lean.reason;
-  EXPECT_EQ(lean.metrics.value("fsaudit_xfs_health_collected"), 0);
+  EXPECT_EQ(lean.metrics.value("fsaudit_xfs_unhealthy_metadata"), 0);
   for (const char* f : {"fsaudit_xfs_error_max_retries", "fsaudit_xfs_error_retry_timeout_seconds",
-                        "fsaudit_xfs_error_fail_at_unmount"})
+                        "fsaudit_xfs_error_fail_at_unmount", "fsaudit_xfs_health_collected"})
     EXPECT_FALSE(lean.metrics.has(f)) << f;
 }
 

@@ -1105,6 +1105,16 @@ TEST(ZfsMetrics, CksumVdevStateSetAndScan) {
   EXPECT_GE(b.value("fsaudit_redundancy_designed", {{"target", "fsauditcap"}, {"fs", "zfs"}}), 1);
   EXPECT_EQ(b.value("fsaudit_zfs_pool_data_errors", {{"pool", "fsauditcap"}}), 0);
   EXPECT_DOUBLE_EQ(b.value("fsaudit_zfs_pool_allocated_bytes", {{"pool", "fsauditcap"}}), std::round(40.4 * M));
+  // The pool row's counters (its vdevs' rows are above), FREE and CAP (SIZE and ALLOC say them):
+  // zfs.detail: full only (issue 33's budget).
+  for (const char* f : {"fsaudit_zfs_pool_errors", "fsaudit_zfs_pool_free_bytes", "fsaudit_zfs_pool_capacity_ratio"}) {
+    EXPECT_FALSE(b.has(f)) << f;
+    EXPECT_TRUE(full.has(f, {{"pool", "fsauditcap"}})) << f;
+  }
+  // FREE is SIZE - ALLOC (as the alert rules compute it), up to the rounding of zpool list's text.
+  EXPECT_NEAR(full.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}) +
+                  full.value("fsaudit_zfs_pool_allocated_bytes", {{"pool", "fsauditcap"}}),
+              b.value("fsaudit_zfs_pool_size_bytes", {{"pool", "fsauditcap"}}), 0.001 * M);
   EXPECT_TRUE(b.has("fsaudit_zfs_last_scrub_end_timestamp_seconds", {{"pool", "fsauditcap"}}));
   EXPECT_EQ(b.value("fsaudit_zfs_probe_info", {{"format", "text"}}), 1);
 }

@@ -90,7 +90,7 @@ TEST(ZfsProbe, DetectsPlainTextOnZfsFuseAndCachesIt) {
           if (l.name == "kind" && l.value == "checksum") max_ck = std::max(max_ck, m.gauge.value);
   EXPECT_EQ(max_ck, 3533);
   EXPECT_EQ(b.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap2"}, {"state", "online"}}), 1);
-  EXPECT_DOUBLE_EQ(b.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 481.0 * 1024 * 1024);
+  EXPECT_NEAR(b.value("fsaudit_zfs_pool_allocated_bytes", {{"pool", "fsauditcap"}}), 1.47 * 1024 * 1024 * 1024, 1);
   // The mirror survives one member failure, the single vdev none.
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "fsauditcap"}, {"fs", "zfs"}}), 1);
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "fsauditcap2"}, {"fs", "zfs"}}), 0);
@@ -102,7 +102,7 @@ TEST(ZfsProbe, DetectsPlainTextOnZfsFuseAndCachesIt) {
   ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
   ASSERT_EQ(r.argvs.size(), 1u);  // cached: plain status; the list's rows are kept (next test)
   EXPECT_EQ(r.argvs[0].size(), 2u);
-  EXPECT_DOUBLE_EQ(res.metrics.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 481.0 * 1024 * 1024);
+  EXPECT_NEAR(res.metrics.value("fsaudit_zfs_pool_allocated_bytes", {{"pool", "fsauditcap"}}), 1.47 * 1024 * 1024 * 1024, 1);
 }
 
 // zpool status runs every time; zpool list at most every kPoolListMaxAge, except for a pool it has
@@ -150,13 +150,13 @@ TEST(ZfsProbe, PoolListRowsKeptTwoMinutesStatusEveryRun) {
     auto res = run();
     ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
     EXPECT_EQ(lists(), 0) << "run " << i;
-    EXPECT_DOUBLE_EQ(res.metrics.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 481.0 * 1024 * 1024);
+    EXPECT_NEAR(res.metrics.value("fsaudit_zfs_pool_allocated_bytes", {{"pool", "fsauditcap"}}), 1.47 * 1024 * 1024 * 1024, 1);
   }
   clock.advance(30s);  // 120 s after the last list
   auto res = run();
   ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
   EXPECT_EQ(lists(), 1);
-  EXPECT_DOUBLE_EQ(res.metrics.value("fsaudit_zfs_pool_free_bytes", {{"pool", "fsauditcap"}}), 460.0 * 1024 * 1024);
+  EXPECT_NEAR(res.metrics.value("fsaudit_zfs_pool_allocated_bytes", {{"pool", "fsauditcap"}}), 1.5 * 1024 * 1024 * 1024, 1);
 
   // A pool the kept rows do not have: zpool list runs at once, and its missing row is a failure.
   clock.advance(30s);
@@ -170,7 +170,7 @@ TEST(ZfsProbe, PoolListRowsKeptTwoMinutesStatusEveryRun) {
   res = run();
   ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
   EXPECT_EQ(lists(), 1) << "the failed list was not kept";
-  EXPECT_DOUBLE_EQ(res.metrics.value("fsaudit_zfs_pool_capacity_ratio", {{"pool", "fsauditcap3"}}), 0.51);
+  EXPECT_DOUBLE_EQ(res.metrics.value("fsaudit_zfs_pool_allocated_bytes", {{"pool", "fsauditcap3"}}), 1024.0 * 1024 * 1024);
 
   // The pool is exported: its kept row is not published.
   clock.advance(30s);
@@ -178,8 +178,8 @@ TEST(ZfsProbe, PoolListRowsKeptTwoMinutesStatusEveryRun) {
   res = run();
   ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
   EXPECT_EQ(lists(), 0);
-  EXPECT_FALSE(res.metrics.has("fsaudit_zfs_pool_capacity_ratio", {{"pool", "fsauditcap3"}}));
-  EXPECT_TRUE(res.metrics.has("fsaudit_zfs_pool_capacity_ratio", {{"pool", "fsauditcap2"}}));
+  EXPECT_FALSE(res.metrics.has("fsaudit_zfs_pool_allocated_bytes", {{"pool", "fsauditcap3"}}));
+  EXPECT_TRUE(res.metrics.has("fsaudit_zfs_pool_allocated_bytes", {{"pool", "fsauditcap2"}}));
 
   // A failed list is tried again on the next run, not in two minutes.
   clock.advance(120s);
@@ -367,7 +367,7 @@ TEST(ZfsProbe, FakeScriptThroughProcessRunner) {
   Ctx c;
   c.tools["zpool"] = fake.string();
   auto ctx = c.make(r);
-  ZfsProbe probe;
+  ZfsProbe probe(nullptr, /*full_detail=*/true);  // zpool list's CAP too
   auto res = probe.run(Target::host(), ctx);
   ASSERT_EQ(res.outcome, Outcome::ok) << res.reason;
   EXPECT_EQ(probe.detected_format(), StatusFormat::text);
