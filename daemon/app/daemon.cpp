@@ -49,8 +49,8 @@ std::string resolve_config_path(const std::string& given) {
 // `tools:` names the binaries fsauditd runs: only root (or, unprivileged, fsauditd's own user) may
 // be able to change the file that says so.
 void require_trusted(const std::string& path) {
-  if (auto why = trusted_file_problem(path, ::geteuid()); !why.empty())
-    throw std::runtime_error("refusing config " + path + ": " + why);
+  if (auto trusted = check_trusted_file(path, ::geteuid()); !trusted)
+    throw std::runtime_error("refusing config " + path + ": " + trusted.error());
 }
 
 config::Config load(const std::string& path) {

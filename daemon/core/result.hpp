@@ -10,9 +10,10 @@ namespace fsaudit {
 // What a caller may act on besides the message a person reads: code decides on the kind, never on
 // the message's words (which are free to change).
 enum class ErrorKind {
-  failed,   // anything else: the message says what
-  refused,  // a safety check said no, and nothing was changed
-  in_use,   // held by someone else: a port, a device
+  failed,         // anything else: the message says what
+  refused,        // a safety check said no, and nothing was changed
+  in_use,         // held by someone else: a port, a device
+  not_installed,  // the tool this needs is not on the host
 };
 
 struct Error {

@@ -25,24 +25,25 @@ bool is_token(const std::string& s) {
   return true;
 }
 
-// "" when `name: value` may be added to every response, else why not. A CR or LF in a value would
+// Whether `name: value` may be added to every response, else why not. A CR or LF in a value would
 // end the header early and let the rest become headers (or a body) of its own; the framing headers
 // are fsauditd's to set.
-std::string header_problem(const std::string& name, const std::string& value) {
+Result<void> check_header(const std::string& name, const std::string& value) {
   if (!is_token(name))
-    return "'" + name + "' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only); fix the name";
+    return err("'" + name + "' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only); fix the name");
   std::string lower;
   for (unsigned char c : name) lower += static_cast<char>(std::tolower(c));
   for (const char* own : {"content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "trailer", "te",
                           "content-type", "content-encoding"})
-    if (lower == own) return "'" + name + "' is set by fsauditd for each response; remove it";
+    if (lower == own) return err("'" + name + "' is set by fsauditd for each response; remove it");
   for (unsigned char c : value) {
-    if (c == '\r' || c == '\n') return "the value of '" + name + "' contains a line break (CR/LF), which would start another header; remove it";
+    if (c == '\r' || c == '\n')
+      return err("the value of '" + name + "' contains a line break (CR/LF), which would start another header; remove it");
     if ((c < 0x20 && c != '\t') || c == 0x7f)
-      return "the value of '" + name + "' contains control character 0x" + "0123456789abcdef"[c >> 4] +
-             "0123456789abcdef"[c & 15] + "; remove it";
+      return err("the value of '" + name + "' contains control character 0x" + "0123456789abcdef"[c >> 4] +
+                 "0123456789abcdef"[c & 15] + "; remove it");
   }
-  return "";
+  return {};
 }
 
 bool is_bcrypt(const std::string& h) {
@@ -108,7 +109,7 @@ Result<WebConfig> parse_web_config(const std::string& yaml_text, const std::stri
       if (h.has("http2") && h.boolean("http2", false)) h.fail("http2", "HTTP/2 is not supported by fsauditd; set false or remove");
       w.headers = h.string_map("headers");
       for (const auto& [name, value] : w.headers)
-        if (auto why = header_problem(name, value); !why.empty()) h.section("headers").fail(name, why);
+        if (auto allowed = check_header(name, value); !allowed) h.section("headers").fail(name, allowed.error());
       h.finish();
     }
     w.basic_auth_users = root.string_map("basic_auth_users");
@@ -128,8 +129,8 @@ Result<WebConfig> parse_web_config(const std::string& yaml_text, const std::stri
 Result<WebConfig> load_web_config(const std::filesystem::path& file) {
   // It decides whether /metrics needs TLS and a password: whoever may change it may remove both. The
   // same rule as the main config (docs/security.md).
-  if (auto why = trusted_file_problem(file, ::geteuid()); !why.empty())
-    return err("refusing web config " + file.string() + ": " + why);
+  if (auto trusted = check_trusted_file(file, ::geteuid()); !trusted)
+    return err_in("refusing web config " + file.string() + ": ", trusted);
   std::ifstream in(file);
   if (!in) return err("cannot read web config " + file.string() + ": " + std::strerror(errno));
   std::stringstream ss;

@@ -79,12 +79,12 @@ namespace {
 Result<std::string> runnable_executable(const CommandSpec& spec) {
   std::string exe = resolve(spec.argv[0]);
   if (exe.empty() || ::access(exe.c_str(), X_OK) != 0)
-    return err(spec.argv[0] + ": not found (is the package installed and in PATH?)");
+    return err(spec.argv[0] + ": not found (is the package installed and in PATH?)", ErrorKind::not_installed);
   // Root runs only what root alone can change (tools: in a config, PATH): a zpool another user can
   // rewrite would be that user's code running as root.
   if (::geteuid() == 0) {
-    if (auto why = trusted_executable_problem(exe, 0); !why.empty())
-      return err("refusing to run " + exe + " as root: " + why);
+    if (auto trusted = check_trusted_executable(exe, 0); !trusted)
+      return err_in("refusing to run " + exe + " as root: ", trusted);
   }
   return exe;
 }
@@ -270,11 +270,13 @@ CommandResult ProcessRunner::run(const CommandSpec& spec, std::stop_token stop) 
   auto exe = runnable_executable(spec);
   if (!exe) {
     r.spawn_error = exe.error();
+    r.spawn_kind = exe.kind();
     return r;
   }
   auto child = spawn_child(*exe, spec);
   if (!child) {
     r.spawn_error = child.error();
+    r.spawn_kind = child.kind();
     return r;
   }
   auto deadline = started + spec.timeout;

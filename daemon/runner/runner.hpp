@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/core/result.hpp"
+
 namespace fsaudit {
 
 struct CommandSpec {
@@ -32,6 +34,7 @@ struct CommandResult {
   bool busy = false;         // refused: the same key was already running
   bool truncated = false;    // more output than max_output: what is kept is cut short
   std::string spawn_error;   // e.g. "zpool: not found in PATH"
+  ErrorKind spawn_kind = ErrorKind::failed;  // spawn_error's: not_installed when the program is not there
   std::string out;
   std::string err;
   double duration_seconds = 0;
@@ -42,6 +45,12 @@ struct CommandResult {
   // One line for logs and metric labels: "timed out after 5s", "exit 1: cannot open 'tank': no such pool".
   std::string describe() const;
 };
+
+// A failed command as an error: `context` and its description, with the kind of a failure to start it
+// (not_installed: the program is not there).
+inline Error err_in(const std::string& context, const CommandResult& failed) {
+  return Error{context + failed.describe(), failed.spawn_kind};
+}
 
 class CommandRunner {
  public:

@@ -18,9 +18,7 @@ class BcachefsDriver final : public scrub::JobDriver {
     auto v = scrub::run_command(env, {tool, "version"});
     auto ver = v.ok() ? parse_bcachefs_version(v.out) : std::nullopt;
     if (ver && (ver->first < 1 || (ver->first == 1 && ver->second < 33))) argv = {tool, "data", "scrub", t.mountpoint};
-    auto pid = scrub::start_detached(env, t, st, argv);
-    if (!pid) return err(pid.error());
-    return {};
+    return scrub::start_detached(env, t, st, argv);
   }
 
  protected:

@@ -152,7 +152,7 @@ Result<void> CanaryOps::clear_counters() {
 }
 
 Result<void> CanaryOps::build_lab(canary::LabHost& lab, const canary::LabSpec& spec) {
-  if (find_tool("mkfs.btrfs").empty()) return err("mkfs.btrfs not installed (btrfs-progs)");
+  if (find_tool("mkfs.btrfs").empty()) return err("mkfs.btrfs not installed (btrfs-progs)", ErrorKind::not_installed);
   // Data and metadata both dup on one device: mkfs.btrfs refuses anything below 256 MiB.
   const std::uint64_t size = spec.profile == "dup" ? std::max<std::uint64_t>(spec.image_size, 256ull << 20) : spec.image_size;
   t_.devices.clear();

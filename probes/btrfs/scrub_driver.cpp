@@ -222,7 +222,7 @@ class BtrfsDriver final : public scrub::Driver {
     if (!r.ok()) {
       // btrfs-progs missing or failing: the status file btrfs-progs keeps still tells the last scrub.
       if (auto o = from_status_file(t, env)) return *o;
-      return err("btrfs scrub status -d -R " + t.mountpoint + ": " + r.describe());
+      return err_in("btrfs scrub status -d -R " + t.mountpoint + ": ", r);
     }
     auto parsed = parse_scrub_status(r.out);
     if (!parsed) return err("btrfs scrub status -d -R " + t.mountpoint + ": " + parsed.error());
@@ -239,20 +239,16 @@ class BtrfsDriver final : public scrub::Driver {
     return o;
   }
   Result<void> start(const ScrubTarget& t, TargetState& st, DriverEnv& env) override {
-    auto pid = scrub::start_detached(env, t, st, scrub_start_argv(env.ctx.tool("btrfs"), t.mountpoint));
-    if (!pid) return err(pid.error());
-    return {};
+    return scrub::start_detached(env, t, st, scrub_start_argv(env.ctx.tool("btrfs"), t.mountpoint));
   }
   bool can_pause(const TargetState&) const override { return true; }  // cancel keeps the position
   Result<void> pause(const ScrubTarget& t, TargetState& st, DriverEnv& env) override { return cancel(t, st, env); }
   Result<void> resume(const ScrubTarget& t, TargetState& st, DriverEnv& env) override {
-    auto pid = scrub::start_detached(env, t, st, {env.ctx.tool("btrfs"), "scrub", "resume", "-B", "-R", t.mountpoint});
-    if (!pid) return err(pid.error());
-    return {};
+    return scrub::start_detached(env, t, st, {env.ctx.tool("btrfs"), "scrub", "resume", "-B", "-R", t.mountpoint});
   }
   Result<void> cancel(const ScrubTarget& t, TargetState&, DriverEnv& env) override {
     auto r = scrub::run_command(env, {env.ctx.tool("btrfs"), "scrub", "cancel", t.mountpoint});
-    if (!r.ok() && r.exit_code != 2) return err("btrfs scrub cancel " + t.mountpoint + ": " + r.describe());
+    if (!r.ok() && r.exit_code != 2) return err_in("btrfs scrub cancel " + t.mountpoint + ": ", r);
     return {};
   }
 

@@ -159,8 +159,8 @@ int canary_cli(int argc, char** argv, const SuggestCommand& suggest) {
     }
     // Run as root, the config names the tools this command runs (tools:) and the devices it writes.
     if (::geteuid() == 0 && (cmd == "init" || cmd == "run")) {
-      if (auto why = trusted_file_problem(config_path); !why.empty()) {
-        std::cerr << "fsauditd canary " << cmd << ": refusing an untrusted config: " << why << "\n";
+      if (auto trusted = check_trusted_file(config_path); !trusted) {
+        std::cerr << "fsauditd canary " << cmd << ": refusing an untrusted config: " << trusted.error() << "\n";
         return 2;
       }
     }
@@ -169,9 +169,9 @@ int canary_cli(int argc, char** argv, const SuggestCommand& suggest) {
     // Root acts on what the state says (an in-flight marker names a device, an offset and the bytes to
     // put back): it reads no state that another user, the unprivileged daemon included, can write.
     if (::geteuid() == 0) {
-      if (auto why = trusted_directory_problem(cfg.state_dir, 0); !why.empty()) {
+      if (auto trusted = check_trusted_directory(cfg.state_dir, 0); !trusted) {
         std::cerr << "fsauditd canary " << cmd << ": refusing state directory " << cfg.state_dir
-                  << " that another user can write (" << why
+                  << " that another user can write (" << trusted.error()
                   << "); as root use a root-only one, e.g. --state-dir /var/lib/fsaudit-helper (fsaudit-helper's)\n";
         return 2;
       }

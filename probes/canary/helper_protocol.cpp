@@ -154,8 +154,8 @@ int helper_main(int argc, char** argv) {
                     "SYSLOG_IDENTIFIER=fsaudit-helper", nullptr);
     return 1;
   }
-  if (auto why = trusted_file_problem(config_path); !why.empty()) {
-    say(answer(false, "the helper does not trust its config: " + why));
+  if (auto trusted = check_trusted_file(config_path); !trusted) {
+    say(answer(false, "the helper does not trust its config: " + trusted.error()));
     return 1;
   }
   config::Config own;
@@ -168,8 +168,8 @@ int helper_main(int argc, char** argv) {
   }
   // Root acts on what its state says (an in-flight marker names a device, an offset, the bytes to put
   // back): a state directory another user can write would let that user choose what root writes.
-  if (auto why = trusted_directory_problem(own.state_dir, 0); !why.empty()) {
-    say(answer(false, "the helper does not trust its state directory " + own.state_dir.string() + ": " + why));
+  if (auto trusted = check_trusted_directory(own.state_dir, 0); !trusted) {
+    say(answer(false, "the helper does not trust its state directory " + own.state_dir.string() + ": " + trusted.error()));
     return 1;
   }
   auto line = read_helper_request(0, kHelperRequestDeadline);

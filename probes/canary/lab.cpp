@@ -71,14 +71,15 @@ LabLeftovers sanitize_leftovers(const std::string& text, const fs::path& dir) {
   return out;
 }
 
-std::string lab_dir_problem(const fs::path& dir) {
+Result<void> check_lab_dir(const fs::path& dir) {
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) return "cannot stat " + dir.string();
-  if (S_ISLNK(st.st_mode)) return dir.string() + " is a symlink";
-  if (!S_ISDIR(st.st_mode)) return dir.string() + " is not a directory";
-  if (st.st_uid != ::geteuid()) return dir.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not by fsauditd";
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return dir.string() + " is writable by group or others";
-  return "";
+  if (::lstat(dir.c_str(), &st) != 0) return err("cannot stat " + dir.string(), ErrorKind::refused);
+  if (S_ISLNK(st.st_mode)) return err(dir.string() + " is a symlink", ErrorKind::refused);
+  if (!S_ISDIR(st.st_mode)) return err(dir.string() + " is not a directory", ErrorKind::refused);
+  if (st.st_uid != ::geteuid())
+    return err(dir.string() + " is owned by uid " + std::to_string(st.st_uid) + ", not by fsauditd", ErrorKind::refused);
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return err(dir.string() + " is writable by group or others", ErrorKind::refused);
+  return {};
 }
 
 CommandResult Lab::run(std::vector<std::string> argv, int timeout_s) {
@@ -142,7 +143,8 @@ Result<void> Lab::mount(const std::string& device, const std::string& mountpoint
 // runs; a zfs-fuse that runs already is used as it is, for pools of the lab's own, and never
 // stopped by the lab.
 Result<void> Lab::start_zfs() {
-  if (find_tool("zfs-fuse").empty() || find_tool("zpool").empty()) return err("zfs-fuse is not installed");
+  if (find_tool("zfs-fuse").empty() || find_tool("zpool").empty())
+    return err("zfs-fuse is not installed", ErrorKind::not_installed);
   if (::access("/dev/fuse", R_OK | W_OK) != 0) return err("no /dev/fuse");
   if (zfs_pid_ > 0 || run({"zpool", "list", "-H"}, 10).ok()) return {};
   zfs_lock_fd_ = ::open(kZfsLock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -198,9 +200,9 @@ Result<config::CanaryTarget> Lab::build_stack(const config::Config& cfg, const s
   fs::create_directories(t.mountpoint, ec);
   if (ec) return err("cannot create " + t.mountpoint + ": " + ec.message());
   auto ops = make_canary_ops(t, StackEnv{runner_, tools_, {}, std::chrono::minutes(2)}, cfg.host);
-  if (!ops) return err(ops.error());
+  if (!ops) return err_in("", ops);
   const LabSpec spec{s->name, s->profile, s->members, s->copies, cfg.canary.lab.image_size, cfg.canary.lab.xfs_image_size};
-  if (auto built = (*ops)->build_lab(*this, spec); !built) return err(built.error());
+  if (auto built = (*ops)->build_lab(*this, spec); !built) return err_in("", built);
   t.devices = (*ops)->target().devices;
   t.pool = (*ops)->target().pool;
   targets_.push_back(t);
@@ -215,7 +217,7 @@ Result<std::unique_ptr<Lab>> Lab::open(const config::Config& cfg) {
   std::error_code ec;
   fs::create_directories(lab->dir_, ec);
   if (ec) return err("cannot create the lab directory " + lab->dir_.string() + ": " + ec.message());
-  if (auto why = lab_dir_problem(lab->dir_); !why.empty()) return err("refusing the lab directory: " + why);
+  if (auto usable = check_lab_dir(lab->dir_); !usable) return err_in("refusing the lab directory: ", usable);
   // Leftovers of a previous lab that did not tear down (crash, SIGKILL): only what this lab could
   // have made.
   if (auto t = read_file(lab->dir_ / "lab.json")) {
@@ -257,7 +259,7 @@ Result<std::unique_ptr<Lab>> Lab::build(const config::Config& cfg) {
   auto lab = open(cfg);
   if (!lab) return lab;
   for (const auto& s : cfg.canary.lab.stacks)
-    if (auto t = (*lab)->build_stack(cfg, s); !t) return err("lab stack " + s + " not built: " + t.error());
+    if (auto t = (*lab)->build_stack(cfg, s); !t) return err_in("lab stack " + s + " not built: ", t);
   (*lab)->save();
   return lab;
 }

@@ -27,9 +27,9 @@ struct LabLeftovers {
 };
 LabLeftovers sanitize_leftovers(const std::string& lab_json, const std::filesystem::path& dir);
 
-// "" when `dir` may hold a lab: a real directory (not a symlink), owned by us, not writable by
-// group or others.
-std::string lab_dir_problem(const std::filesystem::path& dir);
+// Whether `dir` may hold a lab: a real directory (not a symlink), owned by us, not writable by group
+// or others; else `refused`, saying why.
+Result<void> check_lab_dir(const std::filesystem::path& dir);
 
 // Each stack is built by its filesystem's recipe (CanaryOps::build_lab); the Lab is the LabHost that
 // makes, records and tears down what the recipes ask for.

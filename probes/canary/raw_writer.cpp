@@ -20,24 +20,26 @@
 
 namespace fsaudit::canary {
 
-std::string validate_raw_write(const RawWriteRequest& req, const std::string& resolved,
-                               const std::vector<RawWriteGrant>& grants) {
-  if (req.device.empty() || req.device[0] != '/') return "device path must be absolute";
-  if (req.bytes.empty()) return "no bytes to write";
+Result<void> validate_raw_write(const RawWriteRequest& req, const std::string& resolved,
+                                const std::vector<RawWriteGrant>& grants) {
+  if (req.device.empty() || req.device[0] != '/') return err("device path must be absolute", ErrorKind::refused);
+  if (req.bytes.empty()) return err("no bytes to write", ErrorKind::refused);
   if (req.bytes.size() > kMaxRawWrite)
-    return "at most " + std::to_string(kMaxRawWrite) + " bytes per request, got " + std::to_string(req.bytes.size());
-  if (req.offset > UINT64_MAX - req.bytes.size()) return "offset overflows";
+    return err("at most " + std::to_string(kMaxRawWrite) + " bytes per request, got " + std::to_string(req.bytes.size()),
+               ErrorKind::refused);
+  if (req.offset > UINT64_MAX - req.bytes.size()) return err("offset overflows", ErrorKind::refused);
   if (req.expect_current && req.expect_current->size() != req.bytes.size())
-    return "expected-current bytes differ in length from the bytes to write";
+    return err("expected-current bytes differ in length from the bytes to write", ErrorKind::refused);
   bool device_granted = false;
   for (const auto& g : grants) {
     if (g.device != resolved) continue;
     device_granted = true;
-    if (req.offset >= g.begin && req.offset + req.bytes.size() <= g.end) return "";
+    if (req.offset >= g.begin && req.offset + req.bytes.size() <= g.end) return {};
   }
-  if (!device_granted) return resolved + " is not a verified member of this canary";
-  return "offset " + std::to_string(req.offset) + "+" + std::to_string(req.bytes.size()) +
-         " lies outside the located canary block on " + resolved;
+  if (!device_granted) return err(resolved + " is not a verified member of this canary", ErrorKind::refused);
+  return err("offset " + std::to_string(req.offset) + "+" + std::to_string(req.bytes.size()) +
+                 " lies outside the located canary block on " + resolved,
+             ErrorKind::refused);
 }
 
 Result<RawWriteGrant> grant_for(const DeviceIdentity& m, std::uint64_t begin, std::uint64_t end) {
@@ -102,27 +104,30 @@ bool expected_writer_of_exported_vdev(const FileWriter& w) { return w.comm == "z
 
 namespace {
 
-// "" when the open descriptor is the granted device, else why not.
-std::string identity_check(int fd, const struct stat& st, const RawWriteGrant& g) {
+// Whether the open descriptor is the granted device; `refused` with why not.
+Result<void> identity_check(int fd, const struct stat& st, const RawWriteGrant& g) {
   if (S_ISBLK(st.st_mode)) {
-    if (g.rdev == 0) return "the grant carries no device number";
+    if (g.rdev == 0) return err("the grant carries no device number", ErrorKind::refused);
     if (st.st_rdev != g.rdev)
-      return "the opened device is " + std::to_string(::major(st.st_rdev)) + ":" + std::to_string(::minor(st.st_rdev)) +
-             ", the verified member was " + std::to_string(::major(g.rdev)) + ":" + std::to_string(::minor(g.rdev));
+      return err("the opened device is " + std::to_string(::major(st.st_rdev)) + ":" + std::to_string(::minor(st.st_rdev)) +
+                     ", the verified member was " + std::to_string(::major(g.rdev)) + ":" + std::to_string(::minor(g.rdev)),
+                 ErrorKind::refused);
     if (g.ino != 0 || ::major(st.st_rdev) == 7) {
       struct loop_info64 li {};
-      if (::ioctl(fd, LOOP_GET_STATUS64, &li) != 0) return "LOOP_GET_STATUS64 failed: the loop device is detached";
+      if (::ioctl(fd, LOOP_GET_STATUS64, &li) != 0)
+        return err("LOOP_GET_STATUS64 failed: the loop device is detached", ErrorKind::refused);
       if (li.lo_inode != g.ino || li.lo_device != g.ino_dev)
-        return "the loop device is now backed by another file than the verified one";
+        return err("the loop device is now backed by another file than the verified one", ErrorKind::refused);
     }
-    return "";
+    return {};
   }
   if (S_ISREG(st.st_mode)) {
-    if (g.ino == 0) return "the grant carries no inode";
-    if (st.st_ino != g.ino || st.st_dev != g.ino_dev) return "the file is not the verified member (inode changed)";
-    return "";
+    if (g.ino == 0) return err("the grant carries no inode", ErrorKind::refused);
+    if (st.st_ino != g.ino || st.st_dev != g.ino_dev)
+      return err("the file is not the verified member (inode changed)", ErrorKind::refused);
+    return {};
   }
-  return "neither a block device nor a regular file";
+  return err("neither a block device nor a regular file", ErrorKind::refused);
 }
 
 }  // namespace
@@ -131,8 +136,7 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
   std::error_code ec;
   auto resolved = std::filesystem::canonical(req.device, ec);
   if (ec) return err("refused: cannot resolve " + req.device + ": " + ec.message(), ErrorKind::refused);
-  std::string why = validate_raw_write(req, resolved.string(), grants);
-  if (!why.empty()) return err("refused: " + why, ErrorKind::refused);
+  if (auto allowed = validate_raw_write(req, resolved.string(), grants); !allowed) return err_in("refused: ", allowed);
 
   const RawWriteGrant* grant = nullptr;
   for (const auto& g : grants)
@@ -157,8 +161,7 @@ Result<RawWriteReceipt> raw_write(const RawWriteRequest& req, const std::vector<
   } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) return err("refused: stat failed", ErrorKind::refused);
-  if (auto why = identity_check(fd, st, *grant); !why.empty())
-    return err("refused: " + resolved.string() + ": " + why, ErrorKind::refused);
+  if (auto same = identity_check(fd, st, *grant); !same) return err_in("refused: " + resolved.string() + ": ", same);
   // A file vdev has no O_EXCL: an offline canary's file must have no writer but us (and zfs-fuse's
   // descriptor of an exported pool); a writer's next write could land on top of ours.
   if (grant->exclusive && S_ISREG(st.st_mode))

@@ -65,9 +65,9 @@ struct RawWriteReceipt {
 
 inline constexpr std::size_t kMaxRawWrite = 512;
 
-// Pure validation (no I/O beyond resolving the path): the reason for refusal, or "" if allowed.
-std::string validate_raw_write(const RawWriteRequest& req, const std::string& resolved_device,
-                               const std::vector<RawWriteGrant>& grants);
+// Pure validation (no I/O beyond resolving the path): ok if allowed, else `refused` with the reason.
+Result<void> validate_raw_write(const RawWriteRequest& req, const std::string& resolved_device,
+                                const std::vector<RawWriteGrant>& grants);
 
 // Validates, then O_DIRECT read-modify-write of the containing 4 KiB sector(s), then fsync of the
 // device. Refusals return an error starting with "refused: " and write nothing.

@@ -66,7 +66,7 @@ Result<stack::StackModel> PlainOps::model() { return stack::plain_model(t_.fs, t
 Result<void> PlainOps::build_lab(LabHost& lab, const LabSpec& spec) {
   if (!recipe_.mkfs_argv || !recipe_.image_size) return err(t_.fs + ": no lab recipe");
   const std::string mkfs = recipe_.mkfs_argv("", "").at(0);
-  if (find_tool(mkfs).empty()) return err(mkfs + " not installed");
+  if (find_tool(mkfs).empty()) return err(mkfs + " not installed", ErrorKind::not_installed);
   auto d = lab.loop_device(spec.name + ".img", recipe_.image_size(spec));
   if (!d) return err(d.error());
   t_.devices = {*d};

@@ -93,10 +93,10 @@ SampleResult sample_stack(const std::filesystem::path& mountpoint, const std::fi
   if (filled) ++r.fsyncs;  // the fill ends with one fsync
   if (failed_open) return fail(failed_open->state(), failed_open->message);
 
-  std::string note;
-  auto writer = make_writer(s.mode, file, &note);
+  auto opened = make_writer(s.mode, file);
+  auto& writer = opened.writer;
   r.mode = writer->mode();
-  r.reason = note;
+  r.reason = opened.note;
   OffsetPicker pick(seed);
   for (int i = 0; i < s.samples; ++i) {
     if (!keep_going()) break;

@@ -305,23 +305,20 @@ class PwriteWriter final : public SyncWriter {
 
 }  // namespace
 
-std::unique_ptr<SyncWriter> make_writer(Mode mode, ProbeFile& file, std::string* note) {
+OpenedWriter make_writer(Mode mode, ProbeFile& file) {
+  auto fallback = [&](const std::string& why) {
+    return OpenedWriter{std::make_unique<PwriteWriter>(file.fd(), false, false), why + "; using pwrite+fsync"};
+  };
   if (mode == Mode::o_dsync) {
     // A second descriptor with O_DSYNC on the same (already allocated) file.
     int fd = ::open(file.path().c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_DSYNC);
-    if (fd < 0) {
-      if (note) *note = std::string("open O_DSYNC failed (") + std::strerror(errno) + "); using pwrite+fsync";
-      return std::make_unique<PwriteWriter>(file.fd(), false, false);
-    }
-    return std::make_unique<PwriteWriter>(fd, true, true);
+    if (fd < 0) return fallback(std::string("open O_DSYNC failed (") + std::strerror(errno) + ")");
+    return {std::make_unique<PwriteWriter>(fd, true, true), ""};
   }
   int err = 0;
   io_uring* ring = kept_ring().get(&err);
-  if (!ring) {
-    if (note) *note = std::string("io_uring unavailable (") + std::strerror(err) + "); using pwrite+fsync";
-    return std::make_unique<PwriteWriter>(file.fd(), false, false);
-  }
-  return std::make_unique<UringWriter>(file.fd(), *ring);
+  if (!ring) return fallback(std::string("io_uring unavailable (") + std::strerror(err) + ")");
+  return {std::make_unique<UringWriter>(file.fd(), *ring), ""};
 }
 
 int direct_read(int fd, std::uint64_t offset) {

@@ -63,9 +63,15 @@ class SyncWriter {
   virtual std::string mode() const = 0;  // "io_uring_fsync", "o_dsync", "pwrite_fsync"
 };
 
+struct OpenedWriter {
+  std::unique_ptr<SyncWriter> writer;
+  std::string note;  // why the writer is pwrite+fsync instead of the mode asked for; "" when it is that mode
+};
+
 // Opens the writer for `file` (whose fd must stay open while the writer is used). io_uring mode falls
-// back to pwrite+fsync when io_uring is unavailable (e.g. io_uring_disabled); `note` says why.
-std::unique_ptr<SyncWriter> make_writer(Mode mode, ProbeFile& file, std::string* note);
+// back to pwrite+fsync when io_uring is unavailable (e.g. io_uring_disabled), and o_dsync mode when
+// the file cannot be opened with O_DSYNC; the note says why.
+OpenedWriter make_writer(Mode mode, ProbeFile& file);
 
 // Reads one 4 KiB block at `offset` with O_DIRECT (fd opened with O_DIRECT). Returns 0 or an errno.
 int direct_read(int fd, std::uint64_t offset);

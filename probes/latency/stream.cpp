@@ -113,8 +113,8 @@ StreamRun StreamProbe::run_once(const std::string& path, ProbeContext& ctx) {
   ProbeFile file;
   std::uint64_t filled = 0;
   if (auto f = file.open(dir, c_.probe_file_size, 0, &filled)) return fail(f->state(), f->message);
-  std::string note;
-  auto writer = make_writer(parse_mode(c_.mode).value_or(Mode::io_uring_fsync), file, &note);
+  auto opened = make_writer(parse_mode(c_.mode).value_or(Mode::io_uring_fsync), file);
+  auto& writer = opened.writer;
   OffsetPicker pick(mono_ns());
   const std::uint64_t period = static_cast<std::uint64_t>(std::chrono::nanoseconds(sc.sample_period).count());
 
@@ -192,7 +192,7 @@ StreamRun StreamProbe::run_once(const std::string& path, ProbeContext& ctx) {
   r.summary = summarize_stream(idle, load);
   if (sample_err) return fail(classify_errno(sample_err), std::string("write+fsync under load: ") + std::strerror(sample_err));
   if (stream_err) return fail(classify_errno(stream_err), std::string("streaming write: ") + std::strerror(stream_err));
-  r.reason = note;
+  r.reason = opened.note;
   return r;
 }
 

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdint>
 #include <filesystem>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "daemon/core/strings.hpp"
@@ -11,6 +12,26 @@ namespace fsaudit::scrub {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+namespace {
+
+// The answer's "kind" names; `failed` is the key's absence.
+constexpr std::pair<ErrorKind, const char*> kKindNames[] = {
+    {ErrorKind::refused, "refused"}, {ErrorKind::in_use, "in_use"}, {ErrorKind::not_installed, "not_installed"}};
+
+const char* kind_name(ErrorKind k) {
+  for (const auto& [kind, name] : kKindNames)
+    if (kind == k) return name;
+  return nullptr;
+}
+
+std::optional<ErrorKind> kind_named(const std::string& n) {
+  for (const auto& [kind, name] : kKindNames)
+    if (name == n) return kind;
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::string scrub_helper_request(const std::string& verb, const std::string& target, int job) {
   json j{{"verb", verb}, {"target", target}};
@@ -46,6 +67,7 @@ std::optional<Result<ScrubHelperRequest>> parse_scrub_helper_request(std::string
 std::string scrub_helper_answer(const ScrubHelperAnswer& a) {
   json j{{"ok", a.ok}};
   j[a.ok ? "result" : "refused"] = a.text;
+  if (const char* kind = kind_name(a.kind); !a.ok && kind) j["kind"] = kind;
   if (a.ok && a.job_pid > 0) j["job"] = {{"pid", a.job_pid}, {"dir", a.job_dir}};
   if (a.pause_unsupported) j["pause_unsupported"] = *a.pause_unsupported;
   return j.dump() + "\n";
@@ -59,10 +81,16 @@ Result<ScrubHelperAnswer> parse_scrub_helper_answer(std::string_view line) {
   a.ok = j["ok"].get<bool>();
   const char* text_key = a.ok ? "result" : "refused";
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "ok" && it.key() != text_key && it.key() != "pause_unsupported" && !(a.ok && it.key() == "job"))
+    if (it.key() != "ok" && it.key() != text_key && it.key() != "pause_unsupported" && !(a.ok && it.key() == "job") &&
+        !(!a.ok && it.key() == "kind"))
       return err("unexpected key \"" + it.key() + "\" in the answer");
   if (!j.contains(text_key) || !j[text_key].is_string()) return err(std::string("the answer has no string \"") + text_key + "\"");
   a.text = j[text_key].get<std::string>();
+  if (j.contains("kind")) {
+    auto kind = j["kind"].is_string() ? kind_named(j["kind"].get<std::string>()) : std::nullopt;
+    if (!kind) return err("\"kind\" is not one of refused, in_use, not_installed");
+    a.kind = *kind;
+  }
   if (j.contains("pause_unsupported")) {
     if (!j["pause_unsupported"].is_boolean()) return err("\"pause_unsupported\" is not a boolean");
     a.pause_unsupported = j["pause_unsupported"].get<bool>();

@@ -26,17 +26,20 @@ std::optional<Result<ScrubHelperRequest>> parse_scrub_helper_request(std::string
 
 // A scrub verb's answer, typed:
 //   {"ok": true, "result": TEXT, ["job": {"pid": N, "dir": ABSOLUTE PATH}], ["pause_unsupported": BOOL]}
-//   {"ok": false, "refused": WHY, ["pause_unsupported": BOOL]}
+//   {"ok": false, "refused": WHY, ["kind": KIND], ["pause_unsupported": BOOL]}
+// KIND is the refusal's ErrorKind (refused, in_use, not_installed; absent: failed), so that the
+// daemon decides on what the helper's driver decided on (a scrub tool not installed: unsupported).
 struct ScrubHelperAnswer {
   bool ok = false;
   std::string text;  // result or refusal
   int job_pid = 0;
   std::string job_dir;
   std::optional<bool> pause_unsupported;
+  ErrorKind kind = ErrorKind::failed;  // of a refusal
 };
 std::string scrub_helper_answer(const ScrubHelperAnswer& a);
-// Strict: any other key, a mistyped member, a pid <= 0, a job directory that is not absolute or
-// has "." / ".." components is an error.
+// Strict: any other key, a mistyped member, a kind not named above (or on a success), a pid <= 0, a
+// job directory that is not absolute or has "." / ".." components is an error.
 Result<ScrubHelperAnswer> parse_scrub_helper_answer(std::string_view line);
 
 }  // namespace fsaudit::scrub

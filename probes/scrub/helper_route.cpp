@@ -45,11 +45,11 @@ class HelperRoutedDriver final : public Driver {
     // The helper observes before it acts (up to a minute for a slow tool): never less than 30 s.
     auto timeout = std::clamp<std::chrono::milliseconds>(env.ctx.remaining(), std::chrono::seconds(30), std::chrono::minutes(2));
     auto line = transport_(scrub_helper_request(verb, t.name, starts ? 0 : st.job_pid), timeout);
-    if (!line) return err(line.error());
+    if (!line) return err_in("", line);
     auto a = parse_scrub_helper_answer(*line);
     if (!a) return err("unreadable answer from the fsaudit helper to " + verb + ": " + a.error());
     if (a->pause_unsupported) st.pause_unsupported = *a->pause_unsupported;
-    if (!a->ok) return err("the fsaudit helper refused " + verb + ": " + a->text);
+    if (!a->ok) return err("the fsaudit helper refused " + verb + ": " + a->text, a->kind);
     if (starts && a->job_pid > 0) {
       // The helper's job for this target, nothing else: its directory is named by the target's key.
       if (fs::path(a->job_dir).filename() != t.key())

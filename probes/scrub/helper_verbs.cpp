@@ -20,7 +20,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string refuse(const std::string& why) { return scrub_helper_answer({false, why, 0, "", std::nullopt}); }
+std::string refuse(const std::string& why) {
+  return scrub_helper_answer({false, why, 0, "", std::nullopt, ErrorKind::failed});
+}
 
 // The unprivileged daemon reads the jobs the helper starts (fsaudit-scrub-detach makes them 0750,
 // their files 0640, of the daemon's group): each directory down to <state>/scrub/jobs is 0711,
@@ -58,7 +60,7 @@ std::optional<std::string> handle_scrub_helper_request(std::string_view line, co
   const auto& [verb, target, job] = **req;
   auto done = carry_out_helper_scrub(verb.substr(6), target, own, runner, peer_uid == 0,
                                      peer_uid == 0 ? std::nullopt : std::optional<gid_t>(peer_gid), job);
-  ScrubHelperAnswer a{done.ok, done.text, done.ok ? done.job_pid : 0, done.job_dir, done.pause_unsupported};
+  ScrubHelperAnswer a{done.ok, done.text, done.ok ? done.job_pid : 0, done.job_dir, done.pause_unsupported, done.kind};
   if (!a.ok) a.text += " (helper config " + own.source + ")";
   return scrub_helper_answer(a);
 }

@@ -231,10 +231,6 @@ struct Item {
   std::string timer;
 };
 
-bool mentions_missing_tool(const std::string& e) {
-  return e.find("not found") != std::string::npos || e.find("not installed") != std::string::npos;
-}
-
 std::unique_ptr<Driver> make_driver(const std::string& f) {
   if (f == "zfs") return zfs::make_scrub_driver();
   if (f == "btrfs") return btrfs::make_scrub_driver();
@@ -295,7 +291,8 @@ Result<void> act(Item& it, ScrubProbe::Pass& pass) {
     auto r = a == Action::start ? it.driver->start(it.target, st, pass.env) : it.driver->resume(it.target, st, pass.env);
     if (!r) {
       st.last_attempt_error = r.error();
-      if (mentions_missing_tool(r.error()) && r.error().find("fsaudit-scrub-detach") == std::string::npos) {
+      // A tool the host lacks does not appear by retrying: the target is unsupported, not failing.
+      if (r.kind() == ErrorKind::not_installed) {
         st.unsupported_reason = r.error();
         st.unsupported_since = pass.now;
       }
@@ -548,7 +545,7 @@ ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
 Result<std::string> ScrubProbe::request(const std::string& action, const std::string& target, ProbeContext& ctx) {
   // fsauditctl's Scrub(ss) is root's (the D-Bus policy): the operator's call.
   auto done = carry_out_request(action, target, ctx, /*operator_request=*/true);
-  if (!done.ok) return err(done.text);
+  if (!done.ok) return err(done.text, done.kind);
   return done.text;
 }
 
@@ -597,7 +594,10 @@ ScrubProbe::RequestDone ScrubProbe::carry_out_request(const std::string& action,
   out.pause_unsupported = it.state.pause_unsupported;
   out.job_pid = it.state.job_pid;
   out.job_dir = it.state.job_dir;
-  if (!done) return fail(done.error());
+  if (!done) {
+    out.kind = done.kind();
+    return fail(done.error());
+  }
   out.ok = true;
   out.text = *done;
   return out;
@@ -611,7 +611,7 @@ Result<std::string> ScrubProbe::carry_out(const std::string& action, const Scrub
   if (action == "start") {
     if (running) return err("a scrub is already running on " + t.name);
     auto r = paused ? driver.resume(t, st, pass.env) : driver.start(t, st, pass.env);
-    if (!r) return err(r.error());
+    if (!r) return err_in("", r);
     if (!paused) {
       st.running = true;
       st.run_start = pass.now;
@@ -627,12 +627,12 @@ Result<std::string> ScrubProbe::carry_out(const std::string& action, const Scrub
   if (action == "pause") {
     // Tools that cannot pause (md) stop instead; btrfs' cancel keeps the position for a resume.
     auto r = driver.can_pause(st) ? driver.pause(t, st, pass.env) : driver.cancel(t, st, pass.env);
-    if (!r) return err(r.error());
+    if (!r) return err_in("", r);
     st.paused_by_us = st.by_operator = true;
     return "paused the scrub of " + t.name;
   }
   auto r = driver.cancel(t, st, pass.env);
-  if (!r) return err(r.error());
+  if (!r) return err_in("", r);
   st.paused_by_us = false;
   st.by_operator = true;
   return "canceled the scrub of " + t.name;

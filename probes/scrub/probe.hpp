@@ -41,6 +41,7 @@ class ScrubProbe final : public Probe {
   struct RequestDone {
     bool ok = false;
     std::string text;  // what was done, or why not
+    ErrorKind kind = ErrorKind::failed;  // of why not: the driver's error's kind
     int job_pid = 0;
     std::string job_dir;
     bool pause_unsupported = false;

@@ -92,7 +92,7 @@ Result<Observation> JobDriver::observe(const ScrubTarget& t, TargetState& st, Dr
 Result<void> JobDriver::cancel(const ScrubTarget&, TargetState& st, DriverEnv& env) {
   if (st.job_pid <= 0) return err("no scrub process recorded to stop");
   auto r = run_command(env, {"kill", "-TERM", "--", "-" + std::to_string(st.job_pid)});
-  if (!r.ok()) return err("kill -TERM -" + std::to_string(st.job_pid) + ": " + r.describe());
+  if (!r.ok()) return err_in("kill -TERM -" + std::to_string(st.job_pid) + ": ", r);
   return {};
 }
 
@@ -138,14 +138,15 @@ JobStatus read_job(const HostPaths& host, const fs::path& dir, int pid) {
   return j;
 }
 
-Result<int> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st, const std::vector<std::string>& argv) {
-  if (argv.empty() || argv[0].empty()) return err("scrub tool not found");
+Result<void> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st, const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0].empty()) return err("scrub tool not found", ErrorKind::not_installed);
+  // Our own helper missing is a broken fsaudit installation, not a host without the tool: failed.
   if (env.detach_helper.empty() || ::access(env.detach_helper.c_str(), X_OK) != 0)
     return err("fsaudit-scrub-detach helper not found (set tools.fsaudit-scrub-detach)");
   // The runner checks fsaudit-scrub-detach; the scrub tool it starts must pass the same check.
   if (auto exe = find_tool(argv[0]); ::geteuid() == 0 && !exe.empty())
-    if (auto why = trusted_executable_problem(exe, 0); !why.empty())
-      return err("refusing to run " + exe + " as root: " + why);
+    if (auto trusted = check_trusted_executable(exe, 0); !trusted)
+      return err_in("refusing to run " + exe + " as root: ", trusted);
   fs::path dir = env.jobs_dir / t.key();
   std::error_code ec;
   fs::create_directories(env.jobs_dir, ec);
@@ -158,6 +159,7 @@ Result<int> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st
   spec.argv = full;
   spec.timeout = cmd_timeout(env, std::chrono::seconds(10));
   auto r = env.ctx.runner.run(spec, env.ctx.stop);
+  // What the runner ran is fsaudit-scrub-detach: a program missing there is fsaudit's, not the host's tool.
   if (!r.ok()) return err(cmdline(argv) + ": " + r.describe());
   auto out = trim(r.out);
   if (out.rfind("pid=", 0) != 0) return err("fsaudit-scrub-detach printed no pid: " + std::string(out));
@@ -165,7 +167,7 @@ Result<int> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st
   if (!pid || *pid <= 0) return err("fsaudit-scrub-detach printed a bad pid: " + std::string(out));
   st.job_pid = static_cast<int>(*pid);
   st.job_dir = dir.string();
-  return static_cast<int>(*pid);
+  return {};
 }
 
 namespace {

@@ -96,7 +96,9 @@ Result<std::optional<std::string>> read_trimmed(const std::filesystem::path& p);
 
 // Helpers shared by the drivers and the probe (exposed for tests).
 JobStatus read_job(const HostPaths& host, const std::filesystem::path& dir, int pid);
-Result<int> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st, const std::vector<std::string>& argv);
+// Starts `argv` through fsaudit-scrub-detach and records its job in `st` (job_pid, job_dir). An argv
+// without a program (find_tool found none) is not_installed.
+Result<void> start_detached(DriverEnv& env, const ScrubTarget& t, TargetState& st, const std::vector<std::string>& argv);
 // Whether a process of `exe` (the basename of its executable; argv[0]'s where /proc/<pid>/exe cannot be
 // read) runs with `arg` (and `also_arg`, if given) among its arguments.
 bool process_running(const HostPaths& host, const std::string& exe, const std::string& arg,

@@ -239,7 +239,7 @@ ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
       status_started = ctx.clock.now();
       st = exec(args);
       if (stopped()) return ProbeResult::failed("zpool status: " + st.describe());
-      if (st.spawn_error.find(": not found") != std::string::npos)
+      if (st.spawn_kind == ErrorKind::not_installed)
         return ProbeResult::not_applicable("no zpool tool: " + st.describe());
       if (!st.spawn_error.empty() || st.busy || st.timed_out) return ProbeResult::failed("zpool status: " + st.describe());
       if (says_no_zfs(st)) return ProbeResult::not_applicable("ZFS not available: " + st.describe());

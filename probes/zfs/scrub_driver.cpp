@@ -22,7 +22,7 @@ class ZfsDriver final : public scrub::Driver {
       env.discovered.erase(seen);
     } else {
       auto r = scrub::run_command(env, {env.ctx.tool("zpool"), "status", t.pool});
-      if (!r.ok()) return err("zpool status " + t.pool + ": " + r.describe());
+      if (!r.ok()) return err_in("zpool status " + t.pool + ": ", r);
       auto parsed = observation_from_zpool_status(r.out);
       if (!parsed) return err("zpool status " + t.pool + ": " + parsed.error());
       o = *parsed;
@@ -45,7 +45,7 @@ class ZfsDriver final : public scrub::Driver {
 
   Result<void> start(const ScrubTarget& t, TargetState&, DriverEnv& env) override {
     auto r = scrub::run_command(env, scrub_start_argv(env.ctx.tool("zpool"), t.pool));
-    if (!r.ok()) return err("zpool scrub " + t.pool + ": " + r.describe());
+    if (!r.ok()) return err_in("zpool scrub " + t.pool + ": ", r);
     return {};
   }
   bool can_pause(const TargetState& st) const override { return !st.pause_unsupported; }
@@ -57,12 +57,12 @@ class ZfsDriver final : public scrub::Driver {
       st.pause_unsupported = true;  // zfs-fuse's zpool: feature detected by trying
       return err("this zpool cannot pause a scrub (no 'zpool scrub -p')");
     }
-    return err("zpool scrub -p " + t.pool + ": " + r.describe());
+    return err_in("zpool scrub -p " + t.pool + ": ", r);
   }
   Result<void> resume(const ScrubTarget& t, TargetState& st, DriverEnv& env) override { return start(t, st, env); }
   Result<void> cancel(const ScrubTarget& t, TargetState&, DriverEnv& env) override {
     auto r = scrub::run_command(env, {env.ctx.tool("zpool"), "scrub", "-s", t.pool});
-    if (!r.ok()) return err("zpool scrub -s " + t.pool + ": " + r.describe());
+    if (!r.ok()) return err_in("zpool scrub -s " + t.pool + ": ", r);
     return {};
   }
 };

@@ -634,6 +634,21 @@ TEST(CanaryRawWriter, RefusesOutsideGrantAndWritesNothing) {
   EXPECT_EQ(digest_file(other), before);
 }
 
+TEST(CanaryRawWriter, ValidationAllowsTheGrantedRangeAndRefusesTheRest) {
+  RawWriteGrant g;
+  g.device = "/dev/x";
+  g.begin = 8192;
+  g.end = 12288;
+  std::vector<unsigned char> bytes(16, 0xEE);
+  EXPECT_TRUE(validate_raw_write({"/dev/x", 8192, bytes, std::nullopt}, "/dev/x", {g}).ok());
+  auto outside = validate_raw_write({"/dev/x", 4096, bytes, std::nullopt}, "/dev/x", {g});
+  EXPECT_EQ(outside.kind(), ErrorKind::refused);
+  EXPECT_EQ(outside.error(), "offset 4096+16 lies outside the located canary block on /dev/x");
+  auto other = validate_raw_write({"/dev/y", 8192, bytes, std::nullopt}, "/dev/y", {g});
+  EXPECT_EQ(other.kind(), ErrorKind::refused);
+  EXPECT_EQ(other.error(), "/dev/y is not a verified member of this canary");
+}
+
 TEST(CanaryRawWriter, WritesInsideGrantAndReportsOldBytes) {
   TempDir d("canary-unit");
   auto p = make_file(d, 1 << 20);
@@ -1043,11 +1058,15 @@ TEST(CanaryLabLeftovers, LabDirMustBeOurOwnPrivateDirectory) {
   TempDir d("canary-unit");
   std::filesystem::create_directories(d / "lab");
   ::chmod((d / "lab").c_str(), 0755);
-  EXPECT_EQ(lab_dir_problem(d / "lab"), "");
+  EXPECT_TRUE(check_lab_dir(d / "lab").ok());
   ::chmod((d / "lab").c_str(), 0777);
-  EXPECT_NE(lab_dir_problem(d / "lab").find("writable"), std::string::npos);
+  auto open = check_lab_dir(d / "lab");
+  EXPECT_EQ(open.kind(), ErrorKind::refused);
+  EXPECT_NE(open.error().find("writable"), std::string::npos);
   std::filesystem::create_directory_symlink(d / "lab", d / "link");
-  EXPECT_NE(lab_dir_problem(d / "link").find("symlink"), std::string::npos);
+  auto link = check_lab_dir(d / "link");
+  EXPECT_EQ(link.kind(), ErrorKind::refused);
+  EXPECT_NE(link.error().find("symlink"), std::string::npos);
 }
 
 // ---- CLI arguments never crash it
@@ -1297,12 +1316,16 @@ TEST(CanaryHelper, TrustsOnlyARootOwnedConfigNobodyElseCanWrite) {
   testing::write_text(f, "{}\n");
   ::chmod(f.c_str(), 0644);
   ::chmod(d.path().c_str(), 0755);
-  EXPECT_EQ(trusted_file_problem(f), "");
+  EXPECT_TRUE(check_trusted_file(f).ok());
   ::chmod(f.c_str(), 0664);
-  EXPECT_NE(trusted_file_problem(f).find("writable"), std::string::npos);
+  auto writable = check_trusted_file(f);
+  EXPECT_EQ(writable.kind(), ErrorKind::refused);
+  EXPECT_NE(writable.error().find("writable"), std::string::npos);
   ::chmod(f.c_str(), 0644);
   ASSERT_EQ(::chown(f.c_str(), 65534, 0), 0);
-  EXPECT_NE(trusted_file_problem(f).find("not root"), std::string::npos);
+  auto foreign = check_trusted_file(f);
+  EXPECT_EQ(foreign.kind(), ErrorKind::refused);
+  EXPECT_NE(foreign.error().find("not root"), std::string::npos);
 }
 
 // A config root trusts (root's, 0644 in a 0755 directory) with one XFS canary NAME whose state is

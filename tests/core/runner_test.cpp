@@ -52,6 +52,19 @@ TEST(Runner, MissingToolIsAClearReason) {
   auto res = r.run(spec);
   EXPECT_FALSE(res.ok());
   EXPECT_EQ(res.describe(), "fsaudit-no-such-tool: not found (is the package installed and in PATH?)");
+  // Code decides on the kind: not_installed, kept by err_in.
+  EXPECT_EQ(res.spawn_kind, ErrorKind::not_installed);
+  auto e = err_in("zpool status: ", res);
+  EXPECT_EQ(e.kind, ErrorKind::not_installed);
+  EXPECT_EQ(e.message, "zpool status: " + res.describe());
+  spec.argv = {"/nonexistent/fsaudit-no-such-tool"};
+  EXPECT_EQ(r.run(spec).spawn_kind, ErrorKind::not_installed);
+  // A tool that is there and fails, even saying "not found", is no missing tool.
+  spec.argv = {"sh", "-c", "echo 'device not found' >&2; exit 1"};
+  res = r.run(spec);
+  EXPECT_EQ(res.describe(), "exit 1: device not found");
+  EXPECT_EQ(res.spawn_kind, ErrorKind::failed);
+  EXPECT_EQ(err_in("", res).kind, ErrorKind::failed);
 }
 
 TEST(Runner, SameKeyNeverRunsTwiceAtOnce) {
@@ -121,6 +134,7 @@ TEST(Runner, RootRefusesAToolOthersCanWrite) {
   EXPECT_FALSE(res.ok());
   EXPECT_NE(res.describe().find("refusing to run " + tool.string() + " as root"), std::string::npos) << res.describe();
   EXPECT_NE(res.describe().find("chmod go-w " + tool.string()), std::string::npos) << res.describe();
+  EXPECT_EQ(res.spawn_kind, ErrorKind::refused);
   EXPECT_FALSE(std::filesystem::exists(d / "ran"));
   // The file is fine, a directory above it is not.
   ASSERT_EQ(::chmod(tool.c_str(), 0755), 0);

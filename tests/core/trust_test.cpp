@@ -14,6 +14,13 @@ using testing::TempDir;
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// The refusal's message ("" when trusted): a check that says no is always `refused`.
+std::string why(const Result<void>& r) {
+  if (r.ok()) return "";
+  EXPECT_EQ(r.kind(), ErrorKind::refused) << r.error();
+  return r.error();
+}
+
 TEST(TrustedFile, WritableByGroupOrOthersIsRefusedWithTheFix) {
   TempDir d("trust");
   auto f = d / "fsaudit.yaml";
@@ -21,24 +28,25 @@ TEST(TrustedFile, WritableByGroupOrOthersIsRefusedWithTheFix) {
   ASSERT_EQ(::chmod(d.path().c_str(), 0755), 0);
   ASSERT_EQ(::chmod(f.c_str(), 0644), 0);
   uid_t me = ::geteuid();
-  EXPECT_EQ(trusted_file_problem(f, me), "");
+  EXPECT_TRUE(check_trusted_file(f, me).ok());
   for (mode_t bad : {0664, 0646, 0666}) {
     ASSERT_EQ(::chmod(f.c_str(), bad), 0);
-    auto why = trusted_file_problem(f, me);
-    EXPECT_TRUE(has(why, f.string()) && has(why, "writable by group or others") && has(why, "chmod go-w " + f.string()))
-        << why;
+    auto problem = why(check_trusted_file(f, me));
+    EXPECT_TRUE(has(problem, f.string()) && has(problem, "writable by group or others") &&
+                has(problem, "chmod go-w " + f.string()))
+        << problem;
   }
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", 0666u);
-  EXPECT_TRUE(has(trusted_file_problem(f, me), std::string("mode ") + mode));
+  EXPECT_TRUE(has(why(check_trusted_file(f, me)), std::string("mode ") + mode));
   ASSERT_EQ(::chmod(f.c_str(), 0644), 0);
   // The directory counts too (whoever can write it can replace the file), unless it is sticky.
   ASSERT_EQ(::chmod(d.path().c_str(), 0777), 0);
-  auto why = trusted_file_problem(f, me);
-  EXPECT_TRUE(has(why, d.path().string() + " (owner") && has(why, "chmod go-w " + d.path().string())) << why;
+  auto problem = why(check_trusted_file(f, me));
+  EXPECT_TRUE(has(problem, d.path().string() + " (owner") && has(problem, "chmod go-w " + d.path().string())) << problem;
   ASSERT_EQ(::chmod(d.path().c_str(), 01777), 0);
-  EXPECT_EQ(trusted_file_problem(f, me), "");
-  EXPECT_TRUE(has(trusted_file_problem(d / "missing.yaml", me), "cannot stat"));
+  EXPECT_TRUE(check_trusted_file(f, me).ok());
+  EXPECT_TRUE(has(why(check_trusted_file(d / "missing.yaml", me)), "cannot stat"));
 }
 
 TEST(TrustedFile, RootTrustsRootOnlyAnUnprivilegedProcessAlsoItself) {
@@ -48,18 +56,18 @@ TEST(TrustedFile, RootTrustsRootOnlyAnUnprivilegedProcessAlsoItself) {
   testing::write_text(f, "{}\n");
   ASSERT_EQ(::chmod(d.path().c_str(), 0755), 0);
   ASSERT_EQ(::chmod(f.c_str(), 0644), 0);
-  EXPECT_EQ(trusted_file_problem(f), "");
-  EXPECT_EQ(trusted_file_problem(f, 4242), "");  // root-owned: trusted by everyone
+  EXPECT_TRUE(check_trusted_file(f).ok());
+  EXPECT_TRUE(check_trusted_file(f, 4242).ok());  // root-owned: trusted by everyone
   ASSERT_EQ(::chown(f.c_str(), 4242, 4242), 0);
-  auto why = trusted_file_problem(f);
-  EXPECT_TRUE(has(why, "owned by uid 4242, not root") && has(why, "chown root:root " + f.string())) << why;
-  EXPECT_EQ(trusted_file_problem(f, 4242), "");  // its own file: it could do all that anyway
-  why = trusted_file_problem(f, 4343);
-  EXPECT_TRUE(has(why, "owned by uid 4242, not root or uid 4343")) << why;
+  auto problem = why(check_trusted_file(f));
+  EXPECT_TRUE(has(problem, "owned by uid 4242, not root") && has(problem, "chown root:root " + f.string())) << problem;
+  EXPECT_TRUE(check_trusted_file(f, 4242).ok());  // its own file: it could do all that anyway
+  problem = why(check_trusted_file(f, 4343));
+  EXPECT_TRUE(has(problem, "owned by uid 4242, not root or uid 4343")) << problem;
   ASSERT_EQ(::chown(f.c_str(), 0, 0), 0);
   ASSERT_EQ(::chown(d.path().c_str(), 4242, 4242), 0);
-  why = trusted_file_problem(f);
-  EXPECT_TRUE(has(why, d.path().string() + " is owned by uid 4242")) << why;
+  problem = why(check_trusted_file(f));
+  EXPECT_TRUE(has(problem, d.path().string() + " is owned by uid 4242")) << problem;
 }
 
 }  // namespace
@@ -79,22 +87,22 @@ TEST(TrustedExecutable, EveryDirectoryAboveItAndBehindItsSymlinksCounts) {
   auto tool = d / "a/b/zpool";
   testing::write_text(tool, "#!/bin/sh\n");
   ASSERT_EQ(::chmod(tool.c_str(), 0755), 0);
-  EXPECT_EQ(trusted_executable_problem(tool, 0), "");
-  EXPECT_EQ(trusted_executable_problem("/bin/sh", 0), "");
-  ASSERT_EQ(::chmod((d / "a").c_str(), 0775), 0);  // two levels up: trusted_file_problem alone misses it
-  EXPECT_EQ(trusted_file_problem(tool), "");
-  auto why = trusted_executable_problem(tool, 0);
-  EXPECT_TRUE(has(why, (d / "a").string() + " (owner") && has(why, "chmod go-w " + (d / "a").string())) << why;
+  EXPECT_TRUE(check_trusted_executable(tool, 0).ok());
+  EXPECT_TRUE(check_trusted_executable("/bin/sh", 0).ok());
+  ASSERT_EQ(::chmod((d / "a").c_str(), 0775), 0);  // two levels up: check_trusted_file alone misses it
+  EXPECT_TRUE(check_trusted_file(tool).ok());
+  auto problem = why(check_trusted_executable(tool, 0));
+  EXPECT_TRUE(has(problem, (d / "a").string() + " (owner") && has(problem, "chmod go-w " + (d / "a").string())) << problem;
   ASSERT_EQ(::chmod((d / "a").c_str(), 0755), 0);
   // A symlink in a trusted place to a program in an open one.
   ASSERT_EQ(::chmod((d / "open").c_str(), 0777), 0);
   testing::write_text(d / "open/real", "#!/bin/sh\n");
   ASSERT_EQ(::chmod((d / "open/real").c_str(), 0755), 0);
   std::filesystem::create_symlink(d / "open/real", d / "a/b/link");
-  why = trusted_executable_problem(d / "a/b/link", 0);
-  EXPECT_TRUE(has(why, "chmod go-w " + (d / "open").string())) << why;
-  EXPECT_TRUE(has(trusted_executable_problem("zpool", 0), "not an absolute path"));
-  EXPECT_TRUE(has(trusted_executable_problem(d / "missing", 0), "cannot resolve"));
+  problem = why(check_trusted_executable(d / "a/b/link", 0));
+  EXPECT_TRUE(has(problem, "chmod go-w " + (d / "open").string())) << problem;
+  EXPECT_TRUE(has(why(check_trusted_executable("zpool", 0)), "not an absolute path"));
+  EXPECT_TRUE(has(why(check_trusted_executable(d / "missing", 0)), "cannot resolve"));
 }
 
 }  // namespace

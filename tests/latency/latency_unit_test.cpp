@@ -219,6 +219,28 @@ TEST(ErrnoClassification, SkipReasons) {
   EXPECT_EQ(classify_errno(EACCES), State::error);
 }
 
+// The writer asked for, or pwrite+fsync and the reason it is not the one asked for.
+TEST(SyncWriter, TheModeAskedForOrPwriteFsyncWithTheReason) {
+  fsaudit::testing::TempDir d("fsaudit-latency-writer");
+  ProbeFile file;
+  std::uint64_t filled = 0;
+  auto failed = file.open(d / "probe", 64 << 10, 0, &filled);
+  ASSERT_FALSE(failed) << failed->message;
+  auto dsync = make_writer(Mode::o_dsync, file);
+  ASSERT_TRUE(dsync.writer);
+  EXPECT_EQ(dsync.writer->mode(), "o_dsync");
+  EXPECT_EQ(dsync.note, "");
+  EXPECT_EQ(dsync.writer->write_sync(0), 0);
+  // The file unlinked under its open descriptor: no second descriptor with O_DSYNC, so pwrite+fsync
+  // on the one there is.
+  std::filesystem::remove(file.path());
+  auto fallback = make_writer(Mode::o_dsync, file);
+  ASSERT_TRUE(fallback.writer);
+  EXPECT_EQ(fallback.writer->mode(), "pwrite_fsync");
+  EXPECT_EQ(fallback.note, "open O_DSYNC failed (No such file or directory); using pwrite+fsync");
+  EXPECT_EQ(fallback.writer->write_sync(kBlock), 0);
+}
+
 TEST(SamplerApplies, OnlyLocalWritableKinds) {
   Target t{"/srv", "/srv", "ext4", "/dev/sda1", "rw", "rw", 8, 1};
   EXPECT_TRUE(sampler_applies(t));

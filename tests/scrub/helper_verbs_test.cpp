@@ -241,11 +241,24 @@ TEST(ScrubHelperAnswer, TypedAndChecked) {
   EXPECT_EQ(no->text, "why");
   EXPECT_EQ(no->pause_unsupported, std::optional<bool>(true));
   // What the helper itself writes reads back unchanged.
-  ScrubHelperAnswer mine{true, "paused", 9, "/s/scrub/jobs/zfs_tank", true};
+  ScrubHelperAnswer mine{true, "paused", 9, "/s/scrub/jobs/zfs_tank", true, ErrorKind::failed};
   auto back = parse_scrub_helper_answer(scrub_helper_answer(mine));
   ASSERT_TRUE(back) << back.error();
   EXPECT_EQ(back->job_pid, 9);
   EXPECT_EQ(back->job_dir, mine.job_dir);
+  // A refusal's kind, so that the daemon decides on what the helper's driver said; failed is no key.
+  for (auto kind : {ErrorKind::failed, ErrorKind::refused, ErrorKind::in_use, ErrorKind::not_installed}) {
+    ScrubHelperAnswer refusal{false, "scrub tool not found", 0, "", std::nullopt, kind};
+    const auto line = scrub_helper_answer(refusal);
+    EXPECT_EQ(line.find("\"kind\"") != std::string::npos, kind != ErrorKind::failed) << line;
+    auto read = parse_scrub_helper_answer(line);
+    ASSERT_TRUE(read) << read.error();
+    EXPECT_EQ(read->kind, kind) << line;
+    EXPECT_EQ(read->text, "scrub tool not found");
+  }
+  auto missing = parse_scrub_helper_answer(R"({"ok": false, "refused": "x", "kind": "not_installed"})");
+  ASSERT_TRUE(missing) << missing.error();
+  EXPECT_EQ(missing->kind, ErrorKind::not_installed);
   for (const std::string bad : {
            "", "[]", "not json", R"({"result": "x"})", R"({"ok": "true", "result": "x"})", R"({"ok": true})",
            R"({"ok": true, "result": 5})", R"({"ok": false, "result": "x"})", R"({"ok": true, "result": "x", "extra": 1})",
@@ -262,6 +275,12 @@ TEST(ScrubHelperAnswer, TypedAndChecked) {
            R"({"ok": true, "result": "x", "job": {"pid": 4}})",
            R"({"ok": true, "result": "x", "job": {"pid": 4, "dir": "/a/b", "uid": 0}})",
            R"({"ok": false, "refused": "x", "job": {"pid": 4, "dir": "/a/b"}})",
+           R"({"ok": false, "refused": "x", "kind": "missing"})",
+           R"({"ok": false, "refused": "x", "kind": "Not_Installed"})",
+           R"({"ok": false, "refused": "x", "kind": ""})",
+           R"({"ok": false, "refused": "x", "kind": 3})",
+           R"({"ok": false, "refused": "x", "kind": null})",
+           R"({"ok": true, "result": "x", "kind": "not_installed"})",
        })
     EXPECT_FALSE(parse_scrub_helper_answer(bad)) << bad;
 }

@@ -874,6 +874,45 @@ TEST(ScrubProbe, ThroughTheHelperTheSameStateAndMetricsAsInProcess) {
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_runs_total", {{"target", "tank"}, {"result", "canceled"}}), 1);
 }
 
+// A start that fails because its tool is not on the host (the runner's not_installed) marks the target
+// unsupported; one whose message merely says "not found" (a device zpool cannot find) is an ordinary
+// failure, retried later. The same in process and through the helper, whose answer carries the kind.
+TEST(ScrubProbe, OnlyAToolNotInstalledMarksTheTargetUnsupported) {
+  const std::string yaml = "scrub:\n  spread: 0\n  io_load_threshold: 0\n";
+  auto cfg = cfg_from(yaml);
+  auto script = [](FakeRunner& r, bool installed) {
+    r.answer("zpool list -H -o name", "tank\n");
+    r.answer("zpool status tank", status("tank", "  scan: none requested\n"));
+    if (installed) r.answer("zpool scrub tank", "", 1, "cannot scrub tank: device not found\n");
+    else r.missing("zpool scrub tank");
+  };
+  for (bool routed : {false, true}) {
+    for (bool installed : {false, true}) {
+      SCOPED_TRACE(std::string(routed ? "through the helper, " : "in process, ") +
+                   (installed ? "a device not found" : "zpool not installed"));
+      Host h;
+      FakeHelper helper(h, yaml);
+      script(h.runner, installed);
+      script(helper.runner, installed);
+      ScrubProbe p(cfg.scrub, cfg.targets);
+      if (routed) p.set_helper_transport(helper.transport());
+      auto r = h.run(p);
+      EXPECT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+      EXPECT_EQ((routed ? helper.runner : h.runner).count("zpool scrub tank"), 1);
+      auto st = TargetState::parse(read_file(h.state / "scrub/zfs_tank.state").value_or(""));
+      EXPECT_NE(st.last_attempt_error.find(installed ? "device not found" : "zpool: not found in PATH"), std::string::npos)
+          << st.last_attempt_error;
+      if (installed) {
+        EXPECT_EQ(st.unsupported_reason, "");
+        EXPECT_EQ(st.unsupported_since, 0);
+      } else {
+        EXPECT_EQ(st.unsupported_reason, st.last_attempt_error);
+        EXPECT_GT(st.unsupported_since, 0);
+      }
+    }
+  }
+}
+
 // A detached job the helper starts (btrfs `scrub start -B`): the daemon records the helper's job,
 // reads it from the helper's job directory (its watcher's lock says it lives, even where the
 // daemon cannot see root's processes), and names it when it cancels; a job id the helper did not

@@ -27,6 +27,7 @@ class FakeRunner final : public CommandRunner {
   static CommandResult not_found(const std::string& program) {
     CommandResult r;
     r.spawn_error = program + ": not found in PATH";
+    r.spawn_kind = ErrorKind::not_installed;
     return r;
   }
 
