@@ -24,21 +24,21 @@ namespace fsaudit::canary {
 
 namespace fs = std::filesystem;
 
-std::string init_blocker(const fs::path& mountpoint, std::uint64_t size_cap) {
+Result<void> init_blocker(const fs::path& mountpoint, std::uint64_t size_cap) {
   struct statvfs sv {};
-  if (::statvfs(mountpoint.c_str(), &sv) != 0) return "cannot statvfs " + mountpoint.string();
+  if (::statvfs(mountpoint.c_str(), &sv) != 0) return err("cannot statvfs " + mountpoint.string(), ErrorKind::refused);
   std::error_code ec;
   for (fs::directory_iterator it(mountpoint, ec), end; !ec && it != end; it.increment(ec)) {
     auto n = it->path().filename().string();
     if (n == "lost+found" || n == kSignatureFile || n == kCanaryFile) continue;
-    return mountpoint.string() + " is not empty (it holds \"" + n + "\"): a canary is corrupted on purpose, so it must hold no data";
+    return err(mountpoint.string() + " is not empty (it holds \"" + n + "\"): a canary is corrupted on purpose, so it must hold no data", ErrorKind::refused);
   }
-  if (ec) return "cannot list " + mountpoint.string() + ": " + ec.message();
+  if (ec) return err("cannot list " + mountpoint.string() + ": " + ec.message(), ErrorKind::refused);
   std::uint64_t size = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize;
   if (size > size_cap)
-    return mountpoint.string() + " holds " + std::to_string(size >> 20) + " MiB, more than a canary needs (cap " +
-           std::to_string(size_cap >> 20) + " MiB)";
-  return "";
+    return err(mountpoint.string() + " holds " + std::to_string(size >> 20) + " MiB, more than a canary needs (cap " +
+           std::to_string(size_cap >> 20) + " MiB)", ErrorKind::refused);
+  return {};
 }
 
 Result<void> init_canary(const config::Config& cfg, const std::string& name, CommandRunner& runner,
@@ -49,10 +49,11 @@ Result<void> init_canary(const config::Config& cfg, const std::string& name, Com
   if (!ops) return err("refused: " + ops.error());
   auto ids = verify_for_init(*t, cfg.host, **ops);
   if (!ids) return err("refused: " + ids.error());
-  if (auto why = init_blocker(t->mountpoint); !why.empty()) {
-    if (!opts.force) return err("refused: " + why + "; use --force REASON if this really is a dedicated canary");
+  if (auto blocked = init_blocker(t->mountpoint); !blocked) {
+    if (!opts.force)
+      return err("refused: " + blocked.error() + "; use --force REASON if this really is a dedicated canary");
     if (opts.reason.empty()) return err("refused: --force needs a reason");
-    sd_journal_send("MESSAGE=canary %s: init forced on %s (%s): %s", name.c_str(), t->mountpoint.c_str(), why.c_str(),
+    sd_journal_send("MESSAGE=canary %s: init forced on %s (%s): %s", name.c_str(), t->mountpoint.c_str(), blocked.error().c_str(),
                     opts.reason.c_str(), "PRIORITY=4", "SYSLOG_IDENTIFIER=fsauditd", "FSAUDIT_CANARY=%s", name.c_str(),
                     "FSAUDIT_FORCE_REASON=%s", opts.reason.c_str(), nullptr);
   }

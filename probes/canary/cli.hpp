@@ -36,7 +36,7 @@ struct InitOptions {
 Result<void> init_canary(const config::Config& cfg, const std::string& name, CommandRunner& runner,
                          const InitOptions& opts = {});
 
-// "" when the filesystem at `mountpoint` may become a canary without --force, else why not.
-std::string init_blocker(const std::filesystem::path& mountpoint, std::uint64_t size_cap = kInitSizeCap);
+// Fine when the filesystem at `mountpoint` may become a canary without --force, else refused with why.
+Result<void> init_blocker(const std::filesystem::path& mountpoint, std::uint64_t size_cap = kInitSizeCap);
 
 }  // namespace fsaudit::canary

@@ -54,10 +54,10 @@ Result<HelperRequest> parse_helper_request(std::string_view line) {
   return r;
 }
 
-std::string check_helper_request(const HelperRequest& req, const config::Config& own) {
+Result<void> check_helper_request(const HelperRequest& req, const config::Config& own) {
   if (!own.canary.find(req.canary))
-    return "\"" + req.canary + "\" is not a canary in the helper's config (" + own.source + ")";
-  return "";
+    return err("\"" + req.canary + "\" is not a canary in the helper's config (" + own.source + ")", ErrorKind::refused);
+  return {};
 }
 
 namespace {
@@ -77,7 +77,7 @@ std::string handle_helper_request(std::string_view line, const config::Config& o
   if (auto smart = disk::handle_smart_helper_request(line, own, runner)) return *smart;
   auto req = parse_helper_request(line);
   if (!req) return answer(false, req.error());
-  if (auto why = check_helper_request(*req, own); !why.empty()) return answer(false, why);
+  if (auto allowed = check_helper_request(*req, own); !allowed) return answer(false, allowed.error());
   if (req->verb == "canary-status") {
     auto s = load_state(own.state_dir, req->canary);
     json j{{"cycles", s.cycles}, {"runs", s.runs}, {"recoveries", s.recoveries}, {"last_run", s.last_run}};

@@ -32,8 +32,8 @@ inline constexpr std::chrono::milliseconds kHelperRequestDeadline{5000};
 inline constexpr const char* kDefaultHelperSocket = "/run/fsaudit/helper.sock";
 
 
-// "" when `own` (the helper's config) has this canary, else the refusal.
-std::string check_helper_request(const HelperRequest& req, const config::Config& own);
+// Fine when `own` (the helper's config) has this canary, else refused.
+Result<void> check_helper_request(const HelperRequest& req, const config::Config& own);
 
 // Handles one request line for a peer already admitted; answers one JSON line (with "\n").
 // `peer_uid`, `peer_gid` (SO_PEERCRED): root is an operator; the default is nobody's: not an operator.

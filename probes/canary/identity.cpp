@@ -70,42 +70,43 @@ Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths&
   return id;
 }
 
-std::string weak_identity(const DeviceIdentity& id) {
+Result<void> weak_identity(const DeviceIdentity& id) {
   bool strong = !id.wwid.empty() || !id.serial.empty() || !id.by_id.empty() ||
                 (id.kind == DeviceKind::loop && !id.backing_file.empty()) || (id.kind == DeviceKind::file && id.inode != 0);
-  if (strong) return "";
-  return id.path + " has no stable identity (no WWN, serial, /dev/disk/by-id link, loop backing file or file inode): "
-                   "another device could take its name after a reboot or replug";
+  if (strong) return {};
+  return err(id.path + " has no stable identity (no WWN, serial, /dev/disk/by-id link, loop backing file or file inode): "
+                   "another device could take its name after a reboot or replug", ErrorKind::refused);
 }
 
-std::string identity_mismatch(const DeviceIdentity& r, const DeviceIdentity& n) {
+Result<void> identity_mismatch(const DeviceIdentity& r, const DeviceIdentity& n) {
   std::string who = r.path;
   // A record without a stable field is matched on nothing that tells devices apart: refused.
-  if (auto why = weak_identity(r); !why.empty()) return why + "; re-run canary init on a device that has one";
+  if (auto weak = weak_identity(r); !weak)
+    return err(weak.error() + "; re-run canary init on a device that has one", ErrorKind::refused);
   if (r.kind != n.kind)
-    return who + " was a " + std::string(to_string(r.kind)) + " device at init, now it is a " +
-           std::string(to_string(n.kind));
+    return err(who + " was a " + std::string(to_string(r.kind)) + " device at init, now it is a " +
+           std::string(to_string(n.kind)), ErrorKind::refused);
   if (r.size != n.size)
-    return who + " changed size: " + std::to_string(r.size) + " bytes at init, now " + std::to_string(n.size);
+    return err(who + " changed size: " + std::to_string(r.size) + " bytes at init, now " + std::to_string(n.size), ErrorKind::refused);
   if (r.kind == DeviceKind::file) {
     if (r.resolved != n.resolved || r.inode != n.inode || r.fs_dev != n.fs_dev)
-      return who + " is no longer the same file (path/inode changed since init)";
-    return "";
+      return err(who + " is no longer the same file (path/inode changed since init)", ErrorKind::refused);
+    return {};
   }
   if (r.kind == DeviceKind::loop) {
     if (r.backing_file != n.backing_file)
-      return who + " is backed by \"" + n.backing_file + "\", at init it was \"" + r.backing_file + "\"";
-    return "";
+      return err(who + " is backed by \"" + n.backing_file + "\", at init it was \"" + r.backing_file + "\"", ErrorKind::refused);
+    return {};
   }
-  if (!r.wwid.empty() && r.wwid != n.wwid) return who + " WWN changed: \"" + r.wwid + "\" -> \"" + n.wwid + "\"";
+  if (!r.wwid.empty() && r.wwid != n.wwid) return err(who + " WWN changed: \"" + r.wwid + "\" -> \"" + n.wwid + "\"", ErrorKind::refused);
   if (!r.serial.empty() && r.serial != n.serial)
-    return who + " serial changed: \"" + r.serial + "\" -> \"" + n.serial + "\"";
+    return err(who + " serial changed: \"" + r.serial + "\" -> \"" + n.serial + "\"", ErrorKind::refused);
   if (r.wwid.empty() && r.serial.empty()) {
-    if (!r.by_id.empty() && r.by_id != n.by_id) return who + " by-id links changed since init";
+    if (!r.by_id.empty() && r.by_id != n.by_id) return err(who + " by-id links changed since init", ErrorKind::refused);
     if (r.by_id.empty() && r.resolved != n.resolved)
-      return who + " resolves to " + n.resolved + ", at init it was " + r.resolved;
+      return err(who + " resolves to " + n.resolved + ", at init it was " + r.resolved, ErrorKind::refused);
   }
-  return "";
+  return {};
 }
 
 fs::path canary_state_dir(const fs::path& state_dir, const std::string& name) {
@@ -217,17 +218,17 @@ std::string signature_text(const std::string& name, const std::string& id) {
          "\n# This filesystem is an fsaudit corruption canary: fsauditd deliberately corrupts data here.\n";
 }
 
-std::string check_signature(const std::string& text, const std::string& name, const std::string& id) {
+Result<void> check_signature(const std::string& text, const std::string& name, const std::string& id) {
   auto ls = lines(text);
-  if (ls.empty() || trim(ls[0]) != "fsaudit-canary v1") return "not an fsaudit canary signature";
+  if (ls.empty() || trim(ls[0]) != "fsaudit-canary v1") return err("not an fsaudit canary signature", ErrorKind::refused);
   std::string n, i;
   for (auto l : ls) {
     if (l.starts_with("name=")) n = std::string(l.substr(5));
     if (l.starts_with("id=")) i = std::string(l.substr(3));
   }
-  if (n != name) return "signature names canary \"" + n + "\", not \"" + name + "\"";
-  if (i != id) return "signature id " + i + " does not match the id recorded at init (" + id + ")";
-  return "";
+  if (n != name) return err("signature names canary \"" + n + "\", not \"" + name + "\"", ErrorKind::refused);
+  if (i != id) return err("signature id " + i + " does not match the id recorded at init (" + id + ")", ErrorKind::refused);
+  return {};
 }
 
 }  // namespace fsaudit::canary

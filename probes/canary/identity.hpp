@@ -15,13 +15,13 @@ namespace fsaudit::canary {
 
 Result<DeviceIdentity> identify_device(const std::string& path, const HostPaths& host);
 
-// "" when the identity has a field that stays with the device across reboots and replugs (WWN,
-// serial, a by-id link, a loop device's backing file, a file vdev's inode); otherwise why a device
-// with only a kernel name and a size cannot be told from another one.
-std::string weak_identity(const DeviceIdentity& id);
+// Fine when the identity has a field that stays with the device across reboots and replugs (WWN,
+// serial, a by-id link, a loop device's backing file, a file vdev's inode); otherwise refused: a
+// device with only a kernel name and a size cannot be told from another one.
+Result<void> weak_identity(const DeviceIdentity& id);
 
-// "" when `now` is the same device as `recorded`; otherwise what changed.
-std::string identity_mismatch(const DeviceIdentity& recorded, const DeviceIdentity& now);
+// Fine when `now` is the same device as `recorded`; otherwise refused, saying what changed.
+Result<void> identity_mismatch(const DeviceIdentity& recorded, const DeviceIdentity& now);
 
 std::filesystem::path canary_state_dir(const std::filesystem::path& state_dir, const std::string& name);
 // <state_dir>/canary/<name>/identity.json through parse_record (a symlink or non-regular file refused).
@@ -31,7 +31,7 @@ Result<void> save_record(const std::filesystem::path& state_dir, const CanaryRec
 // The signature file at the root of the canary filesystem.
 inline constexpr const char* kSignatureFile = ".fsaudit-canary";
 std::string signature_text(const std::string& name, const std::string& id);
-// "" if `text` is the signature of (name, id); else why not.
-std::string check_signature(const std::string& text, const std::string& name, const std::string& id);
+// Fine if `text` is the signature of (name, id); else refused, saying why not.
+Result<void> check_signature(const std::string& text, const std::string& name, const std::string& id);
 
 }  // namespace fsaudit::canary

@@ -91,7 +91,7 @@ Result<std::vector<DeviceIdentity>> common_checks(const config::CanaryTarget& t,
     auto id = identify_device(d, host);
     if (!id) return err(id.error());
     if (!seen.insert(id->resolved).second) return err("device " + d + " is listed twice");
-    if (auto why = weak_identity(*id); !why.empty()) return err(why);
+    if (auto stable = weak_identity(*id); !stable) return err(stable.error());
     if (id->kind != DeviceKind::file) {
       fs::path holders = host.sys("dev/block/" + std::to_string(id->major) + ":" + std::to_string(id->minor)) / "holders";
       std::error_code ec;
@@ -145,8 +145,7 @@ Result<Verified> verify_canary(const config::CanaryConfig& cfg, const std::strin
       return err("device " + t.devices[i] + " is not the one recorded at init (" + r.path + "); re-run canary init");
     auto now = identify_device(t.devices[i], host);
     if (!now) return err(now.error());
-    std::string why = identity_mismatch(r, *now);
-    if (!why.empty()) return err("device identity changed: " + why);
+    if (auto same = identity_mismatch(r, *now); !same) return err("device identity changed: " + same.error());
   }
   auto ids = common_checks(t, host, stack, online);
   if (!ids) return err(ids.error());
@@ -154,8 +153,8 @@ Result<Verified> verify_canary(const config::CanaryConfig& cfg, const std::strin
   if (online) {
     auto sig = read_file(fs::path(t.mountpoint) / kSignatureFile, 4096);
     if (!sig) return err("no fsaudit signature on " + t.mountpoint + " (" + kSignatureFile + "); run canary init");
-    std::string why = check_signature(*sig, name, rec->signature_id);
-    if (!why.empty()) return err("signature check failed on " + t.mountpoint + ": " + why);
+    if (auto signed_ = check_signature(*sig, name, rec->signature_id); !signed_)
+      return err("signature check failed on " + t.mountpoint + ": " + signed_.error());
   }
   return v;
 }

@@ -300,7 +300,7 @@ class SmartProbe final : public Probe {
       if (!h) return {"", 0, h.error()};
       return {(*h)["out"], std::atoi((*h)["exit"].c_str()), ""};
     }
-    if (auto bad = check_smart_disk(ctx.host, disk); !bad.empty()) return {"", 0, bad};
+    if (auto disk_ok = check_smart_disk(ctx.host, disk); !disk_ok) return {"", 0, disk_ok.error()};
     CommandSpec spec;
     spec.argv = smartctl_argv(ctx.tool("smartctl"), disk);
     spec.timeout = timeout;

@@ -9,19 +9,20 @@ namespace fsaudit::disk {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string check_smart_disk(const HostPaths& host, const std::string& disk) {
+Result<void> check_smart_disk(const HostPaths& host, const std::string& disk) {
+  auto no = [](std::string why) { return err(std::move(why), ErrorKind::refused); };
   // Letters and digits, a letter first: no path, no option, no "..", nothing smartctl would read as
   // anything but the device it names.
   if (disk.empty() || disk.size() > 32 || !(disk[0] >= 'a' && disk[0] <= 'z') ||
       disk.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789") != std::string::npos)
-    return "\"" + disk.substr(0, 64) + "\" is not a disk's kernel name (letters and digits, such as sda or nvme0n1)";
+    return no("\"" + disk.substr(0, 64) + "\" is not a disk's kernel name (letters and digits, such as sda or nvme0n1)");
   std::error_code ec;
   auto cls = host.sys("class/block") / disk;
-  if (!fs::exists(cls, ec)) return "no block device " + disk + " on this host (" + cls.string() + ")";
-  if (fs::exists(cls / "partition", ec)) return disk + " is a partition, not a whole disk";
+  if (!fs::exists(cls, ec)) return no("no block device " + disk + " on this host (" + cls.string() + ")");
+  if (fs::exists(cls / "partition", ec)) return no(disk + " is a partition, not a whole disk");
   if (fs::exists(cls / "slaves", ec) && !fs::is_empty(cls / "slaves", ec))
-    return disk + " is a layer over other devices (dm, md), not a disk";
-  return "";
+    return no(disk + " is a layer over other devices (dm, md), not a disk");
+  return {};
 }
 
 std::vector<std::string> smartctl_argv(const std::string& smartctl, const std::string& disk) {
@@ -41,7 +42,7 @@ std::optional<std::string> handle_smart_helper_request(std::string_view line, co
       return refuse("unknown key \"" + it.key() + "\" for " + kSmartVerb + ": it takes a disk, nothing else");
   if (!j.contains("disk") || !j["disk"].is_string()) return refuse("\"disk\" (a string) is required for smart-read");
   const std::string disk = j["disk"].get<std::string>();
-  if (auto why = check_smart_disk(own.host, disk); !why.empty()) return refuse(why);
+  if (auto disk_ok = check_smart_disk(own.host, disk); !disk_ok) return refuse(disk_ok.error());
   CommandSpec spec;
   auto it = own.tools.find("smartctl");
   spec.argv = smartctl_argv(it == own.tools.end() || it->second.empty() ? std::string("smartctl") : it->second, disk);

@@ -16,8 +16,8 @@ namespace fsaudit::disk {
 
 inline constexpr const char* kSmartVerb = "smart-read";
 
-// "" when `disk` is the kernel name of a whole disk present in <sysfs>/class/block; else why not.
-std::string check_smart_disk(const HostPaths& host, const std::string& disk);
+// Refused unless `disk` is the kernel name of a whole disk present in <sysfs>/class/block.
+Result<void> check_smart_disk(const HostPaths& host, const std::string& disk);
 // The one smartctl command line, for the helper and for a daemon that runs as root.
 std::vector<std::string> smartctl_argv(const std::string& smartctl, const std::string& disk);
 

@@ -68,9 +68,9 @@ int main(int argc, char** argv) {
   std::filesystem::path d = dir;
   while (d.has_filename() == false && d.has_parent_path() && d != "/") d = d.parent_path();
   if (remove) {
-    auto e = latency::ProbeFile::remove(d);
-    if (!e.empty()) {
-      std::fprintf(stderr, "%s\n", e.c_str());
+    auto gone = latency::ProbeFile::remove(d);
+    if (!gone) {
+      std::fprintf(stderr, "%s\n", gone.error().c_str());
       return 1;
     }
     std::printf("removed %s\n", latency::ProbeFile::path_in(d).c_str());
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     c.stream.targets = {d.parent_path().string()};
     latency::StreamProbe p(c, "/tmp");
     auto r = p.run_once(d.parent_path().string(), ctx);
-    if (!keep) latency::ProbeFile::remove(d);
+    if (!keep) (void)latency::ProbeFile::remove(d);  // a measurement tool's cleanup
     std::printf("state=%s reason=\"%s\" idle_samples=%zu load_samples=%zu idle_p99_ms=%.3f load_p99_ms=%.3f "
                 "load_max_ms=%.3f ratio=%.2f streamed_mib=%.1f stream_seconds=%.1f\n",
                 std::string(latency::state_name(r.state)).c_str(), r.reason.c_str(), r.summary.idle_samples,
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   }
   auto t1 = latency::mono_ns();
   double cpu = cpu_seconds() - cpu0;
-  if (!keep) latency::ProbeFile::remove(d);
+  if (!keep) (void)latency::ProbeFile::remove(d);  // a measurement tool's cleanup
   auto sorted = r.fsync_ns;
   std::sort(sorted.begin(), sorted.end());
   double n = static_cast<double>(sorted.size());

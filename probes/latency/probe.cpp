@@ -517,7 +517,7 @@ void LatencyProbe::lane(const std::shared_ptr<Lanes>& lanes, const std::shared_p
     // On this thread, not the scheduler's: a hung filesystem holds only its own stack.
     for (const auto& d : stale) {
       std::error_code ec;
-      if (std::filesystem::exists(ProbeFile::path_in(d), ec)) ProbeFile::remove(d);
+      if (std::filesystem::exists(ProbeFile::path_in(d), ec)) (void)ProbeFile::remove(d);  // retried next run
     }
     // In a child process: a write+fsync that never returns must not keep the daemon from exiting.
     auto r = shared_sampler_children().sample(it.mountpoint, it.dir, settings, seed,
@@ -650,9 +650,9 @@ ProbeResult LatencyCleanupProbe::run(const Target&, ProbeContext& ctx) {
   for (const auto& d : dirs) {
     std::error_code ec;
     if (!std::filesystem::exists(ProbeFile::path_in(d), ec)) continue;
-    auto e = ProbeFile::remove(d);
-    if (e.empty()) removed.push_back(ProbeFile::path_in(d).string());
-    else notes.push_back("its probe file stays: " + e);
+    auto gone = ProbeFile::remove(d);
+    if (gone) removed.push_back(ProbeFile::path_in(d).string());
+    else notes.push_back("its probe file stays: " + gone.error());
   }
   std::string why = "latency sampling is disabled (latency.enabled: false)";
   if (!removed.empty())

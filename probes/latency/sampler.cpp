@@ -142,7 +142,7 @@ std::optional<IoFailure> ProbeFile::open(const std::filesystem::path& dir, std::
     struct statvfs vfs;
     if (::fstatvfs(fd_, &vfs) == 0 &&
         static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize < size - have + (1u << 20)) {
-      if (have == 0) ProbeFile::remove(dir);
+      if (have == 0) (void)ProbeFile::remove(dir);  // best effort: the ENOSPC below is the report
       return IoFailure{ENOSPC, "not enough free space for the " + std::to_string(size >> 20) + " MiB probe file " +
                                    path_.string()};
     }
@@ -172,7 +172,7 @@ std::optional<IoFailure> ProbeFile::open(const std::filesystem::path& dir, std::
         int e = errno;
         if (e == ENOSPC || e == EDQUOT) {  // give the space back rather than hold a partial file
           close();
-          ProbeFile::remove(dir);
+          (void)ProbeFile::remove(dir);  // best effort: the write's failure is the report
         }
         return failure(e, "write", path_);
       }
@@ -184,12 +184,12 @@ std::optional<IoFailure> ProbeFile::open(const std::filesystem::path& dir, std::
   return std::nullopt;
 }
 
-std::string ProbeFile::remove(const std::filesystem::path& dir) {
+Result<void> ProbeFile::remove(const std::filesystem::path& dir) {
   auto p = path_in(dir);
-  if (::unlink(p.c_str()) != 0 && errno != ENOENT) return "remove " + p.string() + ": " + std::strerror(errno);
+  if (::unlink(p.c_str()) != 0 && errno != ENOENT) return err("remove " + p.string() + ": " + std::strerror(errno));
   if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST)
-    return "remove " + dir.string() + ": " + std::strerror(errno);
-  return "";
+    return err("remove " + dir.string() + ": " + std::strerror(errno));
+  return {};
 }
 
 namespace {

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/core/result.hpp"
+
 namespace fsaudit::latency {
 
 inline constexpr std::uint64_t kBlock = 4096;
@@ -46,8 +48,8 @@ class ProbeFile {
   std::uint64_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
   void close();
-  // Removes <dir>/latency.probe and <dir> if empty. Returns an error message or "".
-  static std::string remove(const std::filesystem::path& dir);
+  // Removes <dir>/latency.probe and <dir> if empty.
+  static Result<void> remove(const std::filesystem::path& dir);
 
  private:
   int fd_ = -1;

@@ -27,22 +27,22 @@ std::string refuse(const std::string& why) {
 // The unprivileged daemon reads the jobs the helper starts (fsaudit-scrub-detach makes them 0750,
 // their files 0640, of the daemon's group): each directory down to <state>/scrub/jobs is 0711,
 // passable by others but not listable. All of them are the helper's own (root's); a symlink or a foreign owner is refused.
-std::string open_jobs_path(const fs::path& state_dir) {
+Result<void> open_jobs_path(const fs::path& state_dir) {
   std::error_code ec;
   fs::create_directories(state_dir / "scrub" / "jobs", ec);
   for (const auto& d : {state_dir, state_dir / "scrub", state_dir / "scrub" / "jobs"}) {
     int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return "open " + d.string() + ": " + std::strerror(errno);
+    if (fd < 0) return err("open " + d.string() + ": " + std::strerror(errno), ErrorKind::refused);
     struct stat st {};
-    std::string why;
-    if (::fstat(fd, &st) != 0) why = "fstat " + d.string() + ": " + std::strerror(errno);
-    else if (st.st_uid != ::geteuid() || (st.st_mode & 022)) why = d.string() + " is not the helper's alone";
+    std::optional<Error> why;
+    if (::fstat(fd, &st) != 0) why = err("fstat " + d.string() + ": " + std::strerror(errno));
+    else if (st.st_uid != ::geteuid() || (st.st_mode & 022)) why = err(d.string() + " is not the helper's alone", ErrorKind::refused);
     else if ((st.st_mode & 0777) != 0711 && ::fchmod(fd, 0711) != 0)
-      why = "chmod " + d.string() + ": " + std::strerror(errno);
+      why = err("chmod " + d.string() + ": " + std::strerror(errno));
     ::close(fd);
-    if (!why.empty()) return why;
+    if (why) return *why;
   }
-  return "";
+  return {};
 }
 
 }  // namespace
@@ -68,9 +68,10 @@ std::optional<std::string> handle_scrub_helper_request(std::string_view line, co
 ScrubProbe::RequestDone carry_out_helper_scrub(const std::string& action, const std::string& target,
                                                const config::Config& own, CommandRunner& runner, bool operator_request,
                                                std::optional<gid_t> job_group, int job) {
-  if (auto why = open_jobs_path(own.state_dir); !why.empty()) {
+  if (auto opened = open_jobs_path(own.state_dir); !opened) {
     ScrubProbe::RequestDone no;
-    no.text = "the helper's job directory: " + why;
+    no.text = "the helper's job directory: " + opened.error();
+    no.kind = opened.kind();
     return no;
   }
   // Everything below comes from the helper's own config: its targets, tools, host paths and state.

@@ -25,7 +25,7 @@ const std::vector<std::string>& scrub_helper_verbs();
 // nullopt when `line` is not a request with a scrub verb (another verb's: not ours to answer);
 // otherwise the answer line ({"ok": true, "result": "..."} or {"ok": false, "refused": "..."}).
 // `peer_uid`, `peer_gid` (SO_PEERCRED): root is an operator; anybody else (the unprivileged daemon)
-// gets the scrub policy of the helper's own config (request_refusal, planner.hpp), must name the job
+// gets the scrub policy of the helper's own config (request_allowed, planner.hpp), must name the job
 // it pauses or cancels, and may read (only its group may) the jobs started for it.
 std::optional<std::string> handle_scrub_helper_request(std::string_view line, const config::Config& own,
                                                        CommandRunner& runner, uid_t peer_uid, gid_t peer_gid);

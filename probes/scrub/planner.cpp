@@ -247,21 +247,21 @@ Decision plan(const PlanInput& in, const TargetState& st, const Observation& obs
   return d;
 }
 
-std::string request_refusal(const config::ScrubPolicy& p, const std::string& action, const std::string& target,
-                            const TargetState& st, const Observation& obs, bool operator_request) {
-  if (operator_request) return "";
+Result<void> request_allowed(const config::ScrubPolicy& p, const std::string& action, const std::string& target,
+                             const TargetState& st, const Observation& obs, bool operator_request) {
+  if (operator_request) return {};
   const bool ours = st.running && st.by_us;
   if (action == "start") {
-    if (p.observe_only) return target + ": " + kObserveOnlyReason;
-    if (obs.degraded && !p.allow_degraded) return target + ": " + kDegradedReason;
+    if (p.observe_only) return err(target + ": " + kObserveOnlyReason, ErrorKind::refused);
+    if (obs.degraded && !p.allow_degraded) return err(target + ": " + kDegradedReason, ErrorKind::refused);
     if (st.running && !ours && obs.phase != Phase::running)
-      return "the paused scrub of " + target + " was not started by fsaudit: only an operator (root) resumes it";
-    return "";
+      return err("the paused scrub of " + target + " was not started by fsaudit: only an operator (root) resumes it", ErrorKind::refused);
+    return {};
   }
   if (!ours)
-    return "the scrub of " + target + " was not started by fsaudit (its state records no run of fsaudit's): only an "
-           "operator (root) may " + action + " it";
-  return "";
+    return err("the scrub of " + target + " was not started by fsaudit (its state records no run of fsaudit's): only an "
+           "operator (root) may " + action + " it", ErrorKind::refused);
+  return {};
 }
 
 }  // namespace fsaudit::scrub

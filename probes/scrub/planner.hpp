@@ -57,8 +57,9 @@ Decision plan(const PlanInput& in, const TargetState& st, const Observation& obs
 //  * start/resume: never under observe_only, never on a degraded target without allow_degraded,
 //    and a paused scrub is resumed only when fsaudit started it;
 //  * pause/cancel: only a scrub fsaudit started (the state records it), never somebody else's.
-std::string request_refusal(const config::ScrubPolicy& policy, const std::string& action, const std::string& target,
-                            const TargetState& st, const Observation& obs, bool operator_request);
+// Refused (kind refused, saying why) where the policy does not allow it.
+Result<void> request_allowed(const config::ScrubPolicy& policy, const std::string& action, const std::string& target,
+                             const TargetState& st, const Observation& obs, bool operator_request);
 
 // Wait before retrying a start that failed.
 inline constexpr double kRetryAfterFailureSeconds = 15 * 60;

@@ -579,8 +579,10 @@ ScrubProbe::RequestDone ScrubProbe::carry_out_request(const std::string& action,
   out.pause_unsupported = it.state.pause_unsupported;
   if (!it.observed) return fail("cannot read the scrub state of " + target + ": " + it.error);
   if (!it.obs.supported) return fail(target + " cannot be scrubbed here: " + it.obs.unsupported_reason);
-  if (auto why = request_refusal(*it.policy, action, target, it.state, it.obs, operator_request); !why.empty())
-    return fail(why);
+  if (auto allowed = request_allowed(*it.policy, action, target, it.state, it.obs, operator_request); !allowed) {
+    out.kind = allowed.kind();
+    return fail(allowed.error());
+  }
   auto done = carry_out(action, it.target, *it.driver, it.state, it.obs, pass);
   // A stop that took effect at once (md idle, zpool scrub -s) ends the run now: left "running" in
   // the state, the next scrub somebody else starts there would pass for fsaudit's.

@@ -35,7 +35,7 @@ class ScrubProbe final : public Probe {
   Result<std::string> request(const std::string& action, const std::string& target, ProbeContext& ctx) override;
   // The same request as fsaudit-helper carries it out for an unprivileged fsauditd: `job` (when
   // > 0) must be the detached job this probe's state records for the target, else it is refused;
-  // unless `operator_request`, the scrub policy (request_refusal, planner.hpp) applies and a pause
+  // unless `operator_request`, the scrub policy (request_allowed, planner.hpp) applies and a pause
   // or cancel must name the recorded job when there is one. The answer also says which job the
   // target has now and what the driver learned.
   struct RequestDone {

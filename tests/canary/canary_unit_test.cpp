@@ -527,12 +527,12 @@ TEST(CanaryIdentity, MismatchReasons) {
   a.size = 1000;
   a.wwid = "naa.5000";
   auto b = a;
-  EXPECT_EQ(identity_mismatch(a, b), "");
+  EXPECT_TRUE(identity_mismatch(a, b).ok());
   b.wwid = "naa.6000";
-  EXPECT_NE(identity_mismatch(a, b).find("WWN"), std::string::npos);
+  EXPECT_NE(identity_mismatch(a, b).error().find("WWN"), std::string::npos);
   b = a;
   b.size = 2000;
-  EXPECT_NE(identity_mismatch(a, b).find("size"), std::string::npos);
+  EXPECT_NE(identity_mismatch(a, b).error().find("size"), std::string::npos);
   DeviceIdentity l;
   l.path = "/dev/loop3";
   l.kind = DeviceKind::loop;
@@ -540,7 +540,7 @@ TEST(CanaryIdentity, MismatchReasons) {
   l.backing_file = "/srv/a.img";
   auto l2 = l;
   l2.backing_file = "/srv/b.img";
-  EXPECT_NE(identity_mismatch(l, l2).find("backed"), std::string::npos);
+  EXPECT_NE(identity_mismatch(l, l2).error().find("backed"), std::string::npos);
 }
 
 // Issue 29.1: a block size below the header wrote 24 bytes into a smaller buffer (a heap overflow in
@@ -568,24 +568,24 @@ TEST(CanaryIdentity, AnIdentityWithoutAStableFieldIsRefused) {
   weak.resolved = "/dev/vdb";
   weak.kind = DeviceKind::block;
   weak.size = 1000;
-  EXPECT_NE(weak_identity(weak).find("no stable identity"), std::string::npos);
-  EXPECT_NE(identity_mismatch(weak, weak).find("no stable identity"), std::string::npos);
+  EXPECT_NE(weak_identity(weak).error().find("no stable identity"), std::string::npos);
+  EXPECT_NE(identity_mismatch(weak, weak).error().find("no stable identity"), std::string::npos);
   for (auto strong : {[] { DeviceIdentity d; d.serial = "S1"; return d; }(), [] { DeviceIdentity d; d.wwid = "naa.5"; return d; }(),
                       [] { DeviceIdentity d; d.by_id = {"/dev/disk/by-id/ata-X"}; return d; }(),
                       [] { DeviceIdentity d; d.kind = DeviceKind::loop; d.backing_file = "/srv/a.img"; return d; }(),
                       [] { DeviceIdentity d; d.kind = DeviceKind::file; d.inode = 42; return d; }()})
-    EXPECT_EQ(weak_identity(strong), "");
+    EXPECT_TRUE(weak_identity(strong).ok());
   DeviceIdentity loop_no_file;
   loop_no_file.kind = DeviceKind::loop;
-  EXPECT_NE(weak_identity(loop_no_file), "");
+  EXPECT_EQ(weak_identity(loop_no_file).kind(), ErrorKind::refused);
 }
 
 TEST(CanaryIdentity, Signature) {
   auto t = signature_text("c1", "abc");
-  EXPECT_EQ(check_signature(t, "c1", "abc"), "");
-  EXPECT_NE(check_signature(t, "c2", "abc"), "");
-  EXPECT_NE(check_signature(t, "c1", "abd"), "");
-  EXPECT_NE(check_signature("hello", "c1", "abc"), "");
+  EXPECT_TRUE(check_signature(t, "c1", "abc").ok());
+  EXPECT_EQ(check_signature(t, "c2", "abc").kind(), ErrorKind::refused);
+  EXPECT_EQ(check_signature(t, "c1", "abd").kind(), ErrorKind::refused);
+  EXPECT_EQ(check_signature("hello", "c1", "abc").kind(), ErrorKind::refused);
 }
 
 // ---- raw writer and scanner on regular files
@@ -1029,14 +1029,15 @@ TEST(CanaryInit, BlockerOnDataOrSize) {
   std::filesystem::create_directories(d / "mnt/lost+found");
   testing::write_text(d / "mnt" / kSignatureFile, "x");
   constexpr auto no_cap = std::numeric_limits<std::uint64_t>::max();
-  EXPECT_EQ(init_blocker(d / "mnt", no_cap), "");
+  EXPECT_TRUE(init_blocker(d / "mnt", no_cap).ok());
   testing::write_text(d / "mnt/payroll.db", "data");
-  auto why = init_blocker(d / "mnt", no_cap);
-  EXPECT_NE(why.find("not empty"), std::string::npos) << why;
-  EXPECT_NE(why.find("payroll.db"), std::string::npos) << why;
+  auto blocked = init_blocker(d / "mnt", no_cap);
+  EXPECT_EQ(blocked.kind(), ErrorKind::refused);
+  EXPECT_NE(blocked.error().find("not empty"), std::string::npos) << blocked.error();
+  EXPECT_NE(blocked.error().find("payroll.db"), std::string::npos) << blocked.error();
   std::filesystem::remove(d / "mnt/payroll.db");
-  why = init_blocker(d / "mnt", 1 << 20);  // whatever holds /tmp is larger than 1 MiB
-  EXPECT_NE(why.find("more than a canary needs"), std::string::npos) << why;
+  blocked = init_blocker(d / "mnt", 1 << 20);  // whatever holds /tmp is larger than 1 MiB
+  EXPECT_NE(blocked.error().find("more than a canary needs"), std::string::npos) << blocked.error();
 }
 
 // ---- the lab touches only what it made

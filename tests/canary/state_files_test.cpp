@@ -192,7 +192,7 @@ TEST(CanaryRecordText, WhatInitWritesReadsBack) {
   EXPECT_EQ(back->devices[1].backing_file, "/srv/lab/a.img");
   EXPECT_EQ(back->devices[1].by_id, rec.devices[1].by_id);
   EXPECT_EQ(back->devices[1].minor, 3u);
-  EXPECT_EQ(identity_mismatch(back->devices[0], rec.devices[0]), "");
+  EXPECT_TRUE(identity_mismatch(back->devices[0], rec.devices[0]).ok());
   auto lr = load_record(d.path(), "mirror");
   ASSERT_TRUE(lr) << lr.error();
   EXPECT_EQ(lr->pattern_key, rec.pattern_key);

@@ -159,7 +159,7 @@ TEST(LatencyLab, ProbeRunProducesHistogramAndBoundedFile) {
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 4 << 20);
 
-  EXPECT_EQ(ProbeFile::remove(lab.mnt / ".fsaudit"), "");
+  EXPECT_TRUE(ProbeFile::remove(lab.mnt / ".fsaudit").ok());
   EXPECT_FALSE(fs::exists(file));
   EXPECT_FALSE(fs::exists(lab.mnt / ".fsaudit"));
 }
@@ -194,7 +194,7 @@ TEST(LatencyLab, ProbeFileFillLeavesNothingInThePageCache) {
   ::close(fd);
   EXPECT_EQ(zero_blocks, 0u);
   file.close();
-  EXPECT_EQ(ProbeFile::remove(lab.mnt / ".fsaudit"), "");
+  EXPECT_TRUE(ProbeFile::remove(lab.mnt / ".fsaudit").ok());
 }
 
 TEST(LatencyLab, DsyncModeAndDirectReads) {
@@ -211,7 +211,7 @@ TEST(LatencyLab, DsyncModeAndDirectReads) {
   EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 5.0);
   EXPECT_EQ(r.metrics.value("fsaudit_direct_read_latency_seconds", lab.labels()), 5.0);
   EXPECT_EQ(r.metrics.value("fsaudit_latency_sampler_info", with(lab.labels(), "mode", "o_dsync")), 1.0);
-  ProbeFile::remove(lab.mnt / ".fsaudit");
+  EXPECT_TRUE(ProbeFile::remove(lab.mnt / ".fsaudit").ok());
 }
 
 TEST(LatencyLab, ReadOnlyRemountIsASkipNotAFailure) {
@@ -234,7 +234,7 @@ TEST(LatencyLab, ReadOnlyRemountIsASkipNotAFailure) {
   EXPECT_EQ(state_of(r.metrics, lab, "ok"), 1.0);
   EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 8.0);
   EXPECT_EQ(r.metrics.value("fsaudit_latency_sampler_skipped_total", with(lab.labels(), "reason", "read_only")), 1.0);
-  ProbeFile::remove(lab.mnt / ".fsaudit");
+  EXPECT_TRUE(ProbeFile::remove(lab.mnt / ".fsaudit").ok());
 }
 
 TEST(LatencyLab, FullFilesystemIsASkipNotAFailure) {
@@ -265,7 +265,7 @@ TEST(LatencyLab, FullFilesystemIsASkipNotAFailure) {
   auto probe = probe_on(lab, small(4));
   auto r = probe.run(Target::host(), c.ctx);
   EXPECT_EQ(state_of(r.metrics, lab, "ok"), 1.0);
-  ProbeFile::remove(lab.mnt / ".fsaudit");
+  EXPECT_TRUE(ProbeFile::remove(lab.mnt / ".fsaudit").ok());
 }
 
 // ENOSPC from a sample's own write (what a copy-on-write filesystem returns for every overwrite once
@@ -300,7 +300,7 @@ TEST(LatencyLab, EnospcFromTheSampleWriteIsASkipAndRecovers) {
   EXPECT_EQ(state_of(r.metrics, lab, "ok"), 1.0);
   EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 8.0);
   EXPECT_EQ(r.metrics.value("fsaudit_latency_sampler_skipped_total", with(lab.labels(), "reason", "no_space")), 1.0);
-  ProbeFile::remove(lab.mnt / ".fsaudit");
+  EXPECT_TRUE(ProbeFile::remove(lab.mnt / ".fsaudit").ok());
 }
 
 TEST(LatencyLab, HostBudgetExhaustedIsASkip) {
@@ -317,7 +317,7 @@ TEST(LatencyLab, HostBudgetExhaustedIsASkip) {
   EXPECT_EQ(r.outcome, Outcome::ok);
   EXPECT_EQ(state_of(r.metrics, lab, "io_budget"), 1.0);
   EXPECT_EQ(r.metrics.value("fsaudit_fsync_latency_seconds", lab.labels()), 4.0);
-  ProbeFile::remove(lab.mnt / ".fsaudit");
+  EXPECT_TRUE(ProbeFile::remove(lab.mnt / ".fsaudit").ok());
 }
 
 TEST(LatencyLab, DisabledSamplerRemovesItsProbeFile) {
@@ -368,7 +368,7 @@ TEST(LatencyLab, StreamingWriteDeepTest) {
   auto r2 = probe.run(Target::host(), c.ctx);
   EXPECT_EQ(r2.metrics.value("fsaudit_latency_stream_last_run_timestamp_seconds", l),
             r.metrics.value("fsaudit_latency_stream_last_run_timestamp_seconds", l));
-  ProbeFile::remove(lab.mnt / ".fsaudit");
+  EXPECT_TRUE(ProbeFile::remove(lab.mnt / ".fsaudit").ok());
 }
 
 namespace {
@@ -673,5 +673,5 @@ TEST(LatencyLab, DaemonScrapeShowsHistogramThenReadOnlySkip) {
     EXPECT_EQ(d.stop(), 0);
   }
   lab.mount->remount("rw");
-  ProbeFile::remove(lab.mnt / ".fsaudit");
+  EXPECT_TRUE(ProbeFile::remove(lab.mnt / ".fsaudit").ok());
 }

@@ -917,7 +917,7 @@ TEST(SampleStack, CountsTheFillAndEachSampleFsync) {
   auto again = sample_stack(a.path(), a.path() / ".fsaudit", s, 2, [] { return true; });
   EXPECT_EQ(again.fsyncs, 1u);
   EXPECT_EQ(again.fill_bytes, 0u);
-  EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
+  EXPECT_TRUE(ProbeFile::remove(a / ".fsaudit").ok());
 }
 
 namespace {
@@ -972,7 +972,7 @@ TEST(SampleStack, OneIoUringPerThreadKeptAcrossSamplesAndNotSharedOverFork) {
   }
   EXPECT_EQ(during, before + 1) << "one ring for five samples";
   EXPECT_EQ(io_urings_open(), before) << "closed when its thread ended";
-  EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
+  EXPECT_TRUE(ProbeFile::remove(a / ".fsaudit").ok());
 }
 
 // The fill reuses one buffer per thread: still no two blocks alike, in one file or across files (a
@@ -1051,8 +1051,8 @@ TEST(LatencyProbe, StacksTakeTurnsUnderTheHostBudgetOnAFakeClock) {
   EXPECT_TRUE(std::filesystem::exists(a / ".fsaudit/latency.probe"));
   EXPECT_TRUE(std::filesystem::exists(b / ".fsaudit/latency.probe"));
   EXPECT_FALSE(std::filesystem::exists(a2 / ".fsaudit")) << "a bind mount of a sampled stack gets no probe file";
-  EXPECT_EQ(ProbeFile::remove(a / ".fsaudit"), "");
-  EXPECT_EQ(ProbeFile::remove(b / ".fsaudit"), "");
+  EXPECT_TRUE(ProbeFile::remove(a / ".fsaudit").ok());
+  EXPECT_TRUE(ProbeFile::remove(b / ".fsaudit").ok());
 }
 
 // A stack that was due but did not sample (its run ended with the places taken) gets its turn and
@@ -1107,5 +1107,5 @@ TEST(LatencyProbe, AtMostParallelSamplesInFlightAndEveryDueStackSamples) {
   EXPECT_EQ(r.metrics.value("fsaudit_latency_fsyncs_total"), 12.0);  // 6 fills + 6 samples
   EXPECT_LE(shared_sampler_children().processes(), std::max<std::size_t>(before, 2));
   EXPECT_EQ(sample_threads().tasks() - tasks_before, 2u) << "one task per lane, not one per sample";
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(ProbeFile::remove(t / ("s" + std::to_string(i)) / ".fsaudit"), "");
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(ProbeFile::remove(t / ("s" + std::to_string(i)) / ".fsaudit").ok());
 }
