@@ -210,156 +210,168 @@ StatusFormat ZfsProbe::detected_format() const {
   return format_;
 }
 
+namespace {
+
+CommandResult run_zpool(const std::string& zpool, const std::vector<std::string>& args, ProbeContext& ctx) {
+  CommandSpec spec;
+  spec.argv = {zpool};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.timeout = ctx.remaining();
+  return ctx.runner.run(spec, ctx.stop);
+}
+
+}  // namespace
+
+std::variant<ZfsProbe::StatusRead, ProbeResult> ZfsProbe::read_status(const std::string& zpool, ProbeContext& ctx) {
+  auto stopped = [&] { return ctx.stop.stop_requested(); };
+  StatusFormat fmt;
+  {
+    std::lock_guard lk(mu_);
+    fmt = format_tool_ == zpool ? format_ : StatusFormat::unknown;
+  }
+  // Try the best format first; downgrade only on "invalid option" (cached).
+  static const std::vector<std::pair<StatusFormat, std::vector<std::string>>> kTries = {
+      {StatusFormat::json, {"status", "-jp"}}, {StatusFormat::text_p, {"status", "-p"}}, {StatusFormat::text, {"status"}}};
+  CommandResult st;
+  SteadyTime started{};
+  bool got = false;
+  for (const auto& [f, args] : kTries) {
+    if (fmt != StatusFormat::unknown && f != fmt) continue;
+    if (stopped()) return ProbeResult::failed("stopped before zpool status ran");
+    started = ctx.clock.now();
+    st = run_zpool(zpool, args, ctx);
+    if (stopped()) return ProbeResult::failed("zpool status: " + st.describe());
+    if (st.spawn_kind == ErrorKind::not_installed) return ProbeResult::not_applicable("no zpool tool: " + st.describe());
+    if (!st.spawn_error.empty() || st.busy || st.timed_out) return ProbeResult::failed("zpool status: " + st.describe());
+    if (says_no_zfs(st)) return ProbeResult::not_applicable("ZFS not available: " + st.describe());
+    if (fmt == StatusFormat::unknown && rejected_option(st)) continue;
+    if (fmt == StatusFormat::unknown && f == StatusFormat::json && st.ok()) {
+      // Some builds accept -j but print text: make sure.
+      if (!parse_zpool_status_json(st.out).ok()) continue;
+    }
+    fmt = f;
+    got = true;
+    break;
+  }
+  if (!got) return ProbeResult::failed("zpool status: no supported output format (" + st.describe() + ")");
+  if (!st.ok()) {
+    if (!st.truncated && says_no_pools(st)) return ProbeResult::not_applicable("no ZFS pools imported");
+    return ProbeResult::failed("zpool status: " + st.describe());
+  }
+  {
+    std::lock_guard lk(mu_);
+    format_ = fmt;
+    format_tool_ = zpool;
+  }
+  auto parsed = fmt == StatusFormat::json ? parse_zpool_status_json(st.out) : parse_zpool_status(st.out);
+  if (!parsed) return ProbeResult::failed("zpool status: " + parsed.error());
+  if (parsed->pools.empty()) {
+    // Only zpool's own words mean "no pools": empty or unrecognised output is a tool misbehaving,
+    // and reading it as "no pools" would silence every pool alert exactly then.
+    if (parsed->no_pools || says_no_pools(st)) return ProbeResult::not_applicable("no ZFS pools imported");
+    return ProbeResult::failed("zpool status " + std::string(to_string(fmt)) +
+                               ": exit 0 but no pool and no 'no pools available' in the output (" +
+                               std::to_string(st.out.size()) + " bytes)");
+  }
+  // A pool without its closing "errors:" line was cut short: the vdevs after the cut and the
+  // data error count would read as "nothing wrong".
+  for (const auto& p : parsed->pools)
+    if (!p.complete)
+      return ProbeResult::failed("zpool status: output ends before pool '" + p.name.substr(0, 80) +
+                                 "' is complete (no 'errors:' line): cut short?");
+  return StatusRead{std::move(*parsed), fmt, started};
+}
+
+ZfsProbe::ListRead ZfsProbe::read_lists(const std::string& zpool, const ZfsStatusReport& status, ProbeContext& ctx) {
+  ListRead out;
+  // zpool list: exact values with all columns where supported; older zpools (zfs-fuse, pool v23)
+  // reject -p ("invalid option") and the fragmentation/dedupratio columns ("bad property list").
+  static const std::vector<std::pair<std::vector<std::string>, const char*>> kListTries = {
+      {{"list", "-Hp", "-o"}, kListColumns}, {{"list", "-H", "-o"}, kListColumns},
+      {{"list", "-H", "-o"}, kListColumnsLegacy}};
+  std::size_t first;
+  bool kept = false;
+  const auto list_started = ctx.clock.now();
+  {
+    std::lock_guard lk(mu_);
+    first = list_format_tool_ == zpool ? list_format_ : 0;
+    // Rows kept from a recent list, for the pools this status shows (an exported pool's row goes).
+    if (lists_at_ && list_format_tool_ == zpool && *lists_at_ <= list_started && list_started - *lists_at_ < kPoolListMaxAge) {
+      kept = true;
+      for (const auto& p : status.pools) {
+        auto row = std::find_if(lists_.begin(), lists_.end(), [&](const ZfsPoolList& r) { return r.name == p.name; });
+        if (row == lists_.end()) {
+          kept = false;
+          break;
+        }
+        out.rows.push_back(*row);
+      }
+      if (!kept) out.rows.clear();
+    }
+  }
+  // Kept rows: no list this run (the loop does not start).
+  for (std::size_t i = kept ? kListTries.size() : first; i < kListTries.size(); ++i) {
+    if (ctx.stop.stop_requested()) {
+      out.problem = "stopped before zpool list ran";
+      break;
+    }
+    auto args = kListTries[i].first;
+    args.emplace_back(kListTries[i].second);
+    auto lr = run_zpool(zpool, args, ctx);
+    if (!lr.ok()) {
+      out.problem = "zpool list: " + lr.describe();
+      // Only a refused option/column makes the next, simpler form worth trying.
+      if (lr.exited && !lr.timed_out && i + 1 < kListTries.size() && first == 0) continue;
+      break;
+    }
+    auto pl = parse_zpool_list(lr.out, kListTries[i].second);
+    if (!pl) {
+      out.problem = "zpool list: " + pl.error();
+      break;
+    }
+    out.rows = std::move(*pl);
+    out.problem.clear();
+    // A list cut at a row boundary parses fine: every pool zpool status showed needs its row.
+    for (const auto& p : status.pools)
+      if (std::none_of(out.rows.begin(), out.rows.end(), [&](const ZfsPoolList& r) { return r.name == p.name; })) {
+        out.problem = "zpool list: no row for pool '" + p.name.substr(0, 80) + "' (output cut short?)";
+        break;
+      }
+    std::lock_guard lk(mu_);
+    list_format_ = i;
+    list_format_tool_ = zpool;
+    if (out.problem.empty()) {
+      lists_ = out.rows;
+      lists_at_ = list_started;
+    }
+    break;
+  }
+  if (!out.problem.empty()) {
+    std::lock_guard lk(mu_);
+    lists_at_.reset();  // the next run asks zpool again
+  }
+  return out;
+}
+
 ProbeResult ZfsProbe::run(const Target&, ProbeContext& ctx) {
   try {
     const std::string zpool = ctx.tool("zpool");
-    auto exec = [&](std::vector<std::string> args) {
-      CommandSpec spec;
-      spec.argv = {zpool};
-      spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-      spec.timeout = ctx.remaining();
-      return ctx.runner.run(spec, ctx.stop);
-    };
-    auto stopped = [&] { return ctx.stop.stop_requested(); };
-
-    StatusFormat fmt;
-    {
-      std::lock_guard lk(mu_);
-      fmt = format_tool_ == zpool ? format_ : StatusFormat::unknown;
-    }
-    // Try the best format first; downgrade only on "invalid option" (cached).
-    static const std::vector<std::pair<StatusFormat, std::vector<std::string>>> kTries = {
-        {StatusFormat::json, {"status", "-jp"}}, {StatusFormat::text_p, {"status", "-p"}}, {StatusFormat::text, {"status"}}};
-    CommandResult st;
-    SteadyTime status_started{};
-    bool got = false;
-    for (const auto& [f, args] : kTries) {
-      if (fmt != StatusFormat::unknown && f != fmt) continue;
-      if (stopped()) return ProbeResult::failed("stopped before zpool status ran");
-      status_started = ctx.clock.now();
-      st = exec(args);
-      if (stopped()) return ProbeResult::failed("zpool status: " + st.describe());
-      if (st.spawn_kind == ErrorKind::not_installed)
-        return ProbeResult::not_applicable("no zpool tool: " + st.describe());
-      if (!st.spawn_error.empty() || st.busy || st.timed_out) return ProbeResult::failed("zpool status: " + st.describe());
-      if (says_no_zfs(st)) return ProbeResult::not_applicable("ZFS not available: " + st.describe());
-      if (fmt == StatusFormat::unknown && rejected_option(st)) continue;
-      if (fmt == StatusFormat::unknown && f == StatusFormat::json && st.ok()) {
-        // Some builds accept -j but print text: make sure.
-        if (!parse_zpool_status_json(st.out).ok()) continue;
-      }
-      fmt = f;
-      got = true;
-      break;
-    }
-    if (!got) return ProbeResult::failed("zpool status: no supported output format (" + st.describe() + ")");
-    if (!st.ok()) {
-      if (!st.truncated && says_no_pools(st)) return ProbeResult::not_applicable("no ZFS pools imported");
-      return ProbeResult::failed("zpool status: " + st.describe());
-    }
-    {
-      std::lock_guard lk(mu_);
-      format_ = fmt;
-      format_tool_ = zpool;
-    }
-    auto parsed = fmt == StatusFormat::json ? parse_zpool_status_json(st.out) : parse_zpool_status(st.out);
-    if (!parsed) return ProbeResult::failed("zpool status: " + parsed.error());
-    if (parsed->pools.empty()) {
-      // Only zpool's own words mean "no pools": empty or unrecognised output is a tool misbehaving,
-      // and reading it as "no pools" would silence every pool alert exactly then.
-      if (parsed->no_pools || says_no_pools(st)) return ProbeResult::not_applicable("no ZFS pools imported");
-      return ProbeResult::failed("zpool status " + std::string(to_string(fmt)) +
-                                 ": exit 0 but no pool and no 'no pools available' in the output (" +
-                                 std::to_string(st.out.size()) + " bytes)");
-    }
-
-    // A pool without its closing "errors:" line was cut short: the vdevs after the cut and the
-    // data error count would read as "nothing wrong".
-    for (const auto& p : parsed->pools)
-      if (!p.complete)
-        return ProbeResult::failed("zpool status: output ends before pool '" + p.name.substr(0, 80) +
-                                   "' is complete (no 'errors:' line): cut short?");
-    if (share_) share_->post(status_started, zpool, *parsed);
-
-    std::string list_problem;
-    std::vector<ZfsPoolList> lists;
-    // zpool list: exact values with all columns where supported; older zpools (zfs-fuse, pool v23)
-    // reject -p ("invalid option") and the fragmentation/dedupratio columns ("bad property list").
-    static const std::vector<std::pair<std::vector<std::string>, const char*>> kListTries = {
-        {{"list", "-Hp", "-o"}, kListColumns}, {{"list", "-H", "-o"}, kListColumns},
-        {{"list", "-H", "-o"}, kListColumnsLegacy}};
-    std::size_t first;
-    bool kept = false;
-    const auto list_started = ctx.clock.now();
-    {
-      std::lock_guard lk(mu_);
-      first = list_format_tool_ == zpool ? list_format_ : 0;
-      // Rows kept from a recent list, for the pools this status shows (an exported pool's row goes).
-      if (lists_at_ && list_format_tool_ == zpool && *lists_at_ <= list_started && list_started - *lists_at_ < kPoolListMaxAge) {
-        kept = true;
-        for (const auto& p : parsed->pools) {
-          auto row = std::find_if(lists_.begin(), lists_.end(), [&](const ZfsPoolList& r) { return r.name == p.name; });
-          if (row == lists_.end()) {
-            kept = false;
-            break;
-          }
-          lists.push_back(*row);
-        }
-        if (!kept) lists.clear();
-      }
-    }
-    // Kept rows: no list this run (the loop does not start).
-    for (std::size_t i = kept ? kListTries.size() : first; i < kListTries.size(); ++i) {
-      if (stopped()) {
-        list_problem = "stopped before zpool list ran";
-        break;
-      }
-      auto args = kListTries[i].first;
-      args.emplace_back(kListTries[i].second);
-      auto lr = exec(args);
-      if (!lr.ok()) {
-        list_problem = "zpool list: " + lr.describe();
-        // Only a refused option/column makes the next, simpler form worth trying.
-        if (lr.exited && !lr.timed_out && i + 1 < kListTries.size() && first == 0) continue;
-        break;
-      }
-      auto pl = parse_zpool_list(lr.out, kListTries[i].second);
-      if (!pl) {
-        list_problem = "zpool list: " + pl.error();
-        break;
-      }
-      lists = std::move(*pl);
-      list_problem.clear();
-      // A list cut at a row boundary parses fine: every pool zpool status showed needs its row.
-      for (const auto& p : parsed->pools)
-        if (std::none_of(lists.begin(), lists.end(), [&](const ZfsPoolList& r) { return r.name == p.name; })) {
-          list_problem = "zpool list: no row for pool '" + p.name.substr(0, 80) + "' (output cut short?)";
-          break;
-        }
-      std::lock_guard lk(mu_);
-      list_format_ = i;
-      list_format_tool_ = zpool;
-      if (list_problem.empty()) {
-        lists_ = lists;
-        lists_at_ = list_started;
-      }
-      break;
-    }
-    if (!list_problem.empty()) {
-      std::lock_guard lk(mu_);
-      lists_at_.reset();  // the next run asks zpool again
-    }
+    auto read = read_status(zpool, ctx);
+    if (auto* ended = std::get_if<ProbeResult>(&read)) return std::move(*ended);
+    auto& status = std::get<StatusRead>(read);
+    if (share_) share_->post(status.started, zpool, status.report);
+    const ListRead lists = read_lists(zpool, status.report, ctx);
     metrics::Batch batch;
     {
       std::lock_guard lk(mu_);
-      batch = build_zfs_metrics(*parsed, lists, fmt, scrubs_, full_detail_);
+      batch = build_zfs_metrics(status.report, lists.rows, status.format, scrubs_, full_detail_);
     }
     for (const char* from : {"vdev", "member"})
       batch = metrics::with_derived_label(batch, from, "disk", [&](const std::string& v) {
         const auto dev = member_device(ctx.host, v);
         return dev.empty() ? std::string() : block::disk_label(ctx.host, dev);
       });
-    if (!list_problem.empty()) return ProbeResult::failed(list_problem, std::move(batch));
+    if (!lists.problem.empty()) return ProbeResult::failed(lists.problem, std::move(batch));
     return ProbeResult::ok(std::move(batch));
   } catch (const std::exception& e) {
     return ProbeResult::failed(std::string("zfs probe: ") + e.what());

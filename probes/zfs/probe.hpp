@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "daemon/core/clock.hpp"
@@ -81,6 +82,22 @@ class ZfsProbe final : public Probe {
   StatusFormat detected_format() const;
 
  private:
+  // One run's `zpool status`: parsed, complete, in the format it came in, and when it began.
+  struct StatusRead {
+    ZfsStatusReport report;
+    StatusFormat format = StatusFormat::unknown;
+    SteadyTime started{};
+  };
+  // `zpool list`'s rows for the pools of the status (kept rows while fresh), and why not all of them.
+  struct ListRead {
+    std::vector<ZfsPoolList> rows;
+    std::string problem;  // empty when every pool has its row
+  };
+  // zpool status in the best format this zpool takes (detected once, downgraded only on "invalid
+  // option"); the run's result instead where the run ends there (no zpool, no pools, a failure).
+  std::variant<StatusRead, ProbeResult> read_status(const std::string& zpool, ProbeContext& ctx);
+  ListRead read_lists(const std::string& zpool, const ZfsStatusReport& status, ProbeContext& ctx);
+
   mutable std::mutex mu_;
   StatusFormat format_ = StatusFormat::unknown;
   std::string format_tool_;  // the zpool path the detection was made for
