@@ -262,7 +262,8 @@ void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime no
       ql["percentile"] = percentile;
       b.gauge("fsaudit_fsync_latency_window_seconds", kWindowHelp, ql, static_cast<double>(ns) / 1e9);
     };
-    put("50", q->p50_ns);
+    // The alert and the fleet read p99; the typical latency is the mean (sum / count) by default.
+    if (detail != Detail::summary) put("50", q->p50_ns);
     put("99", q->p99_ns);
     if (full) {
       put("99.9", q->p999_ns);

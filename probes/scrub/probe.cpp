@@ -428,7 +428,7 @@ void status_facts(metrics::Batch& b, const Item& it, double now, bool running, b
   b.status.filesystems.push_back(std::move(f));
 }
 
-void target_metrics(metrics::Batch& b, const Item& it, double now, bool schedule_series) {
+void target_metrics(metrics::Batch& b, const Item& it, double now) {
   const auto& st = it.state;
   metrics::Labels l{{"target", it.target.name}, {"fs", it.target.fs}};
   // Only while it cannot be read (0): an idle target carries no series that can only say 1 (issue 33).
@@ -461,7 +461,8 @@ void target_metrics(metrics::Batch& b, const Item& it, double now, bool schedule
   } else if (it.observed && it.obs.supported) {
     b.gauge("fsaudit_scrub_last_completed_age_seconds", age_help, l, std::numeric_limits<double>::infinity());
   }
-  if (schedule_series && it.decision.next_due)
+  // FsauditScrubOverdue reads it: a target never scrubbed is overdue only once its first start is past.
+  if (it.decision.next_due)
     b.gauge("fsaudit_scrub_next_scheduled_timestamp_seconds",
             "When fsaudit will start the next scrub (earliest; in the window, subject to load and concurrency).", l,
             *it.decision.next_due);
@@ -526,7 +527,7 @@ ProbeResult ScrubProbe::run(const Target&, ProbeContext& ctx) {
   int failed = 0;
   for (const auto& it : items) {
     save_state(it, pass);
-    target_metrics(b, it, pass.now, cfg_.schedule_series());
+    target_metrics(b, it, pass.now);
     if (!it.observed) ++failed;
   }
   b.gauge("fsaudit_scrubs_running", "Scrubs running on this host now.", {}, pass.running);

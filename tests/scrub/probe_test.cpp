@@ -142,16 +142,7 @@ TEST(ScrubProbe, StartsTimesAndReadsBackAZfsScrubAndSurvivesARestart) {
   EXPECT_TRUE(r.metrics.has("fsaudit_scrub_last_result_info", {{"target", "tank"}, {"started_by", "fsaudit"}}));
   double age = r.metrics.value("fsaudit_scrub_last_completed_age_seconds", l);
   EXPECT_NEAR(age, h.clock.wall_seconds() - (kT0 + 3600 + 125), 1);
-  // The next start is a series only with scrub.detail: full (issue 33's budget).
-  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_next_scheduled_timestamp_seconds", l));
-  {
-    auto detailed = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  detail: full\n");
-    ScrubProbe full(detailed.scrub, detailed.targets);
-    full.set_tz_offset(0);
-    auto rf = h.run(full);
-    ASSERT_EQ(rf.outcome, fsaudit::Outcome::ok) << rf.reason;
-    EXPECT_DOUBLE_EQ(rf.metrics.value("fsaudit_scrub_next_scheduled_timestamp_seconds", l), kT0 + 3600 + 125 + 30 * 86400.0);
-  }
+  EXPECT_DOUBLE_EQ(r.metrics.value("fsaudit_scrub_next_scheduled_timestamp_seconds", l), kT0 + 3600 + 125 + 30 * 86400.0);
   EXPECT_EQ(h.runner.count("zpool scrub tank"), 1);
   // Later polls of the same finished scrub reuse the size its record holds: no zpool list per poll.
   const int lists = h.runner.count("zpool list -H -o allocated tank");
@@ -254,8 +245,7 @@ TEST(ScrubProbe, UnchangedStateIsNotRewrittenAChangedOneIs) {
 
 TEST(ScrubProbe, EnabledDistroTimerMeansObserveAndSayWhy) {
   Host h;
-  // detail: full, so that the absence of a next start below is the observing mode's.
-  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n  detail: full\n");
+  auto cfg = cfg_from("scrub:\n  spread: 0\n  io_load_threshold: 0\n");
   std::filesystem::create_directories(h.dir / "etc/systemd/system/timers.target.wants");
   write_text(h.dir / "etc/systemd/system/timers.target.wants/zfs-scrub-monthly@tank.timer", "");
   h.runner.answer("zpool list -H -o name", "tank\n");

@@ -61,7 +61,6 @@ ScrubConfig parse_scrub(Section s) {
     if (!ok) s.fail("filesystems", "unknown filesystem \"" + f + "\"; use some of zfs, btrfs, bcachefs, xfs, md");
   }
   c.max_concurrent = static_cast<int>(s.integer("max_concurrent", 1, 1, 64));
-  c.detail = s.choice("detail", c.detail, {"compact", "full"});
   c.defaults.window = *CalendarWindow::parse("*");
   c.defaults = parse_policy(s, c.defaults);
   for (auto t : s.list("targets")) {

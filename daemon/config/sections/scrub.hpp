@@ -5,7 +5,6 @@
 //     enabled: true                 # false: the scrub probe neither starts nor observes anything
 //     filesystems: [zfs, btrfs, bcachefs, xfs, md]
 //     max_concurrent: 1             # scrubs at once per host (ours and others' together)
-//     detail: compact               # full: also fsaudit_scrub_next_scheduled_timestamp_seconds
 //     interval: 30d                 # defaults below apply to every target ...
 //     window: "Sat 01:00-06:00"     # CalendarWindow text; "*" = always
 //     at_window_end: pause          # pause | cancel | continue (only for scrubs fsaudit started)
@@ -48,10 +47,6 @@ struct ScrubConfig {
   bool enabled = true;
   std::vector<std::string> filesystems = {"zfs", "btrfs", "bcachefs", "xfs", "md"};
   int max_concurrent = 1;
-  // The next start is a plan, not a fact to alert on (overdue is last_completed_age): one series per
-  // target only on request (issue 33's budget: 8 per stack with latency).
-  std::string detail = "compact";  // compact | full
-  bool schedule_series() const { return detail == "full"; }
   ScrubPolicy defaults;
   std::vector<ScrubTargetOverride> targets;
 
