@@ -112,7 +112,9 @@ bool reacquire(const config::CanaryTarget& t) {
   if (t.fs != "zfs") return drop_caches();
   auto dir = fs::path(t.devices[0]).parent_path().string();
   if (!run({"zpool", "import", "-d", dir, t.pool}, 120).ok()) return false;
-  for (int i = 0; i < 100 && !mounted(t.mountpoint); ++i) ::usleep(100000);
+  // zfs-fuse mounts after the import returns; on a loaded machine (CI, the whole lab suite) that
+  // took longer than 10 s.
+  for (int i = 0; i < 600 && !mounted(t.mountpoint); ++i) ::usleep(100000);
   return mounted(t.mountpoint);
 }
 
@@ -147,8 +149,10 @@ HandProof hand_injection(const config::CanaryTarget& t, const fs::path& scratch)
     reacquire(t);
     return {"unproven: the file's bytes are on no member", p.evidence};
   }
-  write_text(scratch / "junk", std::string(4096, 'X'));
-  auto dd = run({"dd", "if=" + (scratch / "junk").string(), "of=" + member, "bs=4096", "count=1",
+  // One sector: where a block is split into columns (raidz), more would reach the member's next
+  // column, another block's; the checksum fails all the same.
+  write_text(scratch / "junk", std::string(512, 'X'));
+  auto dd = run({"dd", "if=" + (scratch / "junk").string(), "of=" + member, "bs=512", "count=1",
                  "seek=" + std::to_string(offset), "oflag=seek_bytes", "conv=notrunc,fsync"});
   p.evidence += "dd over " + member + " at " + std::to_string(offset) + ": exit " + std::to_string(dd.exit_code) + "; ";
   if (!dd.ok()) return {"unproven: dd failed: " + dd.err, p.evidence};
