@@ -132,48 +132,47 @@ HandProof hand_injection(const config::CanaryTarget& t, const fs::path& scratch)
   write_text(file, data);
   const std::uint64_t before = own_error_count(t);
   if (!release(t)) return {"unproven: cannot flush " + t.name, ""};
-  // One copy, on one member, overwritten by hand.
-  std::string member;
-  std::uint64_t offset = 0;
-  std::size_t copies = 0;
-  for (const auto& d : t.devices) {
-    auto at = find_offsets(d, head);
-    if (!at.empty() && member.empty()) {
-      member = d;
-      offset = at[0];
-    }
-    copies += at.size();
-  }
-  p.evidence = std::to_string(copies) + " copies of the file's first block on the members; ";
-  if (member.empty()) {
+  // Every place the file's first block is on the members: its copies, and on ZFS also a stale one
+  // the pool no longer reads (seen on raidz1: two places, the first of them not the file's).
+  std::vector<std::pair<std::string, std::uint64_t>> places;
+  for (const auto& d : t.devices)
+    for (auto at : find_offsets(d, head)) places.emplace_back(d, at);
+  p.evidence = std::to_string(places.size()) + " places of the file's first block on the members; ";
+  if (places.empty()) {
     reacquire(t);
     return {"unproven: the file's bytes are on no member", p.evidence};
   }
   // One sector: where a block is split into columns (raidz), more would reach the member's next
   // column, another block's; the checksum fails all the same.
   write_text(scratch / "junk", std::string(512, 'X'));
-  auto dd = run({"dd", "if=" + (scratch / "junk").string(), "of=" + member, "bs=512", "count=1",
-                 "seek=" + std::to_string(offset), "oflag=seek_bytes", "conv=notrunc,fsync"});
-  p.evidence += "dd over " + member + " at " + std::to_string(offset) + ": exit " + std::to_string(dd.exit_code) + "; ";
-  if (!dd.ok()) return {"unproven: dd failed: " + dd.err, p.evidence};
-  if (!reacquire(t)) return {"unproven: cannot bring " + t.name + " back", p.evidence};
-  auto cat = run({"cat", file.string()});
-  p.evidence += "cat: exit " + std::to_string(cat.exit_code) + " " + std::string(trim(cat.err)) + "; ";
-  if (!cat.ok()) {
-    if (cat.err.find("Input/output error") != std::string::npos) return {"detected", p.evidence};
-    return {"unproven: cat failed", p.evidence};
+  // One place at a time, by hand; the next only when the filesystem read none of the bytes
+  // overwritten (no error counted, not even by its own scrub): that place was not the file's.
+  for (std::size_t k = 0; k < places.size(); ++k) {
+    const auto& [member, offset] = places[k];
+    if (k > 0 && !release(t)) return {"unproven: cannot flush " + t.name, p.evidence};
+    auto dd = run({"dd", "if=" + (scratch / "junk").string(), "of=" + member, "bs=512", "count=1",
+                   "seek=" + std::to_string(offset), "oflag=seek_bytes", "conv=notrunc,fsync"});
+    p.evidence += "dd over " + member + " at " + std::to_string(offset) + ": exit " + std::to_string(dd.exit_code) + "; ";
+    if (!dd.ok()) return {"unproven: dd failed: " + dd.err, p.evidence};
+    if (!reacquire(t)) return {"unproven: cannot bring " + t.name + " back", p.evidence};
+    auto cat = run({"cat", file.string()});
+    p.evidence += "cat: exit " + std::to_string(cat.exit_code) + " " + std::string(trim(cat.err)) + "; ";
+    if (!cat.ok()) {
+      if (cat.err.find("Input/output error") != std::string::npos) return {"detected", p.evidence};
+      return {"unproven: cat failed", p.evidence};
+    }
+    if (cat.out != data) return {"silent", p.evidence};
+    std::uint64_t after = own_error_count(t);
+    p.evidence += "own error counters " + std::to_string(before) + " -> " + std::to_string(after) + " after the read; ";
+    if (after <= before) {
+      // The read was served by the intact copy: the filesystem's own scrub reads every copy.
+      own_scrub(t);
+      after = own_error_count(t);
+      p.evidence += std::to_string(after) + " after its own scrub; ";
+    }
+    auto again = run({"cat", file.string()});
+    if (after > before && again.ok() && again.out == data) return {"repaired", p.evidence};
   }
-  if (cat.out != data) return {"silent", p.evidence};
-  std::uint64_t after = own_error_count(t);
-  p.evidence += "own error counters " + std::to_string(before) + " -> " + std::to_string(after) + " after the read; ";
-  if (after <= before) {
-    // The read was served by the intact copy: the filesystem's own scrub reads every copy.
-    own_scrub(t);
-    after = own_error_count(t);
-    p.evidence += std::to_string(after) + " after its own scrub; ";
-  }
-  auto again = run({"cat", file.string()});
-  if (after > before && again.ok() && again.out == data) return {"repaired", p.evidence};
   return {"unproven: right bytes, but the filesystem counted no error", p.evidence};
 }
 
