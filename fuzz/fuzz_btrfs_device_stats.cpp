@@ -10,6 +10,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   t.name = "/srv";
   btrfs::Observation o;
   o.device_stats = std::move(*r);
-  fuzz::check_labels(btrfs::btrfs_metrics(t, o));
+  fuzz::check_labels(btrfs::btrfs_metrics(t, o, /*derived_series=*/true));
   return 0;
 }

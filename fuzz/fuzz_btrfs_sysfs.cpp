@@ -25,6 +25,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   t.name = "/srv";
   btrfs::Observation o;
   o.sysfs = std::move(f);
-  fuzz::check_labels(btrfs::btrfs_metrics(t, o));
+  fuzz::check_labels(btrfs::btrfs_metrics(t, o, /*derived_series=*/true));
   return 0;
 }

@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (shutdown) r->shutdown = *shutdown;
   Target t;
   t.name = "/srv";
-  fuzz::check_labels(ext4::ext4_metrics(t, "sdb1", *r));
+  fuzz::check_labels(ext4::ext4_metrics(t, "sdb1", *r, /*warning_series=*/true));
   (void)ext4::errno_name(static_cast<std::int64_t>(size) - 3);
   return 0;
 }

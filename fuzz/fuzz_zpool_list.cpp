@@ -16,6 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (!r) return 0;
   std::map<std::string, zfs::ScrubMemory> memory;
-  fuzz::check_labels(zfs::build_zfs_metrics({}, *r, zfs::StatusFormat::text, memory));
+  fuzz::check_labels(zfs::build_zfs_metrics({}, *r, zfs::StatusFormat::text, memory, /*full_detail=*/true));
   return 0;
 }
