@@ -646,8 +646,13 @@ TEST(LatencyLab, DaemonScrapeShowsHistogramThenReadOnlySkip) {
   {
     ft::DaemonProcess d(dir.path(), yaml, port);
     const std::map<std::string, std::string> l{{"target", lab.mnt.string()}, {"stack", lab.stack()}};
+    // The probe's samples and its run's success are published apart: wait for both (raced under ASan).
     auto text = d.wait_for(
-        [&](const std::string& t) { return ft::scrape_value(t, "fsaudit_fsync_latency_seconds_count", l) > 0; }, 90);
+        [&](const std::string& t) {
+          return ft::scrape_value(t, "fsaudit_fsync_latency_seconds_count", l) > 0 &&
+                 !std::isnan(ft::scrape_value(t, "fsaudit_probe_success", {{"probe", "latency"}, {"target", "host"}}));
+        },
+        90);
     ASSERT_GT(ft::scrape_value(text, "fsaudit_fsync_latency_seconds_count", l), 0)
         << ft::scrape_lines(text, "fsaudit_fsync_latency_seconds_count") << d.log();
     EXPECT_GT(ft::scrape_value(text, "fsaudit_fsync_latency_seconds_sum", l), 0);
