@@ -61,9 +61,20 @@ void walk(const HostPaths& host, const std::string& name, std::set<std::string>&
 
 }  // namespace
 
-DiskIdentity identify(const HostPaths& host, std::string_view name_in) {
+ByIdLinks by_id_links(const HostPaths& host) {
+  ByIdLinks out;
+  const auto dir = host.dev("disk/by-id");
+  for (const auto& link : sorted_entries(dir))
+    if (auto k = kernel_name(host, "/dev/disk/by-id/" + link)) out[*k].push_back((dir / link).string());
+  return out;
+}
+
+namespace {
+
+// What sysfs says of a disk: everything of DiskIdentity but the by-id links.
+DiskIdentity read_identity(const HostPaths& host, const std::string& name) {
   DiskIdentity id;
-  id.name = std::string(name_in);
+  id.name = name;
   std::error_code ec;
   const auto cls = host.sys("class/block") / id.name;
   auto sysdir = fs::canonical(cls, ec);
@@ -78,11 +89,40 @@ DiskIdentity identify(const HostPaths& host, std::string_view name_in) {
   }
   id.backing_file = read_trim(sysdir / "loop" / "backing_file");
   id.transport = transport_of(id.name, sysdir);
-  for (const auto& link : sorted_entries(host.dev("disk/by-id"))) {
-    auto p = host.dev("disk/by-id") / link;
-    if (auto k = kernel_name(host, "/dev/disk/by-id/" + link); k && *k == id.name) id.by_id.push_back(p.string());
-  }
   return id;
+}
+
+void add_links(DiskIdentity& id, const ByIdLinks& links) {
+  if (auto it = links.find(id.name); it != links.end()) id.by_id = it->second;
+}
+
+}  // namespace
+
+DiskIdentity identify(const HostPaths& host, std::string_view name_in, const ByIdLinks* links) {
+  auto id = read_identity(host, std::string(name_in));
+  if (links) add_links(id, *links);
+  else add_links(id, by_id_links(host));
+  return id;
+}
+
+DiskIdentity IdentityCache::identify(const HostPaths& host, const std::string& name, const ByIdLinks& links) {
+  auto seq = read_trim(host.sys("class/block") / name / "diskseq");
+  auto it = known_.find(name);
+  if (!seq.empty() && it != known_.end() && it->second.diskseq == seq) {
+    ++saved_;
+    auto id = it->second.id;
+    add_links(id, links);
+    return id;
+  }
+  auto id = read_identity(host, name);
+  if (seq.empty()) known_.erase(name);
+  else known_[name] = {seq, id};
+  add_links(id, links);
+  return id;
+}
+
+void IdentityCache::retain(const std::set<std::string>& names) {
+  std::erase_if(known_, [&](const auto& kv) { return !names.count(kv.first); });
 }
 
 std::vector<std::string> whole_disks(const HostPaths& host, std::string_view device) {

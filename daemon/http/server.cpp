@@ -129,12 +129,14 @@ Result<std::unique_ptr<Server>> Server::start(ServerOptions opts, TextSource met
     s->threads_.emplace_back([p = s.get()](std::stop_token st) { p->worker(st); });
   s->threads_.emplace_back([p = s.get()](std::stop_token st) { p->accept_loop(st); });
   auto trend = s->trend_;
-  auto src = s->status_source_;
-  if (src) s->sampler_ = std::jthread([trend, src](std::stop_token st) {
+  auto feed = s->opts_.feed_trend;
+  if (!feed && s->status_source_)
+    feed = [src = s->status_source_](CapacityTrend& t, double now) { t.observe(src(), now); };
+  if (feed) s->sampler_ = std::jthread([trend, feed](std::stop_token st) {
     std::mutex mu;
     std::condition_variable_any cv;
     while (!st.stop_requested()) {
-      trend->observe(src(), now_unix());
+      feed(*trend, now_unix());
       std::unique_lock l(mu);
       cv.wait_for(l, st, std::chrono::seconds(60), [] { return false; });
     }

@@ -36,6 +36,9 @@ struct ServerOptions {
   // The capacity history behind "days to full"; shared with the D-Bus status, kept across a
   // listener restart. The server makes its own when none is given.
   std::shared_ptr<CapacityTrend> trend;
+  // Feeds `trend` once a minute. Unset: the status source's items are copied and observed; a
+  // daemon passes a visit of its store instead, which copies nothing.
+  std::function<void(CapacityTrend&, double now)> feed_trend;
 };
 
 

@@ -197,38 +197,63 @@ const CanaryStatus* Status::canary(const std::string& name) const {
 void CapacityTrend::add(const std::string& target, double t, double avail) {
   std::lock_guard l(mu_);
   auto& h = hist_[target];
-  if (!h.empty() && t - h.back().first < 30) return;  // one point per 30 s is plenty for a trend
-  h.emplace_back(t, avail);
-  while (!h.empty() && t - h.front().first > window_) h.erase(h.begin());
+  if (!h.buckets.empty() && t - h.last_t < 30) return;  // one point per 30 s is plenty for a trend
+  const double len = window_ / kBuckets;
+  const double start = std::floor(t / len) * len;
+  if (h.buckets.empty() || h.buckets.back().start != start) {
+    h.buckets.push_back({start, 0, 0, 0, 0, 0, t});
+    // Whole buckets that ended before the window: what is left spans the window at least.
+    while (h.buckets.size() > 1 && h.buckets[1].start <= t - window_) h.buckets.erase(h.buckets.begin());
+  }
+  auto& b = h.buckets.back();
+  const double x = t - b.start;
+  b.n += 1;
+  b.st += x;
+  b.sa += avail;
+  b.stt += x * x;
+  b.sta += x * avail;
+  h.last_t = t;
+  h.last_avail = avail;
 }
 
 std::optional<double> CapacityTrend::days_to_full(const std::string& target) const {
   std::lock_guard l(mu_);
   auto it = hist_.find(target);
-  if (it == hist_.end() || it->second.size() < 2) return std::nullopt;
+  if (it == hist_.end() || it->second.buckets.empty()) return std::nullopt;
   const auto& h = it->second;
   // The alert waits for its for: before it fires; the page says nothing sooner (17 minutes of a
   // cp said "full in 0.26 days" while the alert rightly stayed quiet).
-  if (h.back().first - h.front().first < thresholds::capacity_forecast_for_seconds) return std::nullopt;
-  double n = static_cast<double>(h.size()), st = 0, sa = 0, stt = 0, sta = 0;
-  for (auto [t, a] : h) {
-    t -= h.front().first;
-    st += t;
-    sa += a;
-    stt += t * t;
-    sta += t * a;
+  const double t0 = h.buckets.front().first_t;
+  if (h.last_t - t0 < thresholds::capacity_forecast_for_seconds) return std::nullopt;
+  // Each bucket's sums moved from its own start to t0: x' = x + d.
+  double n = 0, st = 0, sa = 0, stt = 0, sta = 0;
+  for (const auto& b : h.buckets) {
+    const double d = b.start - t0;
+    n += b.n;
+    st += b.st + b.n * d;
+    sa += b.sa;
+    stt += b.stt + 2 * d * b.st + b.n * d * d;
+    sta += b.sta + d * b.sa;
   }
+  if (n < 2) return std::nullopt;
   double den = n * stt - st * st;
   if (den <= 0) return std::nullopt;
   double slope = (n * sta - st * sa) / den;  // bytes per second
   if (slope >= 0) return std::nullopt;
-  return h.back().second / -slope / kDay;
+  return h.last_avail / -slope / kDay;
 }
 
 void CapacityTrend::observe(const StatusItemsByKey& items, double now) {
   for (const auto& [key, it] : items)
     for (const auto& f : it.filesystems)
       if (!f.target.empty() && f.avail_bytes && std::isfinite(*f.avail_bytes)) add(f.target, now, *f.avail_bytes);
+  std::lock_guard l(mu_);
+  std::erase_if(hist_, [&](const auto& kv) { return now - kv.second.last_t > window_; });
+}
+
+std::size_t CapacityTrend::targets() const {
+  std::lock_guard l(mu_);
+  return hist_.size();
 }
 
 namespace {

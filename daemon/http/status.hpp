@@ -85,20 +85,36 @@ struct Status {
 };
 
 // Remembers available bytes per target over time, so "days to full" comes from a trend and not
-// from one sample. Thread-safe.
+// from one sample. Thread-safe. Memory per target is bounded and small whatever the uptime: the
+// least-squares sums of each hour (kBuckets per window), not every point (a day of one point a
+// minute was 23 KiB per target, 230 MB on a host with 10,000 datasets). The fit is the exact
+// least-squares line through every point kept; the window's oldest edge moves by whole buckets, so
+// it spans between the window and the window plus one bucket.
 class CapacityTrend {
  public:
+  static constexpr int kBuckets = 24;
   explicit CapacityTrend(double window_seconds = thresholds::capacity_forecast_history_seconds) : window_(window_seconds) {}
   void add(const std::string& target, double t, double avail_bytes);
   // Days until avail reaches 0 at the least-squares rate over the window; nullopt while the history
   // is shorter than the alert's `for:` or avail is not falling.
   std::optional<double> days_to_full(const std::string& target) const;
+  // Adds every target's avail, and forgets targets with nothing inside the window (unmounted).
   void observe(const StatusItemsByKey& items, double now);
+  std::size_t targets() const;  // for tests
 
  private:
+  // The sums of one bucket's points; times relative to the bucket's start, for precision.
+  struct Bucket {
+    double start = 0, n = 0, st = 0, sa = 0, stt = 0, sta = 0;
+    double first_t = 0;
+  };
+  struct History {
+    std::vector<Bucket> buckets;  // oldest first, at most kBuckets + 1
+    double last_t = 0, last_avail = 0;
+  };
   double window_;
   mutable std::mutex mu_;
-  std::map<std::string, std::vector<std::pair<double, double>>> hist_;
+  std::map<std::string, History> hist_;
 };
 
 Status build_status(const StatusItemsByKey& items, double now, const CapacityTrend* trend = nullptr,

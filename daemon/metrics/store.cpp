@@ -294,6 +294,11 @@ std::map<std::string, StatusItems> Store::status() const {
   return status_;
 }
 
+void Store::visit_status(const std::function<void(const std::map<std::string, StatusItems>&)>& fn) const {
+  std::lock_guard l(mu_);
+  fn(status_);
+}
+
 std::uint64_t Store::builds() const {
   std::lock_guard l(mu_);
   return builds_;

@@ -7,6 +7,7 @@
 // At 1,000 targets the text is 3 MB, most of it unchanged between scrapes: joining it on each scrape
 // was most of a scrape's cost, and a second copy of it in memory.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,9 @@ class Store {
   std::string text() const { return exposition()->join(); }
   // The status items each key last published (a copy, by key): what the status page is built from.
   std::map<std::string, StatusItems> status() const;
+  // Calls `fn` with the status items under the store's lock, without copying them (a once-a-minute
+  // reader of 10,000 targets); `fn` must not call back into the store.
+  void visit_status(const std::function<void(const std::map<std::string, StatusItems>&)>& fn) const;
   // How many times the exposition was (re)built: a test hook for "once per change".
   std::uint64_t builds() const;
 

@@ -45,6 +45,8 @@ SourceDevice resolve_source(const HostPaths& host, const std::string& source) {
       struct stat st {};
       if (::stat(host.dev(*n).c_str(), &st) == 0 && S_ISBLK(st.st_mode))
         s.majmin = std::make_pair(major(st.st_rdev), minor(st.st_rdev));
+    } else {
+      s.names.insert(block::kernel_name_or_target(host, source));  // /dev/mapper/x -> dm-2, node absent
     }
   }
   return s;
@@ -85,6 +87,22 @@ std::optional<SysfsMemo::Fsid> SysfsMemo::fsid_of(const std::string& source) con
   return it->second;
 }
 
+std::optional<SysfsMemo::Fsid> SysfsMemo::fsid_of_member(const std::string& member) const {
+  std::lock_guard l(mu_);
+  auto it = members_.find(member);
+  if (it == members_.end()) return std::nullopt;
+  return Fsid{it->second, member};
+}
+
+void SysfsMemo::remember_members(const std::vector<std::pair<std::string, std::string>>& fsid_member) {
+  std::lock_guard l(mu_);
+  members_.clear();  // a whole scan: what it did not see is gone
+  for (const auto& [fsid, member] : fsid_member) {
+    if (members_.size() >= kMaxEntries) break;
+    members_.emplace(member, fsid);
+  }
+}
+
 void SysfsMemo::remember_fsid(const std::string& source, Fsid f) {
   std::lock_guard l(mu_);
   if (fsids_.size() >= kMaxEntries && !fsids_.count(source)) fsids_.clear();
@@ -119,29 +137,46 @@ std::size_t SysfsMemo::lookups_saved() const {
 
 Result<std::string> find_fsid(const HostPaths& host, const std::string& source, SysfsMemo* memo) {
   auto root = host.sys("fs/btrfs");
+  auto still_there = [&](const SysfsMemo::Fsid& f) {
+    std::error_code ec;
+    return fs::exists(root / f.fsid / "devices" / f.member, ec);
+  };
   if (memo) {
-    if (auto known = memo->fsid_of(source)) {
-      std::error_code ec;
-      if (fs::exists(root / known->fsid / "devices" / known->member, ec)) {
-        memo->note_saved();
-        return known->fsid;
-      }
+    if (auto known = memo->fsid_of(source); known && still_there(*known)) {
+      memo->note_saved();
+      return known->fsid;
     }
   }
+  auto src = resolve_source(host, source);
+  if (memo)  // the member index of an earlier scan: one lookup, not a walk over every btrfs
+    for (const auto& n : src.names)
+      if (auto known = memo->fsid_of_member(n); known && still_there(*known)) {
+        memo->note_saved();
+        memo->remember_fsid(source, *known);
+        return known->fsid;
+      }
   auto fsids = list_dir(root, true);
   if (fsids.empty()) return err(root.string() + " lists no btrfs filesystem (is the btrfs module loaded?)");
-  auto src = resolve_source(host, source);
-  std::string unreadable;  // member dev files that could not say whether they are the source
+  // By name first, over every filesystem (directory listings only); a member's dev file is read only
+  // when no name matched (a source the kernel names differently), so a lookup costs no reads per btrfs.
+  std::vector<std::pair<std::string, std::string>> members;  // fsid, member
   for (const auto& id : fsids) {
     if (!looks_like_uuid(id)) continue;
-    for (const auto& member : list_dir(root / id / "devices", false)) {
-      bool match = src.names.count(member) > 0;
-      if (!match && src.majmin) {
-        auto dev = read_attribute(root / id / "devices" / member / "dev", 64);
-        match = dev.ok() && trim(dev.text) == std::to_string(src.majmin->first) + ":" + std::to_string(src.majmin->second);
-        if (dev.unreadable()) unreadable += "; " + dev.reason();
-      }
-      if (match) {
+    for (auto& member : list_dir(root / id / "devices", false)) members.emplace_back(id, std::move(member));
+  }
+  if (memo) memo->remember_members(members);
+  for (const auto& [id, member] : members)
+    if (src.names.count(member)) {
+      if (memo) memo->remember_fsid(source, {id, member});
+      return id;
+    }
+  std::string unreadable;  // member dev files that could not say whether they are the source
+  if (src.majmin) {
+    const auto want = std::to_string(src.majmin->first) + ":" + std::to_string(src.majmin->second);
+    for (const auto& [id, member] : members) {
+      auto dev = read_attribute(root / id / "devices" / member / "dev", 64);
+      if (dev.unreadable()) unreadable += "; " + dev.reason();
+      if (dev.ok() && trim(dev.text) == want) {
         if (memo) memo->remember_fsid(source, {id, member});
         return id;
       }

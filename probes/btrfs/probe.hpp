@@ -49,6 +49,10 @@ class SysfsMemo {
   };
   std::optional<Fsid> fsid_of(const std::string& source) const;
   void remember_fsid(const std::string& source, Fsid f);
+  // Every member device seen by the last full scan of <sysfs>/fs/btrfs, by name: the next source
+  // named like one is found without a scan.
+  std::optional<Fsid> fsid_of_member(const std::string& member) const;
+  void remember_members(const std::vector<std::pair<std::string, std::string>>& fsid_member);
   std::optional<std::map<std::uint64_t, std::string>> names_of(const std::string& fsid,
                                                                const std::vector<std::string>& members) const;
   void remember_names(const std::string& fsid, std::vector<std::string> members, std::map<std::uint64_t, std::string> names);
@@ -58,6 +62,7 @@ class SysfsMemo {
  private:
   mutable std::mutex mu_;
   std::map<std::string, Fsid> fsids_;
+  std::map<std::string, std::string> members_;  // member name -> fsid
   std::map<std::string, std::pair<std::vector<std::string>, std::map<std::uint64_t, std::string>>> names_;
   mutable std::size_t saved_ = 0;
 };

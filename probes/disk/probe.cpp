@@ -25,7 +25,8 @@ std::string pool_of(const Target& t) {
   return t.source.substr(0, t.source.find('/'));
 }
 
-std::vector<std::string> target_members(const HostPaths& host, const Target& t, const PoolMembers& pools) {
+std::vector<std::string> target_members(const HostPaths& host, const Target& t, const PoolMembers& pools,
+                                        btrfs::SysfsMemo* memo) {
   if (auto pool = pool_of(t); !pool.empty()) {
     std::vector<std::string> out;
     if (auto it = pools.find(pool); it != pools.end())
@@ -35,7 +36,7 @@ std::vector<std::string> target_members(const HostPaths& host, const Target& t, 
   }
   if (t.fstype == "btrfs") {
     // A btrfs over several devices names one of them as mount source; sysfs lists them all.
-    if (auto fsid = btrfs::find_fsid(host, t.source)) {
+    if (auto fsid = btrfs::find_fsid(host, t.source, memo)) {
       std::vector<std::string> out;
       std::error_code ec;
       for (fs::directory_iterator it(host.sys("fs/btrfs/" + *fsid + "/devices"), ec), end; !ec && it != end;
@@ -48,11 +49,25 @@ std::vector<std::string> target_members(const HostPaths& host, const Target& t, 
   return {};
 }
 
-DiskTargets disks_of_targets(const HostPaths& host, const std::vector<Target>& targets, const PoolMembers& pools) {
+DiskTargets disks_of_targets(const HostPaths& host, const std::vector<Target>& targets, const PoolMembers& pools,
+                             btrfs::SysfsMemo* memo) {
+  // Each pool, mount source and member device is looked up once per pass: a pool's thousand
+  // datasets, or a btrfs's subvolumes, share the same disks.
+  std::map<std::string, std::vector<std::string>> disks_of_member;
+  std::map<std::string, std::set<std::string>> disks_of_source;
   DiskTargets out;
-  for (const auto& t : targets)
-    for (const auto& m : target_members(host, t, pools))
-      for (const auto& d : block::whole_disks(host, m)) out[d].insert(t.name);
+  for (const auto& t : targets) {
+    const auto pool = pool_of(t);
+    const auto key = pool.empty() ? t.fstype + '\x1f' + t.source : "zfs\x1f" + pool;
+    auto [at, fresh] = disks_of_source.try_emplace(key);
+    if (fresh)
+      for (const auto& m : target_members(host, t, pools, memo)) {
+        auto [d, new_member] = disks_of_member.try_emplace(m);
+        if (new_member) d->second = block::whole_disks(host, m);
+        at->second.insert(d->second.begin(), d->second.end());
+      }
+    for (const auto& d : at->second) out[d].insert(t.name);
+  }
   return out;
 }
 
@@ -182,13 +197,13 @@ PoolMembers pool_members(ProbeContext& ctx, const std::vector<Target>& targets, 
   return out;
 }
 
-Result<Watched> watched_disks(ProbeContext& ctx, const TargetSelection& sel) {
+Result<Watched> watched_disks(ProbeContext& ctx, const TargetSelection& sel, btrfs::SysfsMemo& memo) {
   auto mounts = mount_table(ctx);
   if (!mounts) return err(mounts.error());
   auto targets = select_targets(**mounts, sel);
   Watched w;
   auto pools = pool_members(ctx, targets, w.problem);
-  w.disks = disks_of_targets(ctx.host, targets, pools);
+  w.disks = disks_of_targets(ctx.host, targets, pools, &memo);
   return w;
 }
 
@@ -198,11 +213,17 @@ class DiskProbe final : public Probe {
   std::string name() const override { return "disk"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target&, ProbeContext& ctx) override {
-    auto w = watched_disks(ctx, selection_);
+    auto w = watched_disks(ctx, selection_, memo_);
     if (!w) return ProbeResult::failed(w.error());
     if (w->disks.empty() && w->problem.empty()) return ProbeResult::not_applicable(kNoDisks);
     std::map<std::string, block::DiskIdentity> ids;
-    for (const auto& [d, _] : w->disks) ids[d] = block::identify(ctx.host, d);
+    const auto links = block::by_id_links(ctx.host);
+    std::set<std::string> names;
+    for (const auto& [d, _] : w->disks) {
+      ids[d] = identities_.identify(ctx.host, d, links);
+      names.insert(d);
+    }
+    identities_.retain(names);
     auto b = disk_metrics(w->disks, ids);
     if (!w->problem.empty()) return ProbeResult::failed(w->problem, std::move(b));
     return ProbeResult::ok(std::move(b));
@@ -210,6 +231,9 @@ class DiskProbe final : public Probe {
 
  private:
   TargetSelection selection_;
+  // Runs of one probe never overlap (host scope): no lock needed.
+  btrfs::SysfsMemo memo_;
+  block::IdentityCache identities_;
 };
 
 // One disk's smartctl answer: its JSON and exit status, or why there is none.
@@ -226,7 +250,7 @@ class SmartProbe final : public Probe {
   std::string name() const override { return "smart"; }
   Scope scope() const override { return Scope::host; }
   ProbeResult run(const Target&, ProbeContext& ctx) override {
-    auto watched = watched_disks(ctx, selection_);
+    auto watched = watched_disks(ctx, selection_, memo_);
     if (!watched) return ProbeResult::failed(watched.error());
     if (watched->disks.empty() && watched->problem.empty()) return ProbeResult::not_applicable(kNoDisks);
     const DiskTargets& disks = watched->disks;
@@ -317,6 +341,7 @@ class SmartProbe final : public Probe {
   // Runs of one probe never overlap (host scope): no lock needed.
   std::map<std::string, SmartReport> unsupported_;
   std::map<std::string, std::uint64_t> standby_skips_;
+  btrfs::SysfsMemo memo_;
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "daemon/core/disk_identity.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/probe/targets.hpp"
+#include "probes/btrfs/probe.hpp"
 #include "probes/disk/smart.hpp"
 
 namespace fsaudit::disk {
@@ -25,11 +26,13 @@ std::string pool_of(const Target& t);
 // The member block devices of a target, as kernel names or /dev paths: its mount source when that
 // is a device, every device of a btrfs filesystem, every member of a ZFS dataset's pool that is a
 // block device (from `pools`). Empty for pseudo filesystems and file vdevs.
-std::vector<std::string> target_members(const HostPaths& host, const Target& t, const PoolMembers& pools = {});
+std::vector<std::string> target_members(const HostPaths& host, const Target& t, const PoolMembers& pools = {},
+                                        btrfs::SysfsMemo* memo = nullptr);
 
 // Whole disk -> the targets on it.
 using DiskTargets = std::map<std::string, std::set<std::string>>;
-DiskTargets disks_of_targets(const HostPaths& host, const std::vector<Target>& targets, const PoolMembers& pools = {});
+DiskTargets disks_of_targets(const HostPaths& host, const std::vector<Target>& targets, const PoolMembers& pools = {},
+                             btrfs::SysfsMemo* memo = nullptr);
 
 // Pure: the series for these disks (identities in `ids`, keyed by kernel name).
 metrics::Batch disk_metrics(const DiskTargets& disks, const std::map<std::string, block::DiskIdentity>& ids);

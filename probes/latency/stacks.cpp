@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include "daemon/core/strings.hpp"
 
@@ -14,31 +16,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using fstype::is_zfs;
-
-// The kernel's name of the block device a mount source names: /dev/mapper/x -> dm-0 (the link's
-// target), /dev/loop3 -> loop3.
-std::string device_name(const std::string& source, const HostPaths& host) {
-  if (source.rfind("/dev/", 0) != 0) return "";
-  std::error_code ec;
-  fs::path p = host.dev(source.substr(5));
-  if (fs::is_symlink(p, ec)) {
-    auto t = fs::read_symlink(p, ec);
-    if (!ec) return t.filename().string();
-  }
-  return fs::path(source).filename().string();
-}
-
-std::string btrfs_fsid(const MountEntry& m, const HostPaths& host) {
-  auto dev = device_name(m.source, host);
-  if (dev.empty()) return "";
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(host.sys("fs/btrfs"), ec)) {
-    std::error_code ec2;
-    if (fs::exists(e.path() / "devices" / dev, ec2) || fs::is_symlink(e.path() / "devices" / dev, ec2))
-      return e.path().filename().string();
-  }
-  return "";
-}
 
 // Rank of a mount as the home of its stack's probe file: smaller is better.
 // A read-only mount only holds the probe file when the stack has no writable one (the sampler then
@@ -51,26 +28,18 @@ std::tuple<bool, std::size_t, std::size_t, std::size_t, std::string> rank(const 
   return {m.read_only(), m.root == "/" ? 0u : 1u, m.root.size(), m.mountpoint.size(), m.mountpoint};
 }
 
-// The entry that is visible at `mountpoint` (later entries shadow earlier ones).
-const MountEntry* entry_at(const std::vector<MountEntry>& mounts, const std::string& mountpoint) {
-  const MountEntry* found = nullptr;
-  for (const auto& m : mounts)
-    if (m.mountpoint == mountpoint) found = &m;
-  return found;
-}
-
 std::string join_dir(const std::string& base, const std::string& name) { return (fs::path(base) / name).string(); }
 
 }  // namespace
 
-std::string stack_id(const MountEntry& m, const HostPaths& host) {
+std::string stack_id(const MountEntry& m, const HostPaths& host, btrfs::SysfsMemo* memo) {
   if (is_zfs(m.fstype)) {
     auto pool = m.source.substr(0, m.source.find('/'));
     if (!pool.empty()) return "zfs:" + pool;
   }
   if (m.fstype == "btrfs") {
-    auto fsid = btrfs_fsid(m, host);
-    if (!fsid.empty()) return "btrfs:" + fsid;
+    // The btrfs probe owns which fsid a mount source belongs to (by member name or device number).
+    if (auto fsid = btrfs::find_fsid(host, m.source, memo)) return "btrfs:" + *fsid;
   }
   std::string mm = std::to_string(m.major) + ":" + std::to_string(m.minor);
   if (m.major != 0) {
@@ -99,11 +68,18 @@ std::vector<StackPlan> plan_stacks(const std::vector<MountEntry>& mounts, const 
     return std::any_of(sel.exclude.begin(), sel.exclude.end(), [&](const std::string& g) { return glob_match(g, mp); });
   };
 
+  // The entry visible at each mount point (later entries shadow earlier ones), indexed once: a scan
+  // of the table per target made a replan quadratic (10,000 mounts: a tenth of the daemon's CPU).
+  std::unordered_map<std::string_view, const MountEntry*> visible;
+  visible.reserve(mounts.size());
+  for (const auto& m : mounts) visible[m.mountpoint] = &m;
+  btrfs::SysfsMemo memo;  // one look at sysfs per btrfs, not one per mount of it
   for (const auto& t : watched) {
     if (t.is_host()) continue;
-    const MountEntry* m = entry_at(mounts, t.mountpoint);
-    if (!m) continue;
-    auto& w = by_id[stack_id(*m, host)];
+    auto at = visible.find(t.mountpoint);
+    if (at == visible.end()) continue;
+    const MountEntry* m = at->second;
+    auto& w = by_id[stack_id(*m, host, &memo)];
     w.plan.targets.push_back(t.name);
     if (!sel.discover || excluded(m->mountpoint)) continue;
     if (!w.best || rank(*m) < rank(*w.best)) w.best = m;
@@ -115,7 +91,7 @@ std::vector<StackPlan> plan_stacks(const std::vector<MountEntry>& mounts, const 
       if (warnings) warnings->push_back("latency.targets: " + path + " is not on any mounted filesystem");
       continue;
     }
-    auto id = stack_id(*m, host);
+    auto id = stack_id(*m, host, &memo);
     auto& w = by_id[id];
     if (w.opted_in) {
       if (warnings)
@@ -129,6 +105,9 @@ std::vector<StackPlan> plan_stacks(const std::vector<MountEntry>& mounts, const 
     w.plan.dir = join_dir(path, sel.dir_name);
   }
 
+  std::unordered_map<std::string_view, const Target*> watched_by_name;
+  for (const auto& t : watched)
+    if (!t.is_host()) watched_by_name.try_emplace(t.name, &t);
   std::vector<StackPlan> out;
   for (auto& [id, w] : by_id) {
     StackPlan p = std::move(w.plan);
@@ -145,9 +124,8 @@ std::vector<StackPlan> plan_stacks(const std::vector<MountEntry>& mounts, const 
       p.why = !sel.discover ? "latency.discover is false and no latency.targets path is on this stack"
                             : "every mount of this stack matches latency.exclude";
     }
-    for (const auto& t : watched) {
-      if (t.is_host() || std::find(p.targets.begin(), p.targets.end(), t.name) == p.targets.end()) continue;
-      auto d = fs::path(join_dir(t.mountpoint, sel.dir_name));
+    for (const auto& name : p.targets) {  // in the order of `watched`, as they were added
+      auto d = fs::path(join_dir(watched_by_name.at(name)->mountpoint, sel.dir_name));
       if (!p.sampled || d != p.dir) p.other_dirs.push_back(d);
     }
     out.push_back(std::move(p));

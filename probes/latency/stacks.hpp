@@ -8,6 +8,7 @@
 
 #include "daemon/core/host_paths.hpp"
 #include "daemon/probe/targets.hpp"
+#include "probes/btrfs/probe.hpp"
 
 namespace fsaudit::latency {
 
@@ -17,7 +18,7 @@ namespace fsaudit::latency {
 //   md:<mdN>            a filesystem on an md array (<sysfs>/dev/block/M:m/md exists)
 //   block:<name>        any other block device (sda1, nvme0n1p2, dm-3, loop7), from <sysfs>/dev/block/M:m
 //   dev:<major>:<minor> when sysfs does not name the device (no block device behind it, e.g. FUSE)
-std::string stack_id(const MountEntry& m, const HostPaths& host);
+std::string stack_id(const MountEntry& m, const HostPaths& host, btrfs::SysfsMemo* memo = nullptr);
 
 // One sampler's plan: which stack, where its probe file lives, and which watched targets it covers.
 struct StackPlan {

@@ -267,6 +267,14 @@ TEST(BtrfsSysfs, TheMemoIsUsedOnlyWhileSysfsStillShowsWhatItRemembers) {
   EXPECT_EQ(memo.lookups_saved(), 0u);
   ASSERT_EQ(*find_fsid(h, "/dev/loop4", &memo), kRaid1Fsid);
   EXPECT_EQ(memo.lookups_saved(), 1u);
+  // The other member, never asked for: found in the member index of the first scan, not by another.
+  ASSERT_EQ(*find_fsid(h, "/dev/loop3", &memo), kRaid1Fsid);
+  EXPECT_EQ(memo.lookups_saved(), 2u);
+  ASSERT_EQ(*find_fsid(h, "/dev/loop3", &memo), kRaid1Fsid);  // and remembered by source from then on
+  EXPECT_EQ(memo.lookups_saved(), 3u);
+  // A source no member is named like falls back to a scan (and is no member: an error).
+  EXPECT_FALSE(find_fsid(h, "/dev/loop7", &memo).ok());
+  EXPECT_EQ(memo.lookups_saved(), 3u);
 
   auto first = read_sysfs(h, kRaid1Fsid, &memo);
   ASSERT_TRUE(first.ok()) << first.error();
@@ -280,20 +288,20 @@ TEST(BtrfsSysfs, TheMemoIsUsedOnlyWhileSysfsStillShowsWhatItRemembers) {
     EXPECT_FALSE(second->devices[i].name.empty());
     EXPECT_EQ(first->devices[i].name, second->devices[i].name);
   }
-  EXPECT_EQ(memo.lookups_saved(), 2u);
+  EXPECT_EQ(memo.lookups_saved(), 4u);
   // A member added (btrfs device add / replace): the pairing is read again, not remembered.
   auto sys = t.dir / "sys/fs/btrfs" / kRaid1Fsid;
   fs::create_directories(sys / "devices/loop5");
   auto third = read_sysfs(h, kRaid1Fsid, &memo);
   ASSERT_TRUE(third.ok()) << third.error();
-  EXPECT_EQ(memo.lookups_saved(), 2u);
+  EXPECT_EQ(memo.lookups_saved(), 4u);
   for (const auto& d : third->devices) EXPECT_TRUE(d.name.empty()) << d.name;  // superblocks are gone
 
   // Unmounted: the filesystem's directory goes away, and so does the answer.
   fs::remove_all(sys);
   auto gone = find_fsid(h, "/dev/loop4", &memo);
   EXPECT_FALSE(gone.ok());
-  EXPECT_EQ(memo.lookups_saved(), 2u);
+  EXPECT_EQ(memo.lookups_saved(), 4u);
 }
 
 TEST(BtrfsSysfs, SuperblockDevidChecksFsid) {

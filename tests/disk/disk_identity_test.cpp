@@ -72,6 +72,38 @@ TEST(DiskIdentity, ReadsModelSerialWwnByIdAndBus) {
   EXPECT_TRUE(identify(h, "sda1").by_id.size() == 1);
 }
 
+// The disk probe asks about the same disks every 5 minutes: what sysfs says of a disk is kept while
+// its diskseq (new on every attach) reads the same; the by-id links are the pass's own.
+TEST(DiskIdentity, KeptWhileTheDiskseqIsTheSameAndReadAgainWhenItChanges) {
+  testing::TempDir d;
+  std::filesystem::copy(testing::fixtures_dir() / "disk" / "tree", d.path(),
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  auto h = HostPaths::under(d.path());
+  auto sda_dir = std::filesystem::canonical(h.sys("class/block/sda"));
+  testing::write_text(sda_dir / "diskseq", "7\n");
+  const auto links = by_id_links(h);
+  IdentityCache cache;
+  auto first = cache.identify(h, "sda", links);
+  EXPECT_EQ(first.model, identify(h, "sda").model);
+  EXPECT_EQ(first.by_id, identify(h, "sda").by_id);
+  EXPECT_EQ(cache.reads_saved(), 0u);
+  // Another drive in the same slot would come with a new diskseq; with the same one, sysfs is not read.
+  testing::write_text(sda_dir / "device" / "model", "REPLACED\n");
+  auto kept = cache.identify(h, "sda", links);
+  EXPECT_EQ(kept.model, "ST4000DM004-2CV104");
+  EXPECT_EQ(kept.by_id, first.by_id);
+  EXPECT_EQ(cache.reads_saved(), 1u);
+  testing::write_text(sda_dir / "diskseq", "8\n");
+  EXPECT_EQ(cache.identify(h, "sda", links).model, "REPLACED");
+  EXPECT_EQ(cache.reads_saved(), 1u);
+  // No diskseq (an older kernel): read every time.
+  cache.identify(h, "nvme0n1", links);
+  EXPECT_EQ(cache.identify(h, "nvme0n1", links).serial, "S4EWNX0N123456");
+  EXPECT_EQ(cache.reads_saved(), 1u);
+  // The by-id links come from the pass, not from the cache.
+  EXPECT_TRUE(cache.identify(h, "sda", ByIdLinks{}).by_id.empty());
+}
+
 TEST(DiskProbe, OneInfoSeriesPerDiskWhateverSitsOnIt) {
   auto h = tree();
   auto mounts = read_mount_table(h);

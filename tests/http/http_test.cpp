@@ -372,6 +372,44 @@ TEST(CapacityTrend, DaysToFullFromALinearDecline) {
   EXPECT_FALSE(short_history.days_to_full("/srv"));
 }
 
+// Days of history at one point a minute: the fit is the least-squares line of the last day (plus at
+// most one hourly bucket), its memory bounded; targets gone for longer than the window are forgotten.
+TEST(CapacityTrend, ADayOfHourlySumsGivesTheExactLineWhateverTheUptime) {
+  CapacityTrend t;
+  // Three days: flat for two, then losing 2 MiB per minute from 100 GiB. The flat days are out of the window.
+  const double gib = 1073741824.0, rate = 2 * 1048576.0 / 60;  // bytes per second
+  double avail = 100 * gib;
+  for (int i = 0; i <= 3 * 1440; ++i) {
+    const double now = 1.7e9 + i * 60.0;
+    if (i > 2 * 1440) avail -= rate * 60;
+    t.add("/srv", now, avail);
+  }
+  auto d = t.days_to_full("/srv");
+  ASSERT_TRUE(d);
+  // Within the window the decline is exactly linear: the fit is that line, so days = avail / rate,
+  // give or take the flat hour at most that the oldest bucket may still hold.
+  const double exact = avail / rate / 86400;
+  EXPECT_NEAR(*d, exact, exact * 0.01);
+  EXPECT_GT(*d, exact * 0.999);  // a flat hour inside can only make the fitted slope shallower
+  // Precision: a steady decline over the whole window reproduces the rate to the byte.
+  CapacityTrend steady;
+  for (int i = 0; i <= 2 * 1440; ++i) steady.add("/srv", 1.7e9 + i * 60.0, 50 * gib - i * 60 * rate);
+  ASSERT_TRUE(steady.days_to_full("/srv"));
+  EXPECT_NEAR(*steady.days_to_full("/srv"), (50 * gib - 2 * 1440 * 60 * rate) / rate / 86400, 1e-6);
+
+  // Forgotten once nothing of it is inside the window; others stay.
+  StatusItemsByKey items;
+  metrics::FsFacts f;
+  f.target = "/other";
+  f.avail_bytes = 1e9;
+  items["capacity\x1f/other"].filesystems = {f};
+  t.observe(items, 1.7e9 + 3 * 86400.0 + 60);
+  EXPECT_EQ(t.targets(), 2u);
+  t.observe(items, 1.7e9 + 4 * 86400.0 + 120);
+  EXPECT_EQ(t.targets(), 1u);
+  EXPECT_FALSE(t.days_to_full("/srv"));
+}
+
 TEST(WebConfig, ParsesTheExporterToolkitFormat) {
   TempDir dir;
   write_text(dir / "c.pem", "x");

@@ -55,8 +55,9 @@ RANKS = {
     "probes/canary_ops": 4,                                         # the canary operations and lab recipe interfaces, plain XFS/ext4 ops
     "daemon/dbus": 5,
     "probes/bcachefs": 5, "probes/btrfs": 5, "probes/capacity": 5, "probes/ext4": 5, "probes/kernel_log": 5,
-    "probes/latency": 5, "probes/md": 5, "probes/mount": 5, "probes/zfs": 5,
+    "probes/md": 5, "probes/mount": 5, "probes/zfs": 5,
     "probes/xfs": 6,                                                # reads ext4's device naming, capacity's statfs helper
+    "probes/latency": 6,                                            # reads btrfs's fsid lookup (a btrfs is one stack)
     "probes/disk": 6,                                               # reads btrfs's fsid lookup and ZFS's member names
     "daemon/app": 7, "ctl": 7, "probes/scrub": 7,                   # the scrub probe drives the filesystems' drivers
     "probes/canary": 8,                                             # uses the scrub probe's helper verbs
