@@ -5,7 +5,7 @@ namespace fsaudit {
 std::string TextPieces::join() const {
   std::string out;
   out.reserve(size);
-  for (const auto& p : parts) out += *p;
+  for (const auto p : parts) out += p;
   return out;
 }
 

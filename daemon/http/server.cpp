@@ -63,7 +63,7 @@ class Conn {
     if (tls_) return tls_->read(buf, n, deadline);
     return ::recv(fd_, buf, n, 0);
   }
-  bool write_all(const std::string& s) {
+  bool write_all(std::string_view s) {
     std::size_t off = 0;
     while (off < s.size()) {
       long w = tls_ ? tls_->write(s.data() + off, s.size() - off) : ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
@@ -358,15 +358,15 @@ void Server::serve(Job& job) {
   constexpr std::size_t kOut = 64 * 1024;
   std::string out = std::move(head);
   out.reserve(kOut);
-  for (const auto& p : resp.shared_body->parts) {
-    if (out.size() + p->size() > kOut && !out.empty()) {
+  for (const auto p : resp.shared_body->parts) {
+    if (out.size() + p.size() > kOut && !out.empty()) {
       if (!c.write_all(out)) return;
       out.clear();
     }
-    if (p->size() >= kOut) {
-      if (!c.write_all(*p)) return;
+    if (p.size() >= kOut) {
+      if (!c.write_all(p)) return;
     } else {
-      out += *p;
+      out += p;
     }
   }
   if (!out.empty()) c.write_all(out);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <unordered_set>
 
 namespace fsaudit::metrics {
 namespace {
@@ -149,17 +150,30 @@ void Store::drop_entry_locked(std::string_view family, std::string_view key) {
   if (f->second.by_key.empty()) families_.erase(f);
 }
 
-std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& families, bool with_heads) {
+Store::HeadPtr Store::head_for(const MetricFamily& f) {
+  std::lock_guard l(heads_mu_);
+  auto [it, fresh] = heads_.try_emplace(f.name);
+  if (fresh) it->second = std::make_shared<const Head>(Head{f.name, type_name(f.type), head_of(f)});
+  return it->second;
+}
+
+std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& families) {
   std::vector<Piece> pieces;
   pieces.reserve(families.size());
+  std::string blob;
+  std::size_t want = 0;
+  for (const auto& f : families) want += f.metric.size() * (f.type == MetricType::Histogram ? 2048 : 128);
+  blob.reserve(want);
   for (const auto& f : families) {
-    std::string lines;
-    lines.reserve(f.metric.size() * (f.type == MetricType::Histogram ? 2048 : 128));
-    put_lines(lines, f);
-    lines.shrink_to_fit();
-    pieces.push_back({f.name, with_heads ? head_of(f) : std::string(), type_name(f.type),
-                      std::make_shared<const std::string>(std::move(lines)), with_heads ? nullptr : &f});
+    auto head = head_for(f);
+    if (head->type != type_name(f.type)) continue;  // a type clash is a bug; the first type published wins
+    const auto off = blob.size();
+    put_lines(blob, f);
+    pieces.push_back({std::move(head), {nullptr, static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(blob.size() - off)}});
   }
+  blob.shrink_to_fit();
+  auto shared = std::make_shared<const std::string>(std::move(blob));
+  for (auto& p : pieces) p.lines.blob = shared;
   return pieces;
 }
 
@@ -167,8 +181,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
   // Serialise outside the lock: the only work that grows with the batch, and none with the store.
   // A part seen in this key's last publish keeps the text it had then; the key's part texts are
   // updated in place, so an unchanged part costs one lookup, no copy of its id.
-  const auto& own_families = batch.own_families();
-  std::vector<Piece> own = render(own_families, false);
+  std::vector<Piece> own = render(batch.own_families());
   PartTexts texts;
   std::uint64_t stamp = 0;
   if (!batch.parts().empty()) {
@@ -205,20 +218,20 @@ void Store::publish(const std::string& key, const Batch& batch) {
   kf->second.clear();
   std::vector<std::string_view> names;
   auto add = [&](const Piece& first, const Piece* const* more, std::size_t n_more) {
-    auto [it, inserted] = families_.try_emplace(first.name);
+    auto [it, inserted] = families_.try_emplace(first.head->name);
     auto& fam = it->second;
-    if (inserted) {
-      fam.head = std::make_shared<const std::string>(first.source ? head_of(*first.source) : first.head);
-      fam.type = first.type;
-    } else if (fam.type != first.type) {
-      return;  // a type clash is a bug; the first type published wins, the rest is dropped
-    }
+    if (inserted) fam.head = first.head;
     // One family in several pieces of one batch (parts, or append of two batches): keep them all.
     auto& chunks = fam.by_key[k];
-    const bool first_piece = std::find(names.begin(), names.end(), first.name) == names.end();
-    if (first_piece) chunks.clear();  // the last publish's
-    chunks.push_back(first.lines);
-    for (std::size_t i = 0; i < n_more; ++i) chunks.push_back(more[i]->lines);
+    const bool first_piece = std::find(names.begin(), names.end(), first.head->name) == names.end();
+    if (first_piece) {
+      chunks.first = first.lines;  // replaces the last publish's
+      chunks.more.clear();
+    } else {
+      chunks.more.push_back(first.lines);
+    }
+    for (std::size_t i = 0; i < n_more; ++i) chunks.more.push_back(more[i]->lines);
+    chunks.more.shrink_to_fit();
     if (first_piece) names.push_back(it->first);
   };
   for (const auto& p : own) add(p, nullptr, 0);  // a batch's own families are distinct
@@ -227,9 +240,9 @@ void Store::publish(const std::string& key, const Batch& batch) {
   std::vector<std::vector<const Piece*>> groups;
   std::size_t hint = 0;
   for (const Piece* p : pieces) {
-    if (hint >= groups.size() || groups[hint].front()->name != p->name) {
+    if (hint >= groups.size() || groups[hint].front()->head != p->head) {
       hint = 0;
-      while (hint < groups.size() && groups[hint].front()->name != p->name) ++hint;
+      while (hint < groups.size() && groups[hint].front()->head != p->head) ++hint;
       if (hint == groups.size()) groups.emplace_back();
     }
     groups[hint].push_back(p);
@@ -276,13 +289,22 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
   std::size_t n = 0;
   for (const auto& [name, f] : families_) {
     n += 1;
-    for (const auto& [key, chunks] : f.by_key) n += chunks.size();
+    for (const auto& [key, chunks] : f.by_key) n += 1 + chunks.more.size();
   }
   text->parts.reserve(n);
+  // The text keeps each blob alive once, however many of its families' lines it shows.
+  std::unordered_set<const std::string*> kept;
+  auto add = [&](const Chunk& c) {
+    if (kept.insert(c.blob.get()).second) text->keep(c.blob);
+    text->add(c.view());
+  };
   for (const auto& [name, f] : families_) {
-    text->add(f.head);
-    for (const auto& [key, chunks] : f.by_key)
-      for (const auto& c : chunks) text->add(c);
+    text->keep(f.head);
+    text->add(f.head->text);
+    for (const auto& [key, chunks] : f.by_key) {
+      add(chunks.first);
+      for (const auto& c : chunks.more) add(c);
+    }
   }
   cache_ = std::move(text);
   ++builds_;

@@ -42,21 +42,35 @@ class Store {
   std::uint64_t builds() const;
 
  private:
-  // One family's HELP/TYPE and sample lines from one batch or part; the lines are shared with the
-  // exposition's pieces, so a part's text is held once however many publishes reuse it.
+  // A family's name, type and HELP/TYPE text, made once per family name and shared by every key and
+  // part that publishes it (10,000 parts of one family hold one head, not 10,000 copies of it).
+  struct Head {
+    std::string name, type, text;
+  };
+  using HeadPtr = std::shared_ptr<const Head>;
+  // A run of sample lines inside a blob: all the lines one batch (or one part) rendered, in one
+  // allocation, however many families and series it has. A separate string per family and key, in
+  // its own shared pointer, cost more than the text itself (issue 33: about 200 bytes per series).
+  struct Chunk {
+    std::shared_ptr<const std::string> blob;
+    std::uint32_t off = 0, len = 0;
+    std::string_view view() const { return std::string_view(*blob).substr(off, len); }
+  };
+  // One family's lines from one batch or part.
   struct Piece {
-    std::string name, head, type;
-    std::shared_ptr<const std::string> lines;
-    // A batch's own families are rendered without their HELP/TYPE head: the store needs it only
-    // for a family it does not hold yet, and takes it from here then (valid during the publish).
-    const MetricFamily* source = nullptr;
+    HeadPtr head;
+    Chunk lines;
+  };
+  // A key's lines in one family: nearly always one chunk (several when parts of one batch share it).
+  struct Chunks {
+    Chunk first;
+    std::vector<Chunk> more;
   };
   struct Family {
-    std::shared_ptr<const std::string> head;  // "# HELP ...\n# TYPE ...\n"
-    std::string type;  // for type clashes between keys
+    HeadPtr head;
     // key -> its sample lines. The key is a view of key_families_' own copy (a node key, stable while
     // the key is in the store): one copy of each key, not one per family it publishes.
-    std::map<std::string_view, std::vector<std::shared_ptr<const std::string>>> by_key;
+    std::map<std::string_view, Chunks> by_key;
   };
   // The text of the parts a key last published, by part id.
   struct PartText {
@@ -67,7 +81,10 @@ class Store {
   // Hashed, not ordered: keys and part ids share long prefixes (probe, mount point), which made
   // every comparison of an ordered map's walk a long memcmp at 1,000 targets.
   using PartTexts = std::unordered_map<std::string, PartText>;
-  static std::vector<Piece> render(const std::vector<MetricFamily>& families, bool with_heads = true);
+  // The families' lines in one blob; a family whose type clashes with its head's is left out (a bug:
+  // the first type published wins).
+  std::vector<Piece> render(const std::vector<MetricFamily>& families);
+  HeadPtr head_for(const MetricFamily& f);
   void drop_key_locked(const std::string& key);
   // Removes `key`'s lines from `family`, and the family once no key has lines in it.
   void drop_entry_locked(std::string_view family, std::string_view key);
@@ -81,6 +98,8 @@ class Store {
   std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
   mutable std::shared_ptr<const TextPieces> cache_;             // null after a change
   mutable std::uint64_t builds_ = 0;
+  std::mutex heads_mu_;  // rendering runs outside mu_
+  std::unordered_map<std::string, HeadPtr> heads_;  // by family name; as many as there are family names
 };
 
 // The text exposition (format 0.0.4) of one batch on its own: HELP/TYPE and samples per family.
