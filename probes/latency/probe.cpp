@@ -369,10 +369,10 @@ Result<void> LatencyProbe::replan(ProbeContext& ctx) {
     return {};
   }
   const auto& mounts = **table;
-  watched_.clear();
+  std::vector<Target> watched;  // for this plan only: 10,000 targets are megabytes to keep
   for (auto& t : select_targets(mounts, watch_))
-    if (sampler_applies(t)) watched_.push_back(std::move(t));
-  auto next = plan_stacks(mounts, watched_, sel_, ctx.host);
+    if (sampler_applies(t)) watched.push_back(std::move(t));
+  auto next = plan_stacks(mounts, watched, sel_, ctx.host);
   // A stack whose probe file moved (another opted-in path) removes the old one too.
   for (auto& p : next)
     for (const auto& old : plans_)
@@ -478,8 +478,8 @@ struct LatencyProbe::Lanes {  // shared with the lanes, which may outlive the ru
   struct Item {
     std::size_t entry;  // its index in entries_ (and the dispatcher's stacks), for give_back()
     std::shared_ptr<StackStats> st;
-    std::filesystem::path mountpoint, dir;
-    std::vector<std::filesystem::path> other_dirs;
+    std::string mountpoint, dir;
+    std::vector<std::string> other_dirs;
   };
   std::mutex mu;
   std::condition_variable cv;
@@ -504,7 +504,7 @@ void LatencyProbe::lane(const std::shared_ptr<Lanes>& lanes, const std::shared_p
     const Lanes::Item& it = lanes->items[k];  // never moved: items is not changed after the lanes start
     const auto& st = it.st;
     std::uint64_t seed;
-    std::vector<std::filesystem::path> stale;
+    std::vector<std::string> stale;
     {
       std::lock_guard l(st->mu);
       st->in_flight = true;

@@ -181,7 +181,6 @@ class LatencyProbe final : public Probe {
   std::vector<char> busy_;             // per entry, this run: a sample still in flight (kept between runs)
   std::vector<std::size_t> deferred_;  // per run: due stacks put off by the host budget
   std::vector<char> waiting_;          // per entry: marked io_budget and not dispatched since
-  std::vector<Target> watched_;
   std::uint64_t generation_ = 0;  // bumped on every new plan
   // The last published batch: the plan it was of, and its 5 s slot. Runs in between publish nothing.
   static constexpr std::chrono::seconds kPublishEvery{5};

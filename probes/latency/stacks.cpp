@@ -125,8 +125,8 @@ std::vector<StackPlan> plan_stacks(const std::vector<MountEntry>& mounts, const 
                             : "every mount of this stack matches latency.exclude";
     }
     for (const auto& name : p.targets) {  // in the order of `watched`, as they were added
-      auto d = fs::path(join_dir(watched_by_name.at(name)->mountpoint, sel.dir_name));
-      if (!p.sampled || d != p.dir) p.other_dirs.push_back(d);
+      auto d = join_dir(watched_by_name.at(name)->mountpoint, sel.dir_name);
+      if (!p.sampled || d != p.dir) p.other_dirs.push_back(std::move(d));
     }
     out.push_back(std::move(p));
   }

@@ -25,12 +25,14 @@ struct StackPlan {
   std::string id;                    // stack_id()
   std::string fs;                    // fstype of the mount holding the probe file
   std::string target;                // `target` label: that mount point, or the opted-in path
-  std::filesystem::path mountpoint;  // statvfs here (read-only / fill checks)
-  std::filesystem::path dir;         // probe file directory: <mount or opted-in path>/<dir_name>
+  // Paths as strings, not std::filesystem::path: a path keeps a list of its components besides its
+  // text, several hundred bytes per plan on a host with thousands of stacks (issue 33).
+  std::string mountpoint;            // statvfs here (read-only / fill checks)
+  std::string dir;                   // probe file directory: <mount or opted-in path>/<dir_name>
   std::vector<std::string> targets;  // every watched target on this stack (for the info series)
   // Probe file directories on the stack's other watched mounts: a probe file found there is left
   // from an earlier plan or an older fsaudit (one per mount) and is removed by the stack's sampler.
-  std::vector<std::filesystem::path> other_dirs;
+  std::vector<std::string> other_dirs;
   bool sampled = false;              // false: nothing writable or everything opted out (`why`)
   std::string why;
   bool operator==(const StackPlan&) const = default;

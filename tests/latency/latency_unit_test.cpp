@@ -612,7 +612,7 @@ TEST(Stacks, OneSamplerPerStackWithItsProbeFileNearTheRoot) {
   EXPECT_EQ(tank->fs, "zfs");
   EXPECT_EQ(tank->targets, (std::vector<std::string>{"/tank", "/tank/home", "/tank/home/alice", "/srv/db"}));
   // Probe files on the other mounts of the stack (an older fsaudit wrote one per mount) go away.
-  EXPECT_EQ(tank->other_dirs, (std::vector<std::filesystem::path>{"/tank/home/.fsaudit", "/tank/home/alice/.fsaudit",
+  EXPECT_EQ(tank->other_dirs, (std::vector<std::string>{"/tank/home/.fsaudit", "/tank/home/alice/.fsaudit",
                                                                   "/srv/db/.fsaudit"}));
   EXPECT_EQ(find_plan(plans, "zfs:backup")->target, "/backup");  // root dataset not mounted: the shallowest
   EXPECT_EQ(find_plan(plans, "zfs:pool2")->target, "/mnt/fusezfs2");
