@@ -345,6 +345,9 @@ void Daemon::refresh_targets(bool force) {
   targets_ = targets;
 
   std::vector<JobSpec> jobs;
+  std::vector<std::shared_ptr<const Target>> shared_targets;  // one copy per target, whatever its probes
+  shared_targets.reserve(targets_.size());
+  for (const auto& t : targets_) shared_targets.push_back(std::make_shared<const Target>(t));
   for (const auto& p : probes_) {
     ProbeSchedule sched;
     if (auto own = p->own_schedule()) {
@@ -354,7 +357,7 @@ void Daemon::refresh_targets(bool force) {
       if (!c.enabled) continue;
       sched = ProbeSchedule{c.interval, c.jitter, c.timeout, std::nullopt};
     }
-    auto add = [&](const Target& t) {
+    auto add = [&](const std::shared_ptr<const Target>& t) {
       JobSpec j;
       j.probe = p;
       j.target = t;
@@ -365,10 +368,10 @@ void Daemon::refresh_targets(bool force) {
       jobs.push_back(std::move(j));
     };
     if (p->scope() == Scope::host) {
-      if (p->applies_to(Target::host())) add(Target::host());
+      if (p->applies_to(*shared_host_target())) add(shared_host_target());
     } else {
-      for (const auto& t : targets_)
-        if (p->applies_to(t)) add(t);
+      for (const auto& t : shared_targets)
+        if (p->applies_to(*t)) add(t);
     }
   }
   std::vector<std::string> keep = {"build", "canary-identity"};
@@ -384,7 +387,7 @@ void Daemon::refresh_targets(bool force) {
       pi.scope = j.probe->scope() == Scope::host ? "host" : "per_target";
       pi.interval_ms = j.interval.count();
       pi.timeout_ms = j.timeout.count();
-      pi.targets.push_back(j.target.name);
+      pi.targets.push_back(j.target->name);
     }
     std::lock_guard l(ctl_mu_);
     probe_snapshot_.clear();
@@ -424,7 +427,7 @@ void Daemon::on_outcome(const JobOutcome& o) {
 void Daemon::publish_job_locked(const JobOutcome& o) {
   const std::string key = o.spec->key();
   const std::string probe = o.spec->probe->name();
-  const std::string& target = o.spec->target.name;
+  const std::string& target = o.spec->target->name;
   bool failed = o.result.outcome == Outcome::failed;
   bool log_it = false;
   auto& s = self_[key];
@@ -445,7 +448,7 @@ void Daemon::publish_job_locked(const JobOutcome& o) {
   JobSelf::Said said{failed, o.stuck, std::nullopt, failed ? o.result.reason.substr(0, 400) : std::string()};
   // Per-target probes only run where they apply; "nothing to do" is worth a series only for host-wide
   // probes (no ZFS on this host) or when a per-target run says so.
-  if (o.spec->target.is_host() || o.result.outcome == Outcome::not_applicable)
+  if (o.spec->target->is_host() || o.result.outcome == Outcome::not_applicable)
     said.applicable = o.result.outcome != Outcome::not_applicable;
   if (s.published == said) return;
   s.published = said;  // the batch below is built from it alone
@@ -454,7 +457,7 @@ void Daemon::publish_job_locked(const JobOutcome& o) {
   // A host-wide probe's success is always a series. A per-filesystem probe's is one only while it
   // fails (0): 1,000 filesystems would otherwise carry 3,000 series that say 1 (issue 33's series
   // budget); the target's own series and fsaudit_probe_runs_total show that the probe runs.
-  if (o.spec->target.is_host() || said.failed)
+  if (o.spec->target->is_host() || said.failed)
     b.gauge("fsaudit_probe_success",
             "1 if the last run of the probe succeeded (or had nothing to do), 0 if it failed; per-filesystem probes "
             "only while failing.",
@@ -470,7 +473,7 @@ void Daemon::publish_job_locked(const JobOutcome& o) {
     li["reason"] = said.reason;
     b.info("fsaudit_probe_failure_info", "Why the probe's last run failed (value 1; present only while failing).", li);
   }
-  b.status.runs.push_back({probe, target, said.reason, !said.failed, said.stuck, o.spec->target.is_host()});
+  b.status.runs.push_back({probe, target, said.reason, !said.failed, said.stuck, o.spec->target->is_host()});
   store_->publish("self\x1f" + key, b);
 }
 
@@ -650,7 +653,6 @@ void Daemon::run_request(const dbus::JobRequest& r) {
   }
   JobSpec spec;
   spec.probe = probe;
-  spec.target = Target::host();
   auto own = probe->own_schedule();
   spec.timeout = own ? own->timeout : cfg_.schedule(probe->name()).timeout;
   bus_->job_started(r.id);
@@ -674,7 +676,6 @@ std::shared_ptr<std::atomic<int>> Daemon::rerun_readers_of_others() {
     {
       JobSpec j;
       j.probe = p;
-      j.target = Target::host();
       keys.push_back(j.key());
     }
   if (keys.empty()) return nullptr;

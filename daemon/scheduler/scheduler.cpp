@@ -231,7 +231,7 @@ void Scheduler::prepare_batch(const std::shared_ptr<BatchQueue>& q) {
   if (!stop) return;
   std::vector<const Target*> targets;
   targets.reserve(specs.size());
-  for (const auto& s : specs) targets.push_back(&s->target);
+  for (const auto& s : specs) targets.push_back(s->target.get());
   try {
     ProbeContext ctx = make_context_(stop->get_token(), clock_.now() + specs.front()->timeout);
     specs.front()->probe->prepare_batch(targets, ctx);
@@ -266,7 +266,7 @@ void Scheduler::run_one(const std::shared_ptr<Job>& j, const SpecPtr& spec) {
     ProbeContext ctx = make_context_(stop->get_token(), deadline);
     ctx.requested = requested;
     ctx.republish = republish;
-    r = spec->probe->run(spec->target, ctx);
+    r = spec->probe->run(*spec->target, ctx);
     if (r.unchanged && republish)
       r = ProbeResult::failed("internal error: the probe kept its last metrics where it had to publish them afresh");
   } catch (const std::exception& e) {

@@ -80,7 +80,7 @@ JobSpec job(std::shared_ptr<Probe> p, const std::string& t, std::chrono::millise
             std::chrono::milliseconds jitter = 0ms, std::chrono::milliseconds timeout = 5s) {
   JobSpec j;
   j.probe = std::move(p);
-  j.target = target(t);
+  j.target = std::make_shared<const Target>(target(t));
   j.interval = interval;
   j.jitter = jitter;
   j.timeout = timeout;
