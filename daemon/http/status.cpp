@@ -66,8 +66,8 @@ void merge(TargetStatus& t, const metrics::FsFacts& f) {
   take(t.fsync_p999_seconds, f.fsync_p999_seconds);
   take(t.detection_covered, f.detection_covered);
   if (!f.covering_canary.empty()) t.covering_canary = f.covering_canary;
-  if (f.scrub && !t.scrub) t.scrub = f.scrub;
-  if (f.redundancy && !t.redundancy) t.redundancy = f.redundancy;
+  if (f.scrub && !t.scrub) t.scrub = *f.scrub;
+  if (f.redundancy && !t.redundancy) t.redundancy = *f.redundancy;
   take(t.members_at_risk, f.members_at_risk);
   t.setup_findings.insert(t.setup_findings.end(), f.setup_findings.begin(), f.setup_findings.end());
   for (const auto& p : f.problems)

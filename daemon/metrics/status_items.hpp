@@ -5,6 +5,7 @@
 // Each probe fills in only what it knows, next to the code that knows it; the store keeps the last
 // items per probe and target like it keeps samples, and build_status joins them by filesystem.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,33 @@ struct SetupFindingFacts {
   std::string rule, severity;
 };
 
+// An optional part kept out of line: most FsFacts have no scrub or redundancy facts, and every
+// probe's items of every target carry an FsFacts (10,000 targets: about 60,000 of them). Used like
+// std::optional (bool test, *, ->, assignment of a value); copies copy the value.
+template <class T>
+class Boxed {
+ public:
+  Boxed() = default;
+  Boxed(T v) : p_(std::make_unique<T>(std::move(v))) {}  // NOLINT: converts like std::optional
+  Boxed(const Boxed& o) : p_(o.p_ ? std::make_unique<T>(*o.p_) : nullptr) {}
+  Boxed(Boxed&&) noexcept = default;
+  Boxed& operator=(const Boxed& o) {
+    if (this != &o) p_ = o.p_ ? std::make_unique<T>(*o.p_) : nullptr;
+    return *this;
+  }
+  Boxed& operator=(Boxed&&) noexcept = default;
+  explicit operator bool() const { return p_ != nullptr; }
+  bool has_value() const { return p_ != nullptr; }
+  T& operator*() { return *p_; }
+  const T& operator*() const { return *p_; }
+  T* operator->() { return p_.get(); }
+  const T* operator->() const { return p_.get(); }
+  void reset() { p_.reset(); }
+
+ private:
+  std::unique_ptr<T> p_;
+};
+
 // Facts about one filesystem. Per-target probes name it by `target` (its name, usually the mount
 // point); host-wide probes by what they see: a ZFS `pool`, or a kernel `device` name.
 struct FsFacts {
@@ -48,8 +76,8 @@ struct FsFacts {
   std::optional<bool> mounted, readonly, data_checksums;
   std::optional<double> size_bytes, avail_bytes, files, files_free;
   std::optional<double> fsync_p50_seconds, fsync_p99_seconds, fsync_p999_seconds;
-  std::optional<ScrubFacts> scrub;
-  std::optional<RedundancyFacts> redundancy;
+  Boxed<ScrubFacts> scrub;
+  Boxed<RedundancyFacts> redundancy;
   std::optional<double> members_at_risk;  // disks under it whose SMART says they may fail soon
   std::vector<SetupFindingFacts> setup_findings;
   // A canary with the same stack proved recently that corruption here is seen (and by which canary).
