@@ -1,9 +1,9 @@
 #pragma once
 // What /metrics serves. Probes publish one batch per key (a probe on a target); the batch is
-// serialised once, at publish time, into text per metric family, so publishing costs what that batch
-// costs and nothing that depends on what the store already holds. A scrape gets those pieces
-// themselves, in exposition order (a list of shared pointers, made once per change): nothing is
-// serialised or copied into one text on the scrape path, and there is no I/O there (design note 4).
+// serialised once, at publish time, into one text cut into a piece per metric family, so publishing
+// costs what that batch costs and nothing that depends on what the store already holds. A scrape gets
+// those pieces themselves, in exposition order (views into the batches' texts, made once per change):
+// nothing is serialised or copied into one text on the scrape path, and there is no I/O there (design note 4).
 // At 1,000 targets the text is 3 MB, most of it unchanged between scrapes: joining it on each scrape
 // was most of a scrape's cost, and a second copy of it in memory.
 #include <cstdint>
