@@ -38,6 +38,9 @@ struct HostReport {
   std::vector<CanaryProof> canaries;
 };
 
+// Pure: one target's facts -> its evaluation, silencing and coverage.
+TargetReport judge_one(StackFacts facts, const std::vector<CanaryProof>& canaries, const config::SetupConfig& cfg,
+                       double now);
 // Pure: facts -> evaluation, silencing and coverage for every target.
 HostReport judge(std::vector<StackFacts> facts, std::vector<CanaryProof> canaries, const config::SetupConfig& cfg,
                  double now);
