@@ -224,7 +224,8 @@ CFG
   (while sleep 15; do curl -s -m 10 -o /dev/null "http://127.0.0.1:$fp/metrics"; curl -s -m 10 -o /dev/null "http://127.0.0.1:$np/metrics"; done) &
   spid=$!; PIDS+=("$spid")
   sleep "$SETTLE"
-  q0=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics" | metric fsaudit_latency_fsyncs_total) || q0=0
+  text0=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics") || text0=""
+  q0=$(metric fsaudit_latency_fsyncs_total <<<"$text0") || q0=0
   poll_fsync_workers "$fpid" >"$IMG/fsync-workers-$size" & wpid=$!; PIDS+=("$wpid")
   poll_children "$fpid" >"$IMG/children-$size" & cpid=$!; PIDS+=("$cpid")
   f0=$(cpu_ticks $fpid); n0=$(cpu_ticks $npid); r0=$(reaped_ticks $fpid)
@@ -280,6 +281,15 @@ CFG
   echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB, child processes' private memory ${kuss} KiB)" >&2
   echo "size $size: live children's CPU in the window by name (% of one core): ${by_name:-none}" >&2
   echo "size $size: resident memory: fsauditd ${fsplit}; node_exporter ${nsplit}" >&2
+  # Where the daemon's time goes, by probe: runs a second and the time inside them (wall time of the runs,
+  # % of one core; a run that waits on a tool or the kernel counts its wait) over the window, from its own counters.
+  by_probe=$( { sed 's/^/0 /' <<<"$text0"; sed 's/^/1 /' <<<"$ftext"; } |
+    awk -v win="$WINDOW" '$2 ~ /^fsaudit_probe_(runs|duration_seconds)_total\{/ {
+      match($2, /probe="[^"]*"/); p = substr($2, RSTART + 7, RLENGTH - 8); k = ($2 ~ /runs_total/) ? "r" : "d"
+      v[$1, k, p] = $3; seen[p] = 1 }
+      END { for (p in seen) printf "%s %.2f %.3f\n", p, (v[1, "r", p] - v[0, "r", p]) / win, 100 * (v[1, "d", p] - v[0, "d", p]) / win }' |
+    sort -k3,3nr | awk '{printf "%s%s %s/s %s %%", (NR > 1 ? ", " : ""), $1, $2, $3}')
+  echo "size $size: probe runs in the window (runs a second, time in runs as % of one core): ${by_probe:-none}" >&2
   if [ "$HEAP" = 1 ] && [ "$size" = "$largest" ]; then
     rm -f /var/tmp/fsaudit-scale-heap.*
     sed -i "s/^listen: .*/listen: 127.0.0.1:$(port)/" "$IMG/fsaudit-$size.yaml"

@@ -16,6 +16,7 @@
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/files.hpp"
+#include "daemon/core/units.hpp"
 #include "daemon/core/pipe_child.hpp"
 #include "daemon/core/trust.hpp"
 #include "daemon/dbus/service.hpp"
@@ -24,6 +25,7 @@
 #include "daemon/metrics/store.hpp"
 #include "daemon/probe/targets.hpp"
 #include "daemon/runner/runner.hpp"
+#include "daemon/scheduler/run_budget.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/systemd/logging.hpp"
 #include "daemon/systemd/notify.hpp"
@@ -144,6 +146,7 @@ class Daemon {
   void run_request(const dbus::JobRequest& r);
   void refresh_targets(bool force);
   void publish_build_info();
+  RunBudgetPlan budget_plan_;  // the probe budget's stretch of the current job list (publish_build_info)
   void publish_run_config();
   ProbeContext make_context(std::stop_token stop, SteadyTime deadline);
   void on_outcome(const JobOutcome& o);
@@ -187,6 +190,7 @@ class Daemon {
   void publish_unmounted(const std::vector<MountEntry>& mounts, std::vector<std::string>& keep);
   SteadyTime last_target_refresh_{};
   std::unique_ptr<MountTableWatch> mount_watch_;
+  MountTableReader mount_reader_;  // main loop only
   std::atomic<bool> mount_table_stale_{false};  // a probe run says: read the mount table again now
   std::filesystem::path mount_watch_root_;
 
@@ -239,6 +243,14 @@ void Daemon::publish_build_info() {
   b.gauge("fsaudit_config_last_reload_success", "1 if the last configuration (re)load succeeded.", {},
           last_reload_ok_ ? 1 : 0);
   b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
+  b.gauge("fsaudit_probe_budget_stretch_ratio",
+          "The factor every per-filesystem probe interval is stretched by to keep the host's per-filesystem runs "
+          "within probe_budget.runs_per_second (1: within it, intervals as configured).",
+          {}, budget_plan_.stretch);
+  for (const auto& [probe, seconds] : budget_plan_.interval_seconds)
+    b.gauge("fsaudit_probe_interval_seconds",
+            "The interval each filesystem is probed at by the probe, after the probe budget's stretch.",
+            {{"probe", probe}}, seconds);
   b.status.version = FSAUDIT_VERSION;
   b.status.config_reload_ok = last_reload_ok_;
   // From the config, not from a cycle: alert exclusions hold before, during and after any cycle.
@@ -324,7 +336,9 @@ void Daemon::refresh_targets(bool force) {
   last_target_refresh_ = now;
   // The one read of the mount table per cycle: targets come from it, and probe runs get it through
   // their context instead of reading mountinfo themselves.
-  auto table = read_mount_table(cfg_.host);
+  auto table = mount_reader_.read(cfg_.host);
+  // The same text as last time: the same snapshot, the same targets (a forced refresh goes on: a reload).
+  if (table && mount_reader_.unchanged() && !force) return;
   MountSnapshot snapshot;
   if (table) snapshot = std::move(*table);
   else logging::log(spdlog::level::err, table.error());
@@ -374,6 +388,18 @@ void Daemon::refresh_targets(bool force) {
         if (p->applies_to(*t)) add(t);
     }
   }
+  auto plan = apply_run_budget(jobs, RunBudget{cfg_.probe_budget.runs_per_second});
+  if (plan.stretch != budget_plan_.stretch && (plan.stretch > 1 || budget_plan_.stretch > 1)) {
+    std::string each;
+    for (const auto& [probe, seconds] : plan.interval_seconds)
+      each += (each.empty() ? "" : ", ") + probe + " " +
+              format_duration(std::chrono::milliseconds(static_cast<long long>(seconds * 1000)));
+    logging::log(spdlog::level::info,
+                 fmt::format("{:.0f} per-filesystem probe runs a second at the configured intervals, probe_budget.runs_per_"
+                             "second is {:.0f}: every per-filesystem interval x{} ({})",
+                             plan.demand, cfg_.probe_budget.runs_per_second, plan.stretch, each));
+  }
+  budget_plan_ = std::move(plan);
   std::vector<std::string> keep = {"build", "canary-identity"};
   for (const auto& j : jobs) {
     keep.push_back(j.key());
@@ -503,8 +529,7 @@ void Daemon::flush_probe_totals() {
 }
 
 std::string Daemon::status_line() {
-  std::size_t failing = 0, stuck = 0;
-  for (const auto& s : scheduler_->status()) stuck += s.stuck ? 1 : 0;
+  std::size_t failing = 0, stuck = static_cast<std::size_t>(scheduler_->stuck_jobs());
   {
     std::lock_guard l(mu_);
     for (const auto& [k, s] : self_) failing += s.last_ok ? 0 : 1;

@@ -104,6 +104,12 @@ void parse_probes(Section& s, Config& c) {
   }
 }
 
+void parse_probe_budget(Section b, Config& c) {
+  c.probe_budget.runs_per_second =
+      static_cast<double>(b.integer("runs_per_second", static_cast<std::int64_t>(c.probe_budget.runs_per_second), 0, 100000));
+  b.finish();
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& file_label) {
@@ -124,6 +130,7 @@ Config parse_config(const std::string& yaml_text, const std::string& file_label)
   c.tools = root.string_map("tools");
   parse_targets(root.section("targets"), c);
   parse_probes(root, c);
+  parse_probe_budget(root.section("probe_budget"), c);
   for (const auto& type : probe_types())
     if (type.parse_section) type.parse_section(root.section(type.section), c);
   root.finish();

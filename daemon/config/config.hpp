@@ -33,6 +33,11 @@ struct ProbeSettings {
   std::chrono::milliseconds timeout{std::chrono::seconds(20)};
 };
 
+// `probe_budget:` the host's ceiling on per-filesystem probe runs (daemon/scheduler/run_budget.hpp).
+struct ProbeBudgetConfig {
+  double runs_per_second = 125;  // 0: no ceiling
+};
+
 // `sel` without the canaries' mount points (each excluded by its own path).
 TargetSelection without_canaries(TargetSelection sel, const CanaryConfig& canary);
 
@@ -49,6 +54,7 @@ struct Config {
   ToolPaths tools;
   TargetSelection targets;
   std::map<std::string, ProbeSettings> probes;
+  ProbeBudgetConfig probe_budget;
 
   BtrfsConfig btrfs;
   CapacityConfig capacity;

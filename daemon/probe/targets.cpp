@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "daemon/core/files.hpp"
@@ -19,6 +20,23 @@ Result<MountSnapshot> read_mount_table(const HostPaths& host) {
   auto parsed = parse_mountinfo(*text);
   if (!parsed) return err(parsed.error());
   return MountSnapshot(std::make_shared<const std::vector<MountEntry>>(std::move(*parsed)));
+}
+
+Result<MountSnapshot> MountTableReader::read(const HostPaths& host) {
+  unchanged_ = false;
+  auto text = read_file(host.proc("self/mountinfo"));
+  if (!text) return err("cannot read the mount table: " + text.error());
+  auto hash = std::hash<std::string_view>{}(*text);
+  if (last_ && text->size() == size_ && hash == hash_) {
+    unchanged_ = true;
+    return last_;
+  }
+  auto parsed = parse_mountinfo(*text);
+  if (!parsed) return err(parsed.error());
+  last_ = std::make_shared<const std::vector<MountEntry>>(std::move(*parsed));
+  size_ = text->size();
+  hash_ = hash;
+  return last_;
 }
 
 MountTableWatch::MountTableWatch(const HostPaths& host)

@@ -385,6 +385,11 @@ std::vector<std::string> Scheduler::first_runs_pending() const {
   return out;
 }
 
+int Scheduler::stuck_jobs() const {
+  std::lock_guard l(mu_);
+  return stuck_count_;
+}
+
 std::vector<JobStatus> Scheduler::status() const {
   std::lock_guard l(mu_);
   std::vector<JobStatus> out;

@@ -107,6 +107,8 @@ class Scheduler {
   // Keys of the jobs that hold READY back: never finished and not (yet) declared stuck.
   std::vector<std::string> first_runs_pending() const;
   std::vector<JobStatus> status() const;
+  // Jobs past their deadline and still running, without a copy of every job's status.
+  int stuck_jobs() const;
 
  private:
   struct BatchQueue;

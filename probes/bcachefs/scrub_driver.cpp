@@ -18,7 +18,7 @@ class BcachefsDriver final : public scrub::JobDriver {
     auto v = scrub::run_command(env, {tool, "version"});
     auto ver = v.ok() ? parse_bcachefs_version(v.out) : std::nullopt;
     if (ver && (ver->first < 1 || (ver->first == 1 && ver->second < 33))) argv = {tool, "data", "scrub", t.mountpoint};
-    return scrub::start_detached(env, t, st, argv);
+    return start_job(t, st, env, argv);
   }
 
  protected:

@@ -206,6 +206,7 @@ ScrubProbe::Pass ScrubProbe::begin_pass(ProbeContext& ctx) {
             DriverEnv{ctx, dir / "jobs", detach_helper(ctx), privileged_helper_, now}, scan_distro_schedulers(ctx.host.rootfs),
             std::nullopt, "", 0, {}, transport_ ? &transport_ : nullptr, &saved_};
   pass.env.job_group = job_group_;
+  pass.env.kernel_threads = &kernel_threads_;
   if (zpool_share_) {
     // An action on a pool makes every status begun before it too old to stand for ours.
     pass.acting = [share = zpool_share_, &clock = ctx.clock](const ScrubTarget& t) {

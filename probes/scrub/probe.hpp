@@ -95,6 +95,7 @@ class ScrubProbe final : public Probe {
   std::mutex mu_;
   std::map<std::string, std::uint64_t> last_diskstats_;
   std::map<std::string, std::string> saved_;  // under run_mu_: state files as last written
+  KernelThreadMemo kernel_threads_;           // under run_mu_: what the passes' process listings saw
   double last_diskstats_ms_ = 0;
 };
 

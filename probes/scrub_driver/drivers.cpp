@@ -88,6 +88,13 @@ Result<Observation> JobDriver::observe(const ScrubTarget& t, TargetState& st, Dr
   return o;
 }
 
+Result<void> JobDriver::start_job(const ScrubTarget& t, TargetState& st, DriverEnv& env,
+                                  const std::vector<std::string>& argv) {
+  if (process_running(env.ctx.host, exe(), t.mountpoint, also_arg()))
+    return err(exe() + " started by someone else is already running on " + t.mountpoint);
+  return start_detached(env, t, st, argv);
+}
+
 // Kills the detached job's process group (the watcher survives and records the signal).
 Result<void> JobDriver::cancel(const ScrubTarget&, TargetState& st, DriverEnv& env) {
   if (st.job_pid <= 0) return err("no scrub process recorded to stop");
@@ -176,13 +183,21 @@ namespace {
 // a close per process every pass (a host with 800 loop devices has 800 kernel threads, one per loop
 // device's workqueue). A kernel thread has no exe (ENOENT) and is skipped; an exe we may not read
 // (EACCES: an unprivileged fsauditd and another user's process) falls back to argv[0].
-std::vector<ProcessEntry> read_processes(const HostPaths& host) {
+std::vector<ProcessEntry> read_processes(const HostPaths& host, KernelThreadMemo* memo = nullptr,
+                                         SteadyTime now = SteadyTime{}) {
   std::vector<ProcessEntry> out;
   std::error_code ec;
+  bool full = !memo || memo->full_at == SteadyTime{} || now - memo->full_at >= KernelThreadMemo::kRecheck;
+  std::unordered_set<std::string> kernel_threads;
   for (auto it = fs::directory_iterator(host.procfs, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const auto& dir = it->path();
     auto name = dir.filename().native();
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    if (memo && !full && memo->pids.count(name)) {
+      kernel_threads.insert(name);
+      ++memo->skipped;
+      continue;
+    }
     char link[4096];
     ssize_t n = ::readlink((dir / "exe").c_str(), link, sizeof link - 1);
     ProcessEntry e{dir, std::nullopt, std::nullopt};
@@ -193,9 +208,14 @@ std::vector<ProcessEntry> read_processes(const HostPaths& host) {
       auto slash = target.rfind('/');
       e.exe = std::string(slash == std::string_view::npos ? target : target.substr(slash + 1));
     } else if (errno != EACCES && errno != EPERM) {
-      continue;  // a kernel thread, or gone
+      if (errno == ENOENT) kernel_threads.insert(name);  // a kernel thread (or a zombie: looked at again when it is gone)
+      continue;
     }
     out.push_back(std::move(e));
+  }
+  if (memo && !ec) {
+    memo->pids = std::move(kernel_threads);  // only what this listing showed: the exited are forgotten
+    if (full) memo->full_at = now;
   }
   return out;
 }
@@ -230,7 +250,7 @@ bool process_running(const HostPaths& host, const std::string& exe, const std::s
 }
 
 bool process_running(DriverEnv& env, const std::string& exe, const std::string& arg, const std::string& also_arg) {
-  if (!env.processes) env.processes = read_processes(env.ctx.host);
+  if (!env.processes) env.processes = read_processes(env.ctx.host, env.kernel_threads, env.ctx.clock.now());
   return any_matches(*env.processes, exe, arg, also_arg);
 }
 

@@ -6,10 +6,13 @@
 // detached through fsaudit-scrub-detach so a probe run never waits for a scrub.
 #include <sys/types.h>
 
+#include <chrono>
+
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,18 @@ struct ProcessEntry {
   std::optional<std::vector<std::string>> argv;  // /proc/<pid>/cmdline, read only when `exe` may match
 };
 
+// The host's kernel threads as the last listings of /proc saw them, kept from pass to pass. A host with
+// 9,000 loop devices has 9,000 of them, and a readlink of each one's exe every pass was most of the
+// scrub probe's CPU. A PID stays known as a kernel thread only while every listing shows it (one that
+// is missing once, it exited, is forgotten, so a reused PID is looked at again), and the whole table is
+// read afresh every kRecheck. Only for observing: a scrub is started after a fresh look (start_job).
+struct KernelThreadMemo {
+  static constexpr std::chrono::minutes kRecheck{5};
+  std::unordered_set<std::string> pids;
+  SteadyTime full_at{};
+  std::uint64_t skipped = 0;  // readlinks saved (tests)
+};
+
 struct DriverEnv {
   ProbeContext& ctx;
   std::filesystem::path jobs_dir;  // <state_dir>/scrub/jobs
@@ -56,6 +71,7 @@ struct DriverEnv {
   std::optional<gid_t> job_group = std::nullopt;
   // The host's processes, listed from /proc at most once per pass (process_running), not per target.
   std::optional<std::vector<ProcessEntry>> processes = std::nullopt;
+  KernelThreadMemo* kernel_threads = nullptr;  // the probe's, kept across passes; null: read every PID
   // What the pass's discovery already read, by ScrubTarget::key() (ZFS: one `zpool status` of every
   // pool names the pools and says what each is doing). A driver takes its target's entry once, for
   // its first observation in the pass, instead of asking the tool again.
@@ -81,6 +97,9 @@ class JobDriver : public Driver {
   Result<void> cancel(const ScrubTarget& t, TargetState& st, DriverEnv& env) override;
 
  protected:
+  // start_detached after a fresh look at the host's processes (no memo): a scrub somebody else runs on
+  // the target is never started twice.
+  Result<void> start_job(const ScrubTarget& t, TargetState& st, DriverEnv& env, const std::vector<std::string>& argv);
   virtual std::string exe() const = 0;
   virtual std::string also_arg() const { return ""; }
   virtual void fill_progress(Observation&, const std::string&) {}

@@ -15,7 +15,7 @@ class XfsDriver final : public scrub::JobDriver {
  public:
   Result<void> start(const scrub::ScrubTarget& t, scrub::TargetState& st, scrub::DriverEnv& env) override {
     // -b: background mode (one thread, lower priority), like xfs_scrub_all.
-    return scrub::start_detached(env, t, st, {scrub::find_tool(env.ctx.tool("xfs_scrub")), "-b", t.mountpoint});
+    return start_job(t, st, env, {scrub::find_tool(env.ctx.tool("xfs_scrub")), "-b", t.mountpoint});
   }
 
  protected:

@@ -198,3 +198,16 @@ TEST(Config, CanaryDevicePathWithACommaIsRefused) {
   EXPECT_NE(why.find("device path \"/dev/loop2,subvol=/x\" contains a comma"), std::string::npos) << why;
   EXPECT_NE(why.find("/dev/disk/by-id/"), std::string::npos) << why;
 }
+
+// The host's ceiling on per-filesystem probe runs: on by default, 0 turns it off, a wrong value names the key.
+TEST(Config, ProbeBudgetDefaultsOnAndNamesTheKeyWhenWrong) {
+  EXPECT_GT(config::default_config().probe_budget.runs_per_second, 0);
+  EXPECT_EQ(config::parse_config("probe_budget: {runs_per_second: 0}\n", "f.yaml").probe_budget.runs_per_second, 0);
+  EXPECT_EQ(config::parse_config("probe_budget:\n  runs_per_second: 250\n", "f.yaml").probe_budget.runs_per_second, 250);
+  EXPECT_EQ(error_of("probe_budget:\n  runs_per_second: -1\n"),
+            "/etc/fsaudit/fsaudit.yaml:2:20: key 'probe_budget.runs_per_second': -1 is out of range; use a value from 0 "
+            "to 100000");
+  EXPECT_EQ(error_of("probe_budget:\n  runs_per_secnd: 50\n"),
+            "/etc/fsaudit/fsaudit.yaml:2:3: key 'probe_budget.runs_per_secnd': unknown key (did you mean 'runs_per_second'?); "
+            "remove it or use one of: runs_per_second");
+}

@@ -267,3 +267,31 @@ TEST(MountTableWatch, APlainFileAnnouncesNothing) {
   MountTableWatch missing(HostPaths::under(d / "nowhere"));
   EXPECT_FALSE(missing.changed());
 }
+
+// Read again and unchanged: the same snapshot back, not parsed again; any change (here only a
+// superblock going read-only) is a new one; an unreadable table is an error, and never "unchanged".
+TEST(MountTableReader, AnUnchangedTableIsTheLastSnapshotAndAnyChangeANewOne) {
+  fsaudit::testing::TempDir d("fsaudit-mountreader");
+  std::filesystem::create_directories(d / "proc/self");
+  auto host = HostPaths::under(d.path());
+  fsaudit::testing::write_text(d / "proc/self/mountinfo", "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n");
+  MountTableReader reader;
+  auto first = reader.read(host);
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(reader.unchanged());
+  auto again = reader.read(host);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(reader.unchanged());
+  EXPECT_EQ(*again, *first) << "the same snapshot, not a new parse";
+  fsaudit::testing::write_text(d / "proc/self/mountinfo", "1 0 8:1 / / rw - ext4 /dev/sda1 ro\n");
+  auto changed = reader.read(host);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(reader.unchanged());
+  EXPECT_NE(*changed, *first);
+  EXPECT_TRUE((**changed)[0].read_only());
+  std::filesystem::remove(d / "proc/self/mountinfo");
+  auto gone = reader.read(host);
+  EXPECT_FALSE(gone.ok());
+  EXPECT_FALSE(reader.unchanged());
+  EXPECT_NE(gone.error().find("cannot read the mount table"), std::string::npos) << gone.error();
+}

@@ -6,6 +6,7 @@
 #include <deque>
 #include <future>
 
+#include "daemon/scheduler/run_budget.hpp"
 #include "daemon/scheduler/scheduler.hpp"
 #include "daemon/scheduler/thread_pool.hpp"
 
@@ -194,6 +195,7 @@ TEST(Scheduler, TimeoutIsReportedAndTheRunNeverOverlapsItself) {
   auto st = s.status();
   ASSERT_EQ(st.size(), 1u);
   EXPECT_TRUE(st[0].stuck);
+  EXPECT_EQ(s.stuck_jobs(), 1);
   // The run returns: its late return clears `stuck`, and the job runs again one interval later.
   p->release();
   while (s.in_flight() > 0) std::this_thread::sleep_for(1ms);
@@ -282,6 +284,7 @@ TEST(Scheduler, TimeoutAndLateReturnInTheSameMillisecondCountOnceAndEndUnstuck) 
   ASSERT_EQ(st.size(), 1u);
   EXPECT_EQ(st[0].failures, 4u);
   EXPECT_FALSE(st[0].stuck);
+  EXPECT_EQ(s.stuck_jobs(), 0);
 }
 
 TEST(Scheduler, QueueTimeIsNotTheProbesDurationNorItsTimeout) {
@@ -825,4 +828,76 @@ TEST(Scheduler, ARunAfterATimeoutMustRepublish) {
   finish_run();
   std::lock_guard l(p->mu);
   EXPECT_EQ(p->republish, (std::vector<bool>{true, false, true}));
+}
+
+// The host's ceiling on per-filesystem runs: 1,000 filesystems of two light probes (30 s and 15 s)
+// want 100 runs a second; a budget of 20 stretches both intervals by 5 and the scheduler then really
+// runs 20 a second, every filesystem still looked at by both probes. Host-wide jobs are not stretched.
+TEST(RunBudget, PastTheCeilingEveryFilesystemIntervalStretchesByOneFactorAndTheRunsPerSecondHold) {
+  struct Light : CountingProbe {
+    explicit Light(std::string n) : CountingProbe(std::move(n)) {}
+    bool batched() const override { return true; }
+  };
+  auto capacity = std::make_shared<Light>("capacity");
+  auto mount = std::make_shared<Light>("mount");
+  auto hostwide = std::make_shared<CountingProbe>("kernel_log");
+  auto make_jobs = [&](int n) {
+    std::vector<JobSpec> jobs;
+    for (int i = 0; i < n; ++i) {
+      jobs.push_back(job(capacity, "/t" + std::to_string(i), 30s));
+      jobs.push_back(job(mount, "/t" + std::to_string(i), 15s));
+    }
+    JobSpec host;
+    host.probe = hostwide;
+    host.interval = 5s;
+    jobs.push_back(host);
+    return jobs;
+  };
+
+  auto within = make_jobs(100);  // 10 runs a second: under the ceiling, nothing changes
+  auto plan = apply_run_budget(within, RunBudget{20});
+  EXPECT_NEAR(plan.demand, 10.0, 1e-9);
+  EXPECT_EQ(plan.stretch, 1.0);
+  EXPECT_EQ(within[0].interval, 30s);
+  EXPECT_EQ(plan.interval_seconds.at("mount"), 15.0);
+
+  auto jobs = make_jobs(1000);
+  plan = apply_run_budget(jobs, RunBudget{20});
+  EXPECT_NEAR(plan.demand, 100.0, 1e-9);
+  EXPECT_EQ(plan.stretch, 5.0);
+  EXPECT_EQ(plan.interval_seconds.at("capacity"), 150.0);
+  EXPECT_EQ(plan.interval_seconds.at("mount"), 75.0);
+  EXPECT_FALSE(plan.interval_seconds.count("kernel_log")) << "host-wide jobs are not per-filesystem runs";
+  EXPECT_EQ(jobs.back().interval, 5s);
+
+  auto unlimited = make_jobs(1000);
+  EXPECT_EQ(apply_run_budget(unlimited, RunBudget{0}).stretch, 1.0);
+  EXPECT_EQ(unlimited[0].interval, 30s);
+
+  // A few filesystems more or less near the ceiling keep the factor (steps of 1/8).
+  auto more = make_jobs(1010);
+  EXPECT_EQ(apply_run_budget(more, RunBudget{20}).stretch, 5.125);
+  auto fewer = make_jobs(990);
+  EXPECT_EQ(apply_run_budget(fewer, RunBudget{20}).stretch, 5.0);
+
+  // What the scheduler then does: 10 minutes after the first cycle, 20 per-filesystem runs a second.
+  Harness h;
+  ManualExecutor ex;
+  auto s = h.make(ex, 5);
+  s.set_jobs(std::move(jobs));
+  auto drive = [&](std::chrono::seconds for_how_long) {
+    for (auto t = h.clock.now() + for_how_long; h.clock.now() < t; h.clock.advance(100ms)) {
+      s.tick();
+      ex.run_all();
+    }
+  };
+  drive(150s);
+  auto c0 = capacity->count(), m0 = mount->count(), k0 = hostwide->count();
+  drive(600s);
+  double per_second = static_cast<double>(capacity->count() - c0 + mount->count() - m0) / 600.0;
+  EXPECT_NEAR(per_second, 20.0, 20.0 * 0.05);
+  EXPECT_NEAR(static_cast<double>(hostwide->count() - k0), 120.0, 2.0) << "the host-wide probe keeps its 5 s";
+  std::set<std::string> seen_by_capacity;
+  for (std::size_t i = c0; i < capacity->count(); ++i) seen_by_capacity.insert(capacity->starts[i].first);
+  EXPECT_EQ(seen_by_capacity.size(), 1000u) << "every filesystem still looked at";
 }

@@ -365,3 +365,27 @@ TEST(Daemon, OnceRunsEveryProbeAndPrintsMetrics) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::isnan(scrape_value(r.out, "fsaudit_filesystem_size_bytes", {{"target", "/"}}))) << r.out;
 }
+
+// The probe budget in the real daemon: one filesystem whose per-filesystem probes want at least 2 runs
+// a second (capacity and mount every second, ext4/xfs/btrfs if / is one) under a ceiling of 1: every
+// per-filesystem interval is stretched by the exported factor, and the runs really slow down to it.
+TEST(Daemon, TheProbeBudgetStretchesPerFilesystemIntervalsAndSaysBy) {
+  TempDir dir;
+  int port = free_port();
+  DaemonProcess d(dir.path(), base_config(port, dir / "state") + "probe_budget: {runs_per_second: 1}\n", port);
+  auto text = d.wait_for([](const std::string& t) {
+    return scrape_value(t, "fsaudit_probe_runs_total", {{"probe", "mount"}}) >= 1;
+  }, 30);
+  double stretch = scrape_value(text, "fsaudit_probe_budget_stretch_ratio", {});
+  ASSERT_GE(stretch, 2.0) << d.log();
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_interval_seconds", {{"probe", "mount"}}), stretch);
+  EXPECT_EQ(scrape_value(text, "fsaudit_probe_interval_seconds", {{"probe", "capacity"}}), stretch);
+  double m0 = scrape_value(text, "fsaudit_probe_runs_total", {{"probe", "mount"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long long>(stretch * 3000)));
+  double runs = scrape_value(d.scrape(), "fsaudit_probe_runs_total", {{"probe", "mount"}}) - m0;
+  EXPECT_GE(runs, 2) << "three stretched intervals";
+  EXPECT_LE(runs, 4) << "at the 1 s configured, it would have been " << stretch * 3;
+  EXPECT_NE(d.log().find("probe_budget.runs_per_second is 1: every per-filesystem interval x"), std::string::npos)
+      << d.log();
+  EXPECT_EQ(d.stop(5), 0);
+}

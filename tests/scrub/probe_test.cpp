@@ -22,6 +22,7 @@
 #include "daemon/metrics/store.hpp"
 #include "probes/scrub/helper_verbs.hpp"
 #include "probes/scrub/probe.hpp"
+#include "probes/xfs/scrub_driver.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/fake_runner.hpp"
 #include "tests/support/support.hpp"
@@ -1060,6 +1061,70 @@ TEST(ScrubProcesses, FoundByExecutableAndArgumentsKernelThreadsSkipped) {
   EXPECT_TRUE(process_running(host, "bcachefs", "/mnt/b", "scrub"));
   EXPECT_FALSE(process_running(host, "bcachefs", "/mnt/b", "rereplicate"));
   EXPECT_FALSE(process_running(host, "bcachefs", "/mnt/a"));
+}
+
+// Kernel threads are remembered from pass to pass (9,000 loop devices are 9,000 readlinks a pass saved),
+// but only while every listing shows them: a PID that went away and came back is looked at again, the
+// whole table is read afresh every KernelThreadMemo::kRecheck, and a start looks afresh whatever the memo says.
+TEST(ScrubProcesses, KernelThreadsAreRememberedOnlyWhileEveryListingShowsThem) {
+  testing::TempDir d("fsaudit-procs-memo");
+  auto proc = [&](int pid, const std::string& exe, const std::string& argv) {
+    auto dir = d / "proc" / std::to_string(pid);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    if (!exe.empty()) std::filesystem::create_symlink(exe, dir / "exe");
+    testing::write_text(dir / "cmdline", argv);
+  };
+  using namespace std::string_literals;
+  for (int pid : {10, 11, 12}) proc(pid, "", "");  // kernel threads: no exe
+  proc(20, "/usr/sbin/xfs_scrub", "xfs_scrub\0-b\0/mnt/a\0"s);
+  HostPaths host = HostPaths::under(d.path());
+  FakeClock clock;
+  ProcessRunner runner;
+  ToolPaths tools;
+  KernelThreadMemo memo;
+  auto pass = [&](const std::string& mount) {
+    ProbeContext ctx{host, runner, clock, tools, d.path(), {}, clock.now() + std::chrono::seconds(20)};
+    DriverEnv env{ctx, d / "jobs", "", "", 0};
+    env.kernel_threads = &memo;
+    return process_running(env, "xfs_scrub", mount);
+  };
+  EXPECT_TRUE(pass("/mnt/a"));
+  EXPECT_EQ(memo.pids, (std::unordered_set<std::string>{"10", "11", "12"}));
+  EXPECT_EQ(memo.skipped, 0u) << "the first listing reads every PID";
+
+  clock.advance(std::chrono::seconds(30));
+  std::filesystem::remove_all(d / "proc" / "10");  // exited
+  EXPECT_TRUE(pass("/mnt/a"));
+  EXPECT_EQ(memo.skipped, 2u) << "11 and 12 were not read again";
+  EXPECT_EQ(memo.pids, (std::unordered_set<std::string>{"11", "12"})) << "10 is forgotten";
+
+  clock.advance(std::chrono::seconds(30));
+  proc(10, "/usr/sbin/xfs_scrub", "xfs_scrub\0-b\0/mnt/c\0"s);  // PID 10 reused by somebody's xfs_scrub
+  EXPECT_TRUE(pass("/mnt/c")) << "a PID that went away is looked at again";
+
+  // PID 11 reused with no listing in between that missed it: the memo hides it until the next full read,
+  clock.advance(std::chrono::seconds(30));
+  proc(11, "/usr/sbin/xfs_scrub", "xfs_scrub\0-b\0/mnt/d\0"s);
+  EXPECT_FALSE(pass("/mnt/d"));
+  // ... a start looks afresh and refuses,
+  {
+    ProbeContext ctx{host, runner, clock, tools, d.path(), {}, clock.now() + std::chrono::seconds(20)};
+    DriverEnv env{ctx, d / "jobs", "", "", 0};
+    env.kernel_threads = &memo;
+    ScrubTarget t;
+    t.name = t.mountpoint = "/mnt/d";
+    t.fs = "xfs";
+    TargetState st;
+    auto started = xfs::make_scrub_driver()->start(t, st, env);
+    ASSERT_FALSE(started.ok());
+    EXPECT_EQ(started.error(), "xfs_scrub started by someone else is already running on /mnt/d");
+    EXPECT_EQ(st.job_pid, 0) << "nothing started";
+  }
+  // ... and the full read every kRecheck finds it.
+  clock.advance(KernelThreadMemo::kRecheck);
+  EXPECT_TRUE(pass("/mnt/d"));
+  EXPECT_EQ(memo.pids, (std::unordered_set<std::string>{"12"}));
 }
 
 // The same on this machine's /proc: a process this test starts is found by its executable and arguments.
