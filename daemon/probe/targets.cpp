@@ -14,25 +14,24 @@
 
 namespace fsaudit {
 
-Result<MountSnapshot> read_mount_table(const HostPaths& host) {
-  auto text = read_file(host.proc("self/mountinfo"));
-  if (!text) return err("cannot read the mount table: " + text.error());
-  auto parsed = parse_mountinfo(*text);
-  if (!parsed) return err(parsed.error());
-  return MountSnapshot(std::make_shared<const std::vector<MountEntry>>(std::move(*parsed)));
-}
+Result<MountSnapshot> read_mount_table(const HostPaths& host) { return MountTableReader().read(host); }
 
 Result<MountSnapshot> MountTableReader::read(const HostPaths& host) {
   unchanged_ = false;
+  // A failed read is no snapshot to come back to: the reader's caller went on without one.
+  auto fail = [this](std::string why) {
+    last_.reset();
+    return Result<MountSnapshot>(err(std::move(why)));
+  };
   auto text = read_file(host.proc("self/mountinfo"));
-  if (!text) return err("cannot read the mount table: " + text.error());
+  if (!text) return fail("cannot read the mount table: " + text.error());
   auto hash = std::hash<std::string_view>{}(*text);
   if (last_ && text->size() == size_ && hash == hash_) {
     unchanged_ = true;
     return last_;
   }
   auto parsed = parse_mountinfo(*text);
-  if (!parsed) return err(parsed.error());
+  if (!parsed) return fail(parsed.error());
   last_ = std::make_shared<const std::vector<MountEntry>>(std::move(*parsed));
   size_ = text->size();
   hash_ = hash;

@@ -7,13 +7,12 @@
 #include <sys/types.h>
 
 #include <chrono>
-
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
-#include <unordered_set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "daemon/core/result.hpp"

@@ -294,4 +294,10 @@ TEST(MountTableReader, AnUnchangedTableIsTheLastSnapshotAndAnyChangeANewOne) {
   EXPECT_FALSE(gone.ok());
   EXPECT_FALSE(reader.unchanged());
   EXPECT_NE(gone.error().find("cannot read the mount table"), std::string::npos) << gone.error();
+  // Back with the text it had before the failure: a new snapshot, since the caller went on without one.
+  fsaudit::testing::write_text(d / "proc/self/mountinfo", "1 0 8:1 / / rw - ext4 /dev/sda1 ro\n");
+  auto back = reader.read(host);
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(reader.unchanged());
+  EXPECT_TRUE((**back)[0].read_only());
 }
