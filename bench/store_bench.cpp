@@ -164,9 +164,9 @@ void BM_ScrapeUnchanged(benchmark::State& state) {
 using fsaudit::metrics::Store;
 BENCHMARK(BM_Publish<Store>)->Arg(10)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Publish<RebuildingStore>)->Arg(10)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ScrapeAfterChange<Store>)->Arg(10)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ScrapeAfterChange<Store>)->Arg(10)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ScrapeAfterChange<RebuildingStore>)->Arg(10)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ScrapeUnchanged<Store>)->Arg(1000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ScrapeUnchanged<Store>)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ScrapeUnchanged<RebuildingStore>)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

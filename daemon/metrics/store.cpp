@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cmath>
 #include <set>
-#include <unordered_set>
 
 namespace fsaudit::metrics {
 namespace {
@@ -143,10 +142,26 @@ void Store::drop_key_locked(const std::string& key) {
   key_families_.erase(it);
 }
 
+Store::Grave::~Grave() {
+  auto n = std::move(next);
+  // Only this grave held the next one: nothing else can take it now, so it is freed here, in turn.
+  while (n && n.use_count() == 1) n = std::move(n->next);
+}
+
+void Store::bury_locked(const Chunk& c) {
+  // Only the store holds the newest grave: no exposition built since shows anything, so nothing
+  // needs keeping.
+  if (c.blob && grave_.use_count() > 1) grave_->blobs.push_back(c.blob);
+}
+
 void Store::drop_entry_locked(std::string_view family, std::string_view key) {
   auto f = families_.find(family);
   if (f == families_.end()) return;
-  f->second.by_key.erase(key);
+  if (auto e = f->second.by_key.find(key); e != f->second.by_key.end()) {
+    bury_locked(e->second.first);
+    for (const auto& c : e->second.more) bury_locked(c);
+    f->second.by_key.erase(e);
+  }
   if (f->second.by_key.empty()) families_.erase(f);
 }
 
@@ -225,6 +240,8 @@ void Store::publish(const std::string& key, const Batch& batch) {
     auto& chunks = fam.by_key[k];
     const bool first_piece = std::find(names.begin(), names.end(), first.head->name) == names.end();
     if (first_piece) {
+      bury_locked(chunks.first);
+      for (const auto& c : chunks.more) bury_locked(c);
       chunks.first = first.lines;  // replaces the last publish's
       chunks.more.clear();
     } else {
@@ -286,26 +303,23 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
   std::lock_guard l(mu_);
   if (cache_) return cache_;
   auto text = std::make_shared<TextPieces>();
-  std::size_t n = 0;
-  for (const auto& [name, f] : families_) {
-    n += 1;
-    for (const auto& [key, chunks] : f.by_key) n += 1 + chunks.more.size();
-  }
-  text->parts.reserve(n);
-  // The text keeps each blob alive once, however many of its families' lines it shows.
-  std::unordered_set<const std::string*> kept;
-  auto add = [&](const Chunk& c) {
-    if (kept.insert(c.blob.get()).second) text->keep(c.blob);
-    text->add(c.view());
-  };
+  // About as many pieces as last time: counting them first was a second walk of every family's keys.
+  text->parts.reserve(last_parts_ + last_parts_ / 8 + 16);
   for (const auto& [name, f] : families_) {
     text->keep(f.head);
     text->add(f.head->text);
     for (const auto& [key, chunks] : f.by_key) {
-      add(chunks.first);
-      for (const auto& c : chunks.more) add(c);
+      text->add(chunks.first.view());
+      for (const auto& c : chunks.more) text->add(c.view());
     }
   }
+  // The blobs it shows are the store's now; what the store lets go of from here on goes to a grave
+  // this text keeps (Grave).
+  auto fresh = std::make_shared<Grave>();
+  grave_->next = fresh;
+  grave_ = std::move(fresh);
+  text->keep(grave_);
+  last_parts_ = text->parts.size();
   cache_ = std::move(text);
   ++builds_;
   return cache_;

@@ -7,11 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 
+#include "daemon/core/child_exit.hpp"
 #include "daemon/core/result.hpp"
 #include "daemon/core/trust.hpp"
 
@@ -232,7 +235,10 @@ void reap(const Child& c, const CommandSpec& spec, std::chrono::steady_clock::ti
       killed = true;
       continue;
     }
-    ::usleep(2000);
+    // Woken the moment it exits (its output closed a moment before), so it is a zombie for
+    // microseconds; at most 100 ms at a time, for the deadline and a stop request.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    await_exit(c.pid, std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
   }
   if (!killed) ::kill(-c.pid, SIGKILL);  // leftover grandchildren in the group (the zombie keeps the id ours)
   if (exited) {

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <optional>
 
+#include "daemon/core/child_exit.hpp"
+
 namespace fsaudit::capacity {
 
 namespace {
@@ -89,9 +91,18 @@ Result<StatfsHelpers::Helper> StatfsHelpers::spawn() { return start_pipe_child("
 
 void StatfsHelpers::retire(Helper h, bool kill, const std::string& path) {
   close_pipe_child(h, kill);
+  {
+    std::lock_guard l(mu_);
+    busy_.erase(h.pid);
+    ending_[h.pid] = path;
+  }
+  reap_soon({h.pid});
+}
+
+void StatfsHelpers::reap_soon(const std::vector<pid_t>& pids) {
+  if (pids.empty()) return;
+  for (pid_t pid : pids) await_exit(pid, kEndWait);
   std::lock_guard l(mu_);
-  busy_.erase(h.pid);
-  ending_[h.pid] = path;
   reap_locked();
 }
 
@@ -257,11 +268,14 @@ Result<StatfsHelpers::Helper> StatfsHelpers::take_helper(const std::string& path
 }
 
 void StatfsHelpers::give_back(const Helper& h) {
-  std::lock_guard l(mu_);
-  busy_.erase(h.pid);
   std::vector<pid_t> ended;
-  idle_.put(h, std::chrono::steady_clock::now(), ended);
-  for (pid_t pid : ended) ending_[pid] = "";
+  {
+    std::lock_guard l(mu_);
+    busy_.erase(h.pid);
+    idle_.put(h, std::chrono::steady_clock::now(), ended);
+    for (pid_t pid : ended) ending_[pid] = "";
+  }
+  reap_soon(ended);
 }
 
 void StatfsHelpers::prefetch(const std::vector<std::string>& paths, const std::stop_token& stop, const Clock& clock,

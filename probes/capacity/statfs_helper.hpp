@@ -104,6 +104,9 @@ class StatfsHelpers {
   static void append_request(std::string& out, std::uint8_t op, const std::string& path);
   void retire(Helper h, bool kill, const std::string& path);  // closes its pipes; reaped now or later
   void reap_locked();
+  // Helpers just told to end (in ending_): waited for a moment each, then reaped.
+  void reap_soon(const std::vector<pid_t>& pids);
+  static constexpr std::chrono::milliseconds kEndWait{50};
 
   mutable std::mutex mu_;
   IdleChildren idle_{4, std::chrono::seconds(60)};

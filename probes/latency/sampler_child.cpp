@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "daemon/core/child_exit.hpp"
+
 namespace fsaudit::latency {
 
 namespace {
@@ -196,9 +198,18 @@ void SamplerChildren::reap_locked() {
 
 void SamplerChildren::retire(Child c, bool kill) {
   close_pipe_child(c, kill);
+  {
+    std::lock_guard l(mu_);
+    busy_.erase(c.pid);
+    ending_.push_back(c.pid);
+  }
+  reap_soon({c.pid});
+}
+
+void SamplerChildren::reap_soon(const std::vector<pid_t>& pids) {
+  if (pids.empty()) return;
+  for (pid_t pid : pids) await_exit(pid, kEndWait);
   std::lock_guard l(mu_);
-  busy_.erase(c.pid);
-  ending_.push_back(c.pid);
   reap_locked();
 }
 
@@ -234,11 +245,14 @@ SampleResult SamplerChildren::sample(const std::filesystem::path& mountpoint, co
       if (attempt == 0) continue;
       return failed("the sampler process ended without answering");
     }
+    std::vector<pid_t> ended;
     {
       std::lock_guard l(mu_);
       busy_.erase(c->pid);
-      idle_.put(*c, std::chrono::steady_clock::now(), ending_);
+      idle_.put(*c, std::chrono::steady_clock::now(), ended);
+      ending_.insert(ending_.end(), ended.begin(), ended.end());
     }
+    reap_soon(ended);
     auto r = decode_result(answer);
     if (!r) return failed("the sampler process answered something it cannot have sent");
     return *r;

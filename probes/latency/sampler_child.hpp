@@ -67,6 +67,9 @@ class SamplerChildren {
   using Child = PipeChild;  // requests: encode_request(); answers: encode_result()
   void retire(Child c, bool kill);  // closes its pipes; reaped now or later
   void reap_locked();
+  // Children just told to end (in ending_): waited for a moment each, then reaped.
+  void reap_soon(const std::vector<pid_t>& pids);
+  static constexpr std::chrono::milliseconds kEndWait{50};
 
   mutable std::mutex mu_;
   IdleChildren idle_{8, std::chrono::seconds(60)};

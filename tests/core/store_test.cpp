@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <random>
@@ -103,7 +104,8 @@ TEST(Store, TheExpositionIsTheStoresOwnPiecesNotACopy) {
 }
 
 // One publish renders all its families' lines into one text: the exposition's pieces of one key point
-// into the same allocation, which the exposition keeps once.
+// into the same allocation. The exposition keeps the family heads and the store's grave (what the
+// store lets go of from then on), not each text.
 TEST(Store, OneBatchIsOneTextWhateverItsFamilies) {
   metrics::Store s;
   metrics::Batch a;
@@ -115,7 +117,7 @@ TEST(Store, OneBatchIsOneTextWhateverItsFamilies) {
   ASSERT_EQ(e->parts.size(), 6u);  // three heads, three lines
   EXPECT_EQ(e->parts[3].data(), e->parts[1].data() + e->parts[1].size()) << "b's lines are not right after a's";
   EXPECT_EQ(e->parts[5].data(), e->parts[3].data() + e->parts[3].size());
-  EXPECT_EQ(e->owners.size(), 4u);  // three heads and one text
+  EXPECT_EQ(e->owners.size(), 4u);  // three heads and the grave
 }
 
 TEST(Store, ExpositionIsExactAndEscaped) {
@@ -263,4 +265,33 @@ TEST(Store, RandomPublishRemoveRetainMatchesAFreshBuild) {
     }
     ASSERT_EQ(s.text(), want) << "after step " << step;
   }
+}
+
+// Expositions taken at random moments and held while the store goes on (a slow scraper, several at
+// once): each reads back exactly as it was taken, however many of the texts it shows the store has
+// replaced or dropped since, and in whatever order they are let go of.
+TEST(Store, HeldExpositionsStayAsTheyWereWhateverTheStoreLetsGoOf) {
+  metrics::Store s;
+  std::mt19937 rng(11);
+  std::deque<std::pair<std::shared_ptr<const TextPieces>, std::string>> held;
+  for (int step = 0; step < 2000; ++step) {
+    const std::string k = "capacity\x1f/srv/" + std::to_string(rng() % 30);
+    const unsigned op = rng() % 10;
+    if (op < 7) {
+      metrics::Batch b;
+      b.gauge("size_bytes", "Size.", {{"target", k.substr(9)}}, step);
+      if (rng() % 2) b.gauge("free_bytes", "Free.", {{"target", k.substr(9)}}, step + 1);
+      s.publish(k, b);
+    } else if (op == 7) {
+      s.remove(k);
+    } else if (op == 8) {
+      s.retain({});
+    } else {
+      auto e = s.exposition();
+      held.emplace_back(e, e->join());
+    }
+    if (held.size() > 6) held.erase(held.begin() + static_cast<long>(rng() % held.size()));
+    for (const auto& [e, text] : held) ASSERT_EQ(e->join(), text) << "after step " << step;
+  }
+  ASSERT_GT(held.size(), 0u);
 }

@@ -3,6 +3,7 @@
 // faults_lab_test.cpp.
 #include "probes/capacity/statfs_helper.hpp"
 
+#include "daemon/core/child_exit.hpp"
 #include "daemon/core/pipe_child.hpp"
 #include "tests/support/lab.hpp"
 
@@ -14,12 +15,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 namespace fsaudit::capacity {
@@ -377,6 +380,76 @@ TEST(StatfsHelpers, RegisteredCallsRunInTheHelperUnknownOnesAreEnosys) {
   EXPECT_EQ(*s, 0);
   EXPECT_GT(st.f_blocks, 0u);
   EXPECT_EQ(helper_pids(), pids);
+}
+
+// Sleeps 300 ms in the helper: calls that overlap each hold a helper of their own.
+int slow_call(const char*, void*, std::size_t, std::size_t* n) {
+  ::usleep(300'000);
+  *n = 0;
+  return 0;
+}
+const HelperCallRegistration kSlow{202, slow_call};
+
+// The state letter of each child of this process named like the helper (zombies included).
+std::string helper_states() {
+  std::string out;
+  for (int pid : helper_pids()) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    auto close = line.rfind(')');
+    out += close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+  }
+  return out;
+}
+
+// Five calls at once need five helpers; the pool keeps four idle, and the fifth, told to end as it
+// comes back, is gone (reaped) when its call returns: not a zombie until the pool's next use.
+TEST(StatfsHelpers, AHelperToldToEndIsReapedBeforeItsCallReturns) {
+  StatfsHelpers h;
+  SystemClock clock;
+  std::stop_source stop;
+  std::vector<std::thread> calls;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 5; ++i)
+    calls.emplace_back([&] {
+      auto r = h.call(202, "/", stop.get_token(), clock, clock.now() + std::chrono::seconds(60));
+      if (r && r->err == 0) ok.fetch_add(1);
+    });
+  for (auto& t : calls) t.join();
+  ASSERT_EQ(ok.load(), 5);
+  const std::string states = helper_states();
+  EXPECT_EQ(states.size(), 4u) << states;
+  EXPECT_EQ(states.find('Z'), std::string::npos) << states;
+  EXPECT_EQ(h.processes(), 4u);
+}
+
+TEST(AwaitExit, SeesAnExitWithoutReapingAndGivesUpOnALiveChild) {
+  pid_t quick = ::fork();
+  if (quick == 0) {
+    ::usleep(20'000);
+    ::_exit(7);
+  }
+  ASSERT_GT(quick, 0);
+  EXPECT_TRUE(await_exit(quick, std::chrono::milliseconds(5000)));
+  int st = 0;
+  ASSERT_EQ(::waitpid(quick, &st, WNOHANG), quick) << "await_exit reaped it, or it had not exited";
+  EXPECT_EQ(WEXITSTATUS(st), 7);
+  pid_t slow = ::fork();
+  if (slow == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(slow, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(await_exit(slow, std::chrono::milliseconds(50)));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, std::chrono::milliseconds(45));
+  EXPECT_LT(waited, std::chrono::milliseconds(2000));
+  ::kill(slow, SIGKILL);
+  EXPECT_TRUE(await_exit(slow, std::chrono::milliseconds(5000)));
+  EXPECT_EQ(::waitpid(slow, &st, 0), slow);
+  EXPECT_TRUE(WIFSIGNALED(st));
 }
 
 TEST(StatfsHelpers, NothingLeftAfterDestruction) {
