@@ -125,6 +125,11 @@ class Probe {
   // state): `fsauditd --once` runs them once more after the first cycle, so that its one scrape
   // does not depend on which run of that cycle happened to finish first.
   virtual bool reads_other_probes() const { return false; }
+  // True for host-wide probes whose run walks every watched filesystem, or what grows with them (the
+  // scrub pass: discovery and the process listing; the disk inventory): past the probe budget their
+  // interval is stretched by the same factor as the per-filesystem ones (run_budget.hpp), so the
+  // host's cost stops growing with its filesystems there too.
+  virtual bool sweeps_targets() const { return false; }
   // Batched probes: called once before a task runs the due `targets` one after the other, on that
   // task's thread, with the first run's timeout as deadline. A probe may fetch there what those runs
   // will need in one round trip (the capacity probe's statfs calls go to its helper together); each

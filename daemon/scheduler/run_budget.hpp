@@ -19,13 +19,15 @@ struct RunBudget {
 struct RunBudgetPlan {
   double demand = 0;   // per-filesystem runs per second at the configured intervals
   double stretch = 1;  // the factor every per-filesystem interval was multiplied by (>= 1)
-  // Each probe's per-filesystem interval after the stretch, in seconds (probes with no per-filesystem job absent).
+  // Each stretched probe's interval after the stretch, in seconds: per-filesystem probes and host-wide
+  // sweeps (other host-wide probes absent).
   std::map<std::string, double> interval_seconds;
 };
 
 // Stretches the interval of every per-filesystem job without a calendar window (host-wide jobs run once
 // per host and are not counted) so that their runs per second stay within the budget. The factor moves
 // in steps of 1/8, so that a filesystem mounted or unmounted near the ceiling does not re-time every job.
+// A host-wide job whose probe sweeps_targets() is stretched by the same factor (not counted).
 RunBudgetPlan apply_run_budget(std::vector<JobSpec>& jobs, const RunBudget& budget);
 
 }  // namespace fsaudit

@@ -212,8 +212,28 @@ class DiskProbe final : public Probe {
   explicit DiskProbe(TargetSelection sel) : selection_(std::move(sel)) {}
   std::string name() const override { return "disk"; }
   Scope scope() const override { return Scope::host; }
+  // An inventory of the disks under every target: stretched with the probe budget (SMART is not).
+  bool sweeps_targets() const override { return true; }
   ProbeResult run(const Target&, ProbeContext& ctx) override {
-    auto w = watched_disks(ctx, selection_, memo_);
+    // The disks under the targets are walked again when the mount table changes (the daemon hands
+    // every run the same snapshot until then), after a run that had a problem, and at least every
+    // kDisksRecheck (an md or dm member swapped under a mount that stayed). Each walk reads sysfs for
+    // every mount source: 9,000 loop devices were 12 % of the daemon's own CPU at 10,000 filesystems.
+    const auto now = ctx.clock.now();
+    auto table = mount_table(ctx);
+    Result<Watched> w = err("");
+    if (table && *table == last_table_ && now - last_at_ < kDisksRecheck) {
+      w = last_;
+    } else {
+      w = watched_disks(ctx, selection_, memo_);
+      if (w && table && w->problem.empty()) {
+        last_table_ = *table;
+        last_at_ = now;
+        last_ = *w;
+      } else {
+        last_table_ = nullptr;
+      }
+    }
     if (!w) return ProbeResult::failed(w.error());
     if (w->disks.empty() && w->problem.empty()) return ProbeResult::not_applicable(kNoDisks);
     std::map<std::string, block::DiskIdentity> ids;
@@ -230,10 +250,14 @@ class DiskProbe final : public Probe {
   }
 
  private:
+  static constexpr auto kDisksRecheck = std::chrono::minutes(30);
   TargetSelection selection_;
   // Runs of one probe never overlap (host scope): no lock needed.
   btrfs::SysfsMemo memo_;
   block::IdentityCache identities_;
+  MountSnapshot last_table_;  // the snapshot last_ was walked for; null: walk on the next run
+  SteadyTime last_at_{};
+  Watched last_;
 };
 
 // One disk's smartctl answer: its JSON and exit status, or why there is none.

@@ -73,17 +73,24 @@ std::vector<ScrubTarget> ScrubProbe::discover(ProbeContext& ctx, std::vector<std
   // the exclusion of the mount covers the array under it.
   std::set<std::string> left_out_arrays;
   if (auto mounts = mount_table(ctx)) {  // the cycle's snapshot when the daemon runs this
-    std::set<std::string> selected_sources;
-    for (const auto& t : select_targets(**mounts, selection_)) {
-      selected_sources.insert(t.source);
-      if ((t.fstype == "btrfs" || t.fstype == "xfs" || t.fstype == "bcachefs") && cfg_.covers(t.fstype))
-        out.push_back(ScrubTarget{t.name, t.fstype, t.mountpoint, "", "", t.source});
+    if (*mounts != from_mounts_.table) {  // a pure function of the table and the config
+      FromMounts fresh{*mounts, {}, {}};
+      std::set<std::string> selected_sources;
+      for (const auto& t : select_targets(**mounts, selection_)) {
+        selected_sources.insert(t.source);
+        if ((t.fstype == "btrfs" || t.fstype == "xfs" || t.fstype == "bcachefs") && cfg_.covers(t.fstype))
+          fresh.targets.push_back(ScrubTarget{t.name, t.fstype, t.mountpoint, "", "", t.source});
+      }
+      for (const auto& m : **mounts)
+        if (m.source.starts_with("/dev/md") && !selected_sources.count(m.source) &&
+            (canary_mounts_.count(m.mountpoint) || excluded_by_selection(m.mountpoint)))
+          fresh.left_out_arrays.insert(fs::path(m.source).filename().string());
+      from_mounts_ = std::move(fresh);
     }
-    for (const auto& m : **mounts)
-      if (m.source.starts_with("/dev/md") && !selected_sources.count(m.source) &&
-          (canary_mounts_.count(m.mountpoint) || excluded_by_selection(m.mountpoint)))
-        left_out_arrays.insert(fs::path(m.source).filename().string());
+    out = from_mounts_.targets;
+    left_out_arrays = from_mounts_.left_out_arrays;
   } else {
+    from_mounts_ = {};
     notes.push_back("mountinfo: " + mounts.error());
   }
   if (cfg_.covers("zfs")) {

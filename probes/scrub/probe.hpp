@@ -28,6 +28,8 @@ class ScrubProbe final : public Probe {
              std::shared_ptr<zfs::StatusShare> zpool_share = nullptr);
   std::string name() const override { return "scrub"; }
   Scope scope() const override { return Scope::host; }
+  // Its pass discovers from every mount and lists every process: stretched with the probe budget.
+  bool sweeps_targets() const override { return true; }
   ProbeResult run(const Target& target, ProbeContext& ctx) override;
   // An operator's request (fsauditctl scrub start|pause|cancel TARGET): `target` must be one of
   // the targets this probe scrubs (its discovery under the scrub config). The driver carries it
@@ -96,6 +98,15 @@ class ScrubProbe final : public Probe {
   std::map<std::string, std::uint64_t> last_diskstats_;
   std::map<std::string, std::string> saved_;  // under run_mu_: state files as last written
   KernelThreadMemo kernel_threads_;           // under run_mu_: what the passes' process listings saw
+  // What discover() took from the mount table, and the snapshot it took it from (under run_mu_): the
+  // daemon hands every run the same snapshot until the table changes, so a pass over 10,000 mounts
+  // selects and matches them once per change, not every 30 s.
+  struct FromMounts {
+    MountSnapshot table;
+    std::vector<ScrubTarget> targets;
+    std::set<std::string> left_out_arrays;
+  };
+  FromMounts from_mounts_;
   double last_diskstats_ms_ = 0;
 };
 

@@ -901,3 +901,42 @@ TEST(RunBudget, PastTheCeilingEveryFilesystemIntervalStretchesByOneFactorAndTheR
   for (std::size_t i = c0; i < capacity->count(); ++i) seen_by_capacity.insert(capacity->starts[i].first);
   EXPECT_EQ(seen_by_capacity.size(), 1000u) << "every filesystem still looked at";
 }
+
+// A host-wide probe whose pass walks every filesystem (the scrub pass, the disk inventory) is
+// stretched by the same factor, without counting toward the demand; one that does not keeps its
+// interval, and under the ceiling nothing moves.
+TEST(RunBudget, AHostWideSweepIsStretchedAlongAndNotCounted) {
+  struct Sweep : CountingProbe {
+    Sweep() : CountingProbe("scrub") {}
+    bool sweeps_targets() const override { return true; }
+  };
+  auto capacity = std::make_shared<CountingProbe>("capacity");
+  auto sweep = std::make_shared<Sweep>();
+  auto other = std::make_shared<CountingProbe>("kernel_log");
+  auto make_jobs = [&](int n) {
+    std::vector<JobSpec> jobs;
+    for (int i = 0; i < n; ++i) jobs.push_back(job(capacity, "/t" + std::to_string(i), 10s));
+    JobSpec s;
+    s.probe = sweep;
+    s.interval = 30s;
+    jobs.push_back(s);
+    JobSpec k;
+    k.probe = other;
+    k.interval = 5s;
+    jobs.push_back(k);
+    return jobs;
+  };
+  auto small = make_jobs(100);  // 10 runs a second
+  auto plan = apply_run_budget(small, RunBudget{20});
+  EXPECT_NEAR(plan.demand, 10.0, 1e-9) << "the sweep is one run, not counted";
+  EXPECT_EQ(small[100].interval, 30s);
+  EXPECT_EQ(plan.interval_seconds.at("scrub"), 30.0);
+  auto big = make_jobs(600);  // 60 runs a second: x3
+  plan = apply_run_budget(big, RunBudget{20});
+  EXPECT_NEAR(plan.demand, 60.0, 1e-9);
+  EXPECT_EQ(plan.stretch, 3.0);
+  EXPECT_EQ(big[600].interval, 90s);
+  EXPECT_EQ(plan.interval_seconds.at("scrub"), 90.0);
+  EXPECT_EQ(big[601].interval, 5s);
+  EXPECT_FALSE(plan.interval_seconds.count("kernel_log"));
+}

@@ -6,6 +6,7 @@
 #include "daemon/core/disk_identity.hpp"
 #include "daemon/metrics/derive_label.hpp"
 #include "daemon/metrics/label_value.hpp"
+#include "daemon/metrics/store.hpp"
 #include "daemon/probe/targets.hpp"
 #include "probes/disk/probe.hpp"
 #include "probes/md/probe.hpp"
@@ -136,6 +137,44 @@ TEST(DiskProbe, OneInfoSeriesPerDiskWhateverSitsOnIt) {
     for (const auto& m : f.metric)
       for (const auto& l : m.label) EXPECT_TRUE(metrics::is_clean_label_value(l.value)) << l.name << "=" << l.value;
   EXPECT_TRUE(b.has("fsaudit_disk_info", {{"disk", "sdc"}, {"serial", "AB\xEF\xBF\xBD\xEF\xBF\xBD" "CD"}}));
+}
+
+// The disks under the targets are walked again only for a new mount table, after a run with a
+// problem, and every 30 minutes: on the daemon's unchanged snapshot a run reuses the last walk (here
+// seen as no second `zpool status`), with the same series.
+TEST(DiskProbe, TheWalkIsReusedForTheSameMountTableUntilItChangesOrAgesOut) {
+  testing::FakeRunner runner;
+  testing::ContextHolder c(tree(), runner);
+  runner.answer("zpool status tank",
+                "  pool: tank\n state: ONLINE\nconfig:\n\n\tNAME                                      STATE     READ WRITE CKSUM\n"
+                "\ttank                                      ONLINE       0     0     0\n"
+                "\t  mirror-0                                ONLINE       0     0     0\n"
+                "\t    ata-ST4000DM004-2CV104_ZFN0ABCD-part1  ONLINE       0     0     0\n"
+                "\t    sdb1                                  ONLINE       0     0     0\n\n"
+                "errors: No known data errors\n");
+  auto table = read_mount_table(c.ctx.host);
+  ASSERT_TRUE(table.ok()) << table.error();
+  c.ctx.mounts = *table;
+  config::Config cfg;
+  auto probe = disk::make_disk_probe(cfg);
+  auto first = probe->run(Target::host(), c.ctx);
+  ASSERT_EQ(first.outcome, Outcome::ok) << first.reason;
+  EXPECT_EQ(runner.count("zpool status tank"), 1);
+  c.clock.advance(std::chrono::minutes(29));
+  auto again = probe->run(Target::host(), c.ctx);
+  EXPECT_EQ(runner.count("zpool status tank"), 1) << "walked again for the same mount table";
+  EXPECT_EQ(metrics::serialize(again.metrics), metrics::serialize(first.metrics));
+  // A new table (the same text, read again: the daemon hands a new snapshot only when it changed).
+  c.ctx.mounts = *read_mount_table(c.ctx.host);
+  auto fresh = probe->run(Target::host(), c.ctx);
+  EXPECT_EQ(runner.count("zpool status tank"), 2);
+  EXPECT_TRUE(fresh.metrics.has("fsaudit_target_disk_info", {{"target", "/tank"}, {"disk", "sdb"}}));
+  c.clock.advance(std::chrono::minutes(29));
+  (void)probe->run(Target::host(), c.ctx);
+  EXPECT_EQ(runner.count("zpool status tank"), 2);
+  c.clock.advance(std::chrono::minutes(2));  // 31 minutes after the last walk
+  (void)probe->run(Target::host(), c.ctx);
+  EXPECT_EQ(runner.count("zpool status tank"), 3);
 }
 
 // A pool's members as zpool prints them: the bare name of a by-id link (how most pools are built), a

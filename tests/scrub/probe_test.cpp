@@ -22,6 +22,7 @@
 #include "daemon/metrics/store.hpp"
 #include "probes/scrub/helper_verbs.hpp"
 #include "probes/scrub/probe.hpp"
+#include "daemon/probe/targets.hpp"
 #include "probes/xfs/scrub_driver.hpp"
 #include "tests/support/probe_fixture.hpp"
 #include "tests/support/fake_runner.hpp"
@@ -675,6 +676,33 @@ TEST(ScrubProbe, ANeverScrubbedBtrfsIsAskedAgainWhenItsStatusFileAppears) {
   h.clock.advance(std::chrono::minutes(11));
   ASSERT_EQ(h.run(p).outcome, fsaudit::Outcome::ok);
   EXPECT_EQ(h.runner.count(cmd), 4);
+}
+
+// What the pass takes from the mount table is a function of the snapshot: the daemon's unchanged
+// snapshot is not selected again, and a new one (a btrfs mounted since) is.
+TEST(ScrubProbe, ANewMountTableSnapshotIsDiscoveredAgain) {
+  Host h;
+  auto cfg = cfg_from("scrub:\n  filesystems: [btrfs]\n  observe_only: true\n");
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  auto run_on = [&](const MountSnapshot& table) {
+    ProbeContext ctx{h.host, h.runner, h.clock, h.tools, h.state, {}, h.clock.now() + std::chrono::seconds(20)};
+    ctx.mounts = table;
+    return p.run(Target::host(), ctx);
+  };
+  auto first = read_mount_table(h.host);
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_EQ(run_on(*first).outcome, fsaudit::Outcome::not_applicable);
+  write_text(h.dir / "proc/self/mountinfo",
+             "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+             "40 22 0:45 / /mnt/r2 rw,relatime shared:20 - btrfs /dev/loop8 rw,space_cache=v2,subvolid=5,subvol=/\n");
+  h.runner.answer("btrfs scrub status -d -R /mnt/r2", btrfs_status("\tno stats available\n", 0, 0, 0, 0));
+  EXPECT_EQ(run_on(*first).outcome, fsaudit::Outcome::not_applicable) << "the same snapshot, the same targets";
+  auto second = read_mount_table(h.host);
+  ASSERT_TRUE(second.ok()) << second.error();
+  auto r = run_on(*second);
+  ASSERT_EQ(r.outcome, fsaudit::Outcome::ok) << r.reason;
+  EXPECT_EQ(h.runner.count("btrfs scrub status -d -R /mnt/r2"), 1);
+  EXPECT_EQ(run_on(*first).outcome, fsaudit::Outcome::not_applicable) << "an older snapshot again";
 }
 
 // The btrfs scrub's own counts, in the one scrub family: by cause, per device (kernel names), on the
