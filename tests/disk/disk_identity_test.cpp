@@ -139,19 +139,22 @@ TEST(DiskProbe, OneInfoSeriesPerDiskWhateverSitsOnIt) {
   EXPECT_TRUE(b.has("fsaudit_disk_info", {{"disk", "sdc"}, {"serial", "AB\xEF\xBF\xBD\xEF\xBF\xBD" "CD"}}));
 }
 
+// `zpool status tank` of the fixture tree's pool: a mirror of sda1 (by its by-id name) and sdb1.
+constexpr const char* kTankStatus =
+    "  pool: tank\n state: ONLINE\nconfig:\n\n\tNAME                                      STATE     READ WRITE CKSUM\n"
+    "\ttank                                      ONLINE       0     0     0\n"
+    "\t  mirror-0                                ONLINE       0     0     0\n"
+    "\t    ata-ST4000DM004-2CV104_ZFN0ABCD-part1  ONLINE       0     0     0\n"
+    "\t    sdb1                                  ONLINE       0     0     0\n\n"
+    "errors: No known data errors\n";
+
 // The disks under the targets are walked again only for a new mount table, after a run with a
 // problem, and every 30 minutes: on the daemon's unchanged snapshot a run reuses the last walk (here
 // seen as no second `zpool status`), with the same series.
 TEST(DiskProbe, TheWalkIsReusedForTheSameMountTableUntilItChangesOrAgesOut) {
   testing::FakeRunner runner;
   testing::ContextHolder c(tree(), runner);
-  runner.answer("zpool status tank",
-                "  pool: tank\n state: ONLINE\nconfig:\n\n\tNAME                                      STATE     READ WRITE CKSUM\n"
-                "\ttank                                      ONLINE       0     0     0\n"
-                "\t  mirror-0                                ONLINE       0     0     0\n"
-                "\t    ata-ST4000DM004-2CV104_ZFN0ABCD-part1  ONLINE       0     0     0\n"
-                "\t    sdb1                                  ONLINE       0     0     0\n\n"
-                "errors: No known data errors\n");
+  runner.answer("zpool status tank", kTankStatus);
   auto table = read_mount_table(c.ctx.host);
   ASSERT_TRUE(table.ok()) << table.error();
   c.ctx.mounts = *table;
@@ -223,13 +226,7 @@ TEST(ZfsMembers, TheDiskProbeAsksZpoolAndSaysWhenItCannot) {
   EXPECT_TRUE(r.metrics.has("fsaudit_target_disk_info", {{"target", "/data"}, {"disk", "sdc"}}));
   EXPECT_FALSE(r.metrics.has("fsaudit_target_disk_info", {{"target", "/tank"}}));
 
-  runner.answer("zpool status tank",
-                "  pool: tank\n state: ONLINE\nconfig:\n\n\tNAME                                      STATE     READ WRITE CKSUM\n"
-                "\ttank                                      ONLINE       0     0     0\n"
-                "\t  mirror-0                                ONLINE       0     0     0\n"
-                "\t    ata-ST4000DM004-2CV104_ZFN0ABCD-part1  ONLINE       0     0     0\n"
-                "\t    sdb1                                  ONLINE       0     0     0\n\n"
-                "errors: No known data errors\n");
+  runner.answer("zpool status tank", kTankStatus);
   r = probe->run(Target::host(), c.ctx);
   EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_TRUE(r.metrics.has("fsaudit_target_disk_info", {{"target", "/tank"}, {"disk", "sda"}}));
