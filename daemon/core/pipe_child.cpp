@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include "daemon/core/child_exit.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/strings.hpp"
 
@@ -272,6 +273,10 @@ bool reaped(pid_t pid) {
   int st = 0;
   pid_t r = ::waitpid(pid, &st, WNOHANG);
   return r == pid || (r < 0 && errno == ECHILD);
+}
+
+void await_ended(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) await_exit(pid, std::chrono::milliseconds(50));
 }
 
 }  // namespace fsaudit

@@ -92,6 +92,12 @@ class IdleChildren {
 // waitpid(WNOHANG): true when `pid` is reaped now, or is not our child (any more).
 bool reaped(pid_t pid);
 
+// Waits up to 50 ms for each of `pids`, helpers a pool just told to end (EOF to an idle one, SIGKILL to
+// a cancelled one), to exit, without reaping them: the pool then reaps under its lock, so a helper is
+// not a zombie until the pool's next use (minutes apart once the probe budget stretches intervals).
+// One blocked in the kernel costs its caller those 50 ms, once.
+void await_ended(const std::vector<pid_t>& pids);
+
 // Whole-buffer read/write on a pipe, retrying EINTR; false on an error or EOF.
 bool write_all(int fd, const void* p, std::size_t n);
 bool read_all(int fd, void* p, std::size_t n);

@@ -9,8 +9,6 @@
 #include <cstring>
 #include <optional>
 
-#include "daemon/core/child_exit.hpp"
-
 namespace fsaudit::capacity {
 
 namespace {
@@ -101,7 +99,7 @@ void StatfsHelpers::retire(Helper h, bool kill, const std::string& path) {
 
 void StatfsHelpers::reap_soon(const std::vector<pid_t>& pids) {
   if (pids.empty()) return;
-  for (pid_t pid : pids) await_exit(pid, kEndWait);
+  await_ended(pids);
   std::lock_guard l(mu_);
   reap_locked();
 }

@@ -106,7 +106,6 @@ class StatfsHelpers {
   void reap_locked();
   // Helpers just told to end (in ending_): waited for a moment each, then reaped.
   void reap_soon(const std::vector<pid_t>& pids);
-  static constexpr std::chrono::milliseconds kEndWait{50};
 
   mutable std::mutex mu_;
   IdleChildren idle_{4, std::chrono::seconds(60)};

@@ -215,25 +215,7 @@ class DiskProbe final : public Probe {
   // An inventory of the disks under every target: stretched with the probe budget (SMART is not).
   bool sweeps_targets() const override { return true; }
   ProbeResult run(const Target&, ProbeContext& ctx) override {
-    // The disks under the targets are walked again when the mount table changes (the daemon hands
-    // every run the same snapshot until then), after a run that had a problem, and at least every
-    // kDisksRecheck (an md or dm member swapped under a mount that stayed). Each walk reads sysfs for
-    // every mount source: 9,000 loop devices were 12 % of the daemon's own CPU at 10,000 filesystems.
-    const auto now = ctx.clock.now();
-    auto table = mount_table(ctx);
-    Result<Watched> w = err("");
-    if (table && *table == last_table_ && now - last_at_ < kDisksRecheck) {
-      w = last_;
-    } else {
-      w = watched_disks(ctx, selection_, memo_);
-      if (w && table && w->problem.empty()) {
-        last_table_ = *table;
-        last_at_ = now;
-        last_ = *w;
-      } else {
-        last_table_ = nullptr;
-      }
-    }
+    auto w = watched(ctx);
     if (!w) return ProbeResult::failed(w.error());
     if (w->disks.empty() && w->problem.empty()) return ProbeResult::not_applicable(kNoDisks);
     std::map<std::string, block::DiskIdentity> ids;
@@ -250,6 +232,23 @@ class DiskProbe final : public Probe {
   }
 
  private:
+  // The disks under the targets are walked again when the mount table changes (the daemon hands every
+  // run the same snapshot until then), after a run that had a problem, and at least every kDisksRecheck
+  // (an md or dm member swapped under a mount that stayed). Each walk reads sysfs for every mount
+  // source: 9,000 loop devices were 12 % of the daemon's own CPU at 10,000 filesystems.
+  Result<Watched> watched(ProbeContext& ctx) {
+    const auto now = ctx.clock.now();
+    auto table = mount_table(ctx);
+    if (table && *table == last_table_ && now - last_at_ < kDisksRecheck) return last_;
+    auto w = watched_disks(ctx, selection_, memo_);
+    last_table_ = w && table && w->problem.empty() ? *table : nullptr;
+    if (last_table_) {
+      last_at_ = now;
+      last_ = *w;
+    }
+    return w;
+  }
+
   static constexpr auto kDisksRecheck = std::chrono::minutes(30);
   TargetSelection selection_;
   // Runs of one probe never overlap (host scope): no lock needed.

@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daemon/core/child_exit.hpp"
-
 namespace fsaudit::latency {
 
 namespace {
@@ -208,7 +206,7 @@ void SamplerChildren::retire(Child c, bool kill) {
 
 void SamplerChildren::reap_soon(const std::vector<pid_t>& pids) {
   if (pids.empty()) return;
-  for (pid_t pid : pids) await_exit(pid, kEndWait);
+  await_ended(pids);
   std::lock_guard l(mu_);
   reap_locked();
 }

@@ -69,7 +69,6 @@ class SamplerChildren {
   void reap_locked();
   // Children just told to end (in ending_): waited for a moment each, then reaped.
   void reap_soon(const std::vector<pid_t>& pids);
-  static constexpr std::chrono::milliseconds kEndWait{50};
 
   mutable std::mutex mu_;
   IdleChildren idle_{8, std::chrono::seconds(60)};
