@@ -112,6 +112,12 @@ struct JobSelf {
 
 // A probe type's totals: published at most once a second while runs keep finishing (a cycle of a
 // thousand targets finishes a thousand runs in a second), the latest always within a second.
+// How often a probe's totals (fsaudit_probe_runs_total, ...) are published while it runs, times the probe
+// budget's stretch: they are summed over all the probe's targets, so at 10,000 filesystems some probe
+// finishes a run every few milliseconds, and a publish a second per probe was a twentieth of the
+// daemon's CPU there. A scrape sees them at most this much behind.
+constexpr auto kProbeTotalsEvery = std::chrono::seconds(1);
+
 struct ProbeSelf {
   std::uint64_t seq = 0;
   std::optional<ProbeTotals> pending;
@@ -152,7 +158,8 @@ class Daemon {
   void on_outcome(const JobOutcome& o);
   void publish_job_locked(const JobOutcome& o);
   void publish_probe_totals_locked(const std::string& probe, ProbeSelf& ps);
-  void flush_probe_totals();
+  // The probes' totals still pending: those last published totals_every_ ago or more, or all.
+  void flush_probe_totals(bool all);
   // --once: runs the probes that read other probes' saved state again (their first run raced with
   // those probes); the count of runs left, or null when there is none.
   std::shared_ptr<std::atomic<int>> rerun_readers_of_others();  // the main loop, every wake (at least once a second)
@@ -170,6 +177,7 @@ class Daemon {
   std::mutex run_mu_;
   std::shared_ptr<const config::Config> run_cfg_;
   MountSnapshot mounts_;
+  double budget_stretch_ = 1;  // budget_plan_.stretch, for the runs' contexts (under run_mu_)
   bool once_ = false;
   bool last_reload_ok_ = true;
   std::shared_ptr<metrics::Store> store_ = std::make_shared<metrics::Store>();
@@ -202,6 +210,7 @@ class Daemon {
   // job (30,000 at 10,000 filesystems).
   std::size_t failing_jobs_ = 0;
   std::map<std::string, ProbeSelf> probe_self_;
+  std::chrono::steady_clock::duration totals_every_ = kProbeTotalsEvery;  // x the budget's stretch (under mu_)
   Extensions ext_;
   std::unique_ptr<LabHandle> lab_;  // lab mode: loop-device canaries this process created
 
@@ -300,13 +309,16 @@ void Daemon::publish_run_config() {
 ProbeContext Daemon::make_context(std::stop_token stop, SteadyTime deadline) {
   std::shared_ptr<const config::Config> cfg;
   MountSnapshot mounts;
+  double stretch = 1;
   {
     std::lock_guard l(run_mu_);
     cfg = run_cfg_;
     mounts = mounts_;
+    stretch = budget_stretch_;
   }
   ProbeContext ctx{cfg->host, runner_, SystemClock::instance(), cfg->tools, cfg->state_dir, stop, deadline};
   ctx.mounts = std::move(mounts);
+  ctx.budget_stretch = stretch;
   ctx.owner = std::move(cfg);
   return ctx;
 }
@@ -407,6 +419,15 @@ void Daemon::refresh_targets(bool force) {
                              plan.demand, cfg_.probe_budget.runs_per_second, plan.stretch, each));
   }
   budget_plan_ = std::move(plan);
+  {
+    std::lock_guard l(run_mu_);
+    budget_stretch_ = budget_plan_.stretch;
+  }
+  {
+    std::lock_guard l(mu_);
+    totals_every_ = std::chrono::duration_cast<std::chrono::steady_clock::duration>(kProbeTotalsEvery *
+                                                                                    budget_plan_.stretch);
+  }
   std::vector<std::string> keep = {"build", "canary-identity"};
   for (const auto& j : jobs) {
     keep.push_back(j.key());
@@ -457,7 +478,7 @@ void Daemon::on_outcome(const JobOutcome& o) {
   if (o.seq > ps.seq) {
     ps.seq = o.seq;
     ps.pending = o.probe_totals;
-    if (std::chrono::steady_clock::now() - ps.published >= 1s) publish_probe_totals_locked(probe, ps);
+    if (std::chrono::steady_clock::now() - ps.published >= totals_every_) publish_probe_totals_locked(probe, ps);
   }
 }
 
@@ -536,9 +557,11 @@ void Daemon::publish_probe_totals_locked(const std::string& probe, ProbeSelf& ps
   ps.published = std::chrono::steady_clock::now();
 }
 
-void Daemon::flush_probe_totals() {
+void Daemon::flush_probe_totals(bool all) {
   std::lock_guard lock(mu_);
-  for (auto& [probe, ps] : probe_self_) publish_probe_totals_locked(probe, ps);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [probe, ps] : probe_self_)
+    if (all || now - ps.published >= totals_every_) publish_probe_totals_locked(probe, ps);
 }
 
 std::string Daemon::status_line() {
@@ -778,7 +801,7 @@ void Daemon::main_loop(bool once) {
   std::shared_ptr<std::atomic<int>> rerun_left;  // --once: second runs still to finish
   while (true) {
     SteadyTime next = scheduler_->tick();
-    flush_probe_totals();
+    flush_probe_totals(false);
     if (!helper_fork_logged) {
       if (auto why = helper_exec_failure(); !why.empty()) {
         // They still work; forked, each keeps its own copy of every daemon page written after its fork.
@@ -858,7 +881,7 @@ bool Daemon::wait_and_answer(SteadyTime wake) {
 
 // Cancels the runs, gives them time to clean up, and tears down in dependency order. The exit code.
 int Daemon::stop(bool once) {
-  flush_probe_totals();
+  flush_probe_totals(true);
   if (once) {
     std::cout << store_->text();
   } else {

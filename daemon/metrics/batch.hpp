@@ -85,12 +85,20 @@ class Batch {
   // The store keeps each part's text by id and calls `build` only for a version it has not
   // serialised yet, so an unchanged part costs neither building nor serialising, and no sample of
   // it is kept in memory, only its text. `build` may run later, on another thread, or not at all.
+  // `build` may also fill its batch's status items (a stack's fsync figures for the status page):
+  // the store keeps them with the part's text, and drops them with it.
   struct Part {
     std::string id;
     std::uint64_t version = 0;
     std::function<void(Batch&)> build;
   };
   void include(Part part);
+  // True: the parts this batch includes are only those that changed since the key's last publish, and
+  // the store keeps every other part the key published as it was. False (a whole batch): the parts it
+  // includes replace all of the key's, and those it leaves out are dropped. A probe with thousands of
+  // parts of which a few change at a time (the latency sampler's stacks) then pays for those few, not
+  // for a pass that names every part and a vector of them to destroy.
+  bool parts_delta = false;
   const std::vector<Part>& parts() const { return parts_; }
   // This batch's own samples, without its parts.
   const std::vector<MetricFamily>& own_families() const { return families_; }

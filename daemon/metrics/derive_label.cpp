@@ -32,6 +32,7 @@ Batch with_derived_label(const Batch& in, const std::string& from, const std::st
     }
   }
   for (const auto& p : in.parts()) out.include(p);
+  out.parts_delta = in.parts_delta;
   out.status = in.status;  // the labels change, not what the run tells the status page
   return out;
 }

@@ -192,39 +192,7 @@ std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& familie
   return pieces;
 }
 
-void Store::publish(const std::string& key, const Batch& batch) {
-  // Serialise outside the lock: the only work that grows with the batch, and none with the store.
-  // A part seen in this key's last publish keeps the text it had then; the key's part texts are
-  // updated in place, so an unchanged part costs one lookup, no copy of its id.
-  std::vector<Piece> own = render(batch.own_families());
-  PartTexts texts;
-  std::uint64_t stamp = 0;
-  if (!batch.parts().empty()) {
-    std::lock_guard l(mu_);
-    stamp = ++publishes_;
-    if (auto it = part_texts_.find(key); it != part_texts_.end()) {
-      texts = std::move(it->second);
-      part_texts_.erase(it);
-    }
-  }
-  std::vector<const Piece*> pieces;  // the parts'
-  if (!batch.parts().empty()) pieces.reserve(batch.parts().size() * 3);
-  for (const auto& part : batch.parts()) {
-    auto it = texts.find(part.id);
-    if (it == texts.end()) it = texts.try_emplace(part.id).first;
-    else if (it->second.seen == stamp) continue;  // one id twice: the first wins
-    auto& slot = it->second;
-    if (slot.seen == 0 || slot.version != part.version) {
-      Batch built;
-      part.build(built);
-      slot.version = part.version;
-      slot.pieces = render(built.families());
-    }
-    slot.seen = stamp;
-    for (const auto& p : slot.pieces) pieces.push_back(&p);
-  }
-  std::erase_if(texts, [&](const auto& kv) { return kv.second.seen != stamp; });  // parts no longer published
-  std::lock_guard l(mu_);
+void Store::put_locked(const std::string& key, const std::vector<const Piece*>& pieces) {
   // The key's entries are replaced in place: its families keep their map nodes, and only those it
   // no longer publishes are dropped (below).
   auto kf = key_families_.try_emplace(key).first;
@@ -236,7 +204,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
     auto [it, inserted] = families_.try_emplace(first.head->name);
     auto& fam = it->second;
     if (inserted) fam.head = first.head;
-    // One family in several pieces of one batch (parts, or append of two batches): keep them all.
+    // One family in several pieces of one batch (append of two batches): keep them all.
     auto& chunks = fam.by_key[k];
     const bool first_piece = std::find(names.begin(), names.end(), first.head->name) == names.end();
     if (first_piece) {
@@ -251,52 +219,136 @@ void Store::publish(const std::string& key, const Batch& batch) {
     chunks.more.shrink_to_fit();
     if (first_piece) names.push_back(it->first);
   };
-  for (const auto& p : own) add(p, nullptr, 0);  // a batch's own families are distinct
-  // The parts' pieces grouped by family first (hundreds of parts repeat the same few families):
-  // the store's family map is searched once per family, not once per piece.
+  // Pieces grouped by family first: the store's family map is searched once per family.
   std::vector<std::vector<const Piece*>> groups;
-  std::size_t hint = 0;
   for (const Piece* p : pieces) {
-    if (hint >= groups.size() || groups[hint].front()->head != p->head) {
-      hint = 0;
-      while (hint < groups.size() && groups[hint].front()->head != p->head) ++hint;
-      if (hint == groups.size()) groups.emplace_back();
-    }
-    groups[hint].push_back(p);
-    ++hint;  // the next piece is most likely the next family of the same part
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.front()->head == p->head; });
+    if (g == groups.end()) groups.emplace_back().push_back(p);
+    else g->push_back(p);
   }
   for (const auto& g : groups) add(*g.front(), g.data() + 1, g.size() - 1);
   for (const auto name : old_names)
     if (std::find(names.begin(), names.end(), name) == names.end()) drop_entry_locked(name, k);
   if (!names.empty()) kf->second = std::move(names);
   else key_families_.erase(kf);  // no family lists `k` any more
+}
+
+void Store::put_status_locked(const std::string& key, StatusItems items) {
+  if (items.empty()) status_.erase(key);
+  else status_[key] = std::move(items);
+}
+
+void Store::drop_parts_locked(const std::string& key, const PartTexts& texts) {
+  for (const auto& [id, text] : texts) {
+    auto pk = part_key(key, id);
+    drop_key_locked(pk);
+    status_.erase(pk);
+  }
+}
+
+void Store::publish(const std::string& key, const Batch& batch) {
+  // Serialise outside the lock: the only work that grows with the batch, and none with the store.
+  // A part the key published before at the same version keeps the text it had then (one lookup);
+  // a whole batch drops the parts it no longer includes, a delta keeps them.
+  std::vector<Piece> own = render(batch.own_families());
+  PartTexts texts;
+  std::uint64_t stamp = 0;
+  if (!batch.parts().empty()) {
+    std::lock_guard l(mu_);
+    stamp = ++publishes_;
+    if (auto it = part_texts_.find(key); it != part_texts_.end()) {
+      texts = std::move(it->second);
+      part_texts_.erase(it);
+    }
+  }
+  struct Built {
+    const std::string* id;
+    std::vector<Piece> pieces;
+    StatusItems status;
+  };
+  std::vector<Built> built;
+  for (const auto& part : batch.parts()) {
+    auto it = texts.find(part.id);
+    if (it == texts.end()) it = texts.try_emplace(part.id).first;
+    else if (it->second.seen == stamp) continue;  // one id twice: the first wins
+    auto& slot = it->second;
+    if (slot.seen == 0 || slot.version != part.version) {
+      Batch b;
+      part.build(b);
+      slot.version = part.version;
+      built.push_back({&it->first, render(b.families()), std::move(b.status)});
+    }
+    slot.seen = stamp;
+  }
+  std::lock_guard l(mu_);
+  std::vector<const Piece*> ptrs;
+  for (const auto& p : own) ptrs.push_back(&p);
+  put_locked(key, ptrs);
+  for (auto& b : built) {
+    ptrs.clear();
+    for (const auto& p : b.pieces) ptrs.push_back(&p);
+    auto pk = part_key(key, *b.id);
+    put_locked(pk, ptrs);
+    put_status_locked(pk, std::move(b.status));
+  }
+  if (!batch.parts_delta && batch.parts().empty()) {  // a whole batch without parts: any the key had go
+    if (auto it = part_texts_.find(key); it != part_texts_.end()) {
+      drop_parts_locked(key, it->second);
+      part_texts_.erase(it);
+    }
+  } else if (!batch.parts_delta) {
+    PartTexts gone;
+    for (auto it = texts.begin(); it != texts.end();)
+      if (it->second.seen != stamp) gone.insert(texts.extract(it++));
+      else ++it;
+    drop_parts_locked(key, gone);
+  }
   if (!texts.empty()) part_texts_[key] = std::move(texts);
-  if (batch.status.empty()) status_.erase(key);
-  else status_[key] = batch.status;
+  put_status_locked(key, batch.status);
   cache_.reset();
 }
 
 void Store::remove(const std::string& key) {
   std::lock_guard l(mu_);
-  part_texts_.erase(key);
+  bool changed = false;
+  if (auto it = part_texts_.find(key); it != part_texts_.end()) {
+    drop_parts_locked(key, it->second);
+    part_texts_.erase(it);
+    changed = true;
+  }
   status_.erase(key);
-  if (!key_families_.count(key)) return;
-  drop_key_locked(key);
-  cache_.reset();
+  if (key_families_.count(key)) {
+    drop_key_locked(key);
+    changed = true;
+  }
+  if (changed) cache_.reset();
 }
 
 void Store::retain(const std::vector<std::string>& keep) {
   std::set<std::string> k(keep.begin(), keep.end());
   std::lock_guard l(mu_);
   std::vector<std::string> gone;
-  for (const auto& [key, names] : key_families_)
+  for (const auto& [key, texts] : part_texts_)
     if (!k.count(key)) gone.push_back(key);
   for (const auto& key : gone) {
-    drop_key_locked(key);
+    drop_parts_locked(key, part_texts_[key]);
     part_texts_.erase(key);
   }
-  std::erase_if(status_, [&](const auto& kv) { return !k.count(kv.first); });
-  if (!gone.empty()) cache_.reset();
+  bool changed = !gone.empty();
+  // What is left under a part key belongs to a key that stays.
+  auto kept = [&](const std::string& key) {
+    if (k.count(key)) return true;
+    for (auto at = key.find('\x1e'); at != std::string::npos; at = key.find('\x1e', at + 1))
+      if (auto it = part_texts_.find(key.substr(0, at)); it != part_texts_.end() && it->second.count(key.substr(at + 1)))
+        return true;
+    return false;
+  };
+  gone.clear();
+  for (const auto& [key, names] : key_families_)
+    if (!kept(key)) gone.push_back(key);
+  for (const auto& key : gone) drop_key_locked(key);
+  std::erase_if(status_, [&](const auto& kv) { return !kept(kv.first); });
+  if (changed || !gone.empty()) cache_.reset();
 }
 
 std::shared_ptr<const TextPieces> Store::exposition() const {

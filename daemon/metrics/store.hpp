@@ -72,11 +72,12 @@ class Store {
     // the key is in the store): one copy of each key, not one per family it publishes.
     std::map<std::string_view, Chunks> by_key;
   };
-  // The text of the parts a key last published, by part id.
+  // The parts a key last published, by part id: the version whose text the store holds. A part's
+  // lines and status items are kept like a key's own, under the part's key (part_key()), so that a
+  // batch that changes a few parts of thousands touches those few.
   struct PartText {
     std::uint64_t version = 0;
     std::uint64_t seen = 0;  // the publish that last included it
-    std::vector<Piece> pieces;
   };
   // Hashed, not ordered: keys and part ids share long prefixes (probe, mount point), which made
   // every comparison of an ordered map's walk a long memcmp at 1,000 targets.
@@ -86,15 +87,23 @@ class Store {
   std::vector<Piece> render(const std::vector<MetricFamily>& families);
   HeadPtr head_for(const MetricFamily& f);
   void drop_key_locked(const std::string& key);
+  // `key`'s lines become `pieces` (several may share a family), replacing what it published before.
+  void put_locked(const std::string& key, const std::vector<const Piece*>& pieces);
+  void put_status_locked(const std::string& key, StatusItems items);
+  // Drops a key's parts: their lines and status items.
+  void drop_parts_locked(const std::string& key, const PartTexts& texts);
+  static std::string part_key(const std::string& key, const std::string& id) { return key + '\x1e' + id; }
   // Removes `key`'s lines from `family`, and the family once no key has lines in it.
   void drop_entry_locked(std::string_view family, std::string_view key);
 
   mutable std::mutex mu_;
   std::map<std::string, Family, std::less<>> families_;  // by family name: the exposition order
-  // key -> the families it published, as views of families_' keys (a family stays while a key lists it)
+  // key (or part key) -> the families it published, as views of families_' keys (a family stays while
+  // a key lists it)
   std::unordered_map<std::string, std::vector<std::string_view>> key_families_;
   std::unordered_map<std::string, PartTexts> part_texts_;                  // key -> its parts' text
-  std::map<std::string, StatusItems> status_;  // key -> its last batch's status items, when any
+  // key -> its last batch's status items, when any; part key -> the status items of that part's text
+  std::map<std::string, StatusItems> status_;
   std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
   // Blobs the store let go of since the newest exposition was built. Each exposition keeps the grave
   // made when it was built, and each grave the next one: every blob an exposition shows stays alive

@@ -61,6 +61,10 @@ struct ProbeContext {
   // skip building and publishing them again. True on a job's first run and after a run that failed
   // (it published only what it could) or timed out (its stale metrics were dropped).
   bool republish = true;
+  // The probe budget's stretch (daemon/scheduler/run_budget.hpp): the factor every per-filesystem
+  // interval is multiplied by on this host, >= 1. A host-wide probe that re-checks something of every
+  // filesystem on its own timer (the latency sampler's replan) stretches that timer by it too.
+  double budget_stretch = 1;
 
   std::string tool(const std::string& name) const {
     auto it = tools.find(name);

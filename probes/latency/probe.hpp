@@ -157,7 +157,9 @@ class LatencyProbe final : public Probe {
   static void lane(const std::shared_ptr<Lanes>& lanes, const std::shared_ptr<Shared>& shared,
                    const SamplerSettings& settings, const Clock* clock, SteadyTime deadline, std::uint64_t generation);
   void mark_late_stuck();
-  metrics::Batch batch(SteadyTime end);
+  // `whole`: every stack's part (a new plan, or the store must get everything afresh); otherwise only
+  // the parts whose version changed since the last batch (Batch::parts_delta).
+  metrics::Batch batch(SteadyTime end, bool whole);
   SamplerSettings s_;
   TargetSelection watch_;
   StackSelection sel_;
@@ -175,6 +177,7 @@ class LatencyProbe final : public Probe {
     std::shared_ptr<StackStats> st;
     std::string part_id;
     std::shared_ptr<const metrics::Labels> labels;
+    std::uint64_t published_version = ~0ull;  // the version the last batch had of it
   };
   std::vector<Entry> entries_;
   std::uint64_t entries_generation_ = 0;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "daemon/metrics/store.hpp"
@@ -294,4 +295,88 @@ TEST(Store, HeldExpositionsStayAsTheyWereWhateverTheStoreLetsGoOf) {
     for (const auto& [e, text] : held) ASSERT_EQ(e->join(), text) << "after step " << step;
   }
   ASSERT_GT(held.size(), 0u);
+}
+
+// A batch that carries only the parts that changed (Batch::parts_delta) leaves the others as they
+// were, text and status items alike; a whole batch drops those it leaves out; remove and retain take a
+// key's parts with it. Random steps over two keys against a model of what each key's parts are, checked
+// against a store that got each key's parts in one whole batch.
+TEST(Store, ADeltaOfPartsKeepsTheRestAndAWholeBatchDropsThem) {
+  struct Kept {
+    std::uint64_t version;
+    double value;
+  };
+  auto part = [](const std::string& id, std::uint64_t version, double value, int* builds) {
+    return metrics::Batch::Part{id, version, [=](metrics::Batch& p) {
+                                  if (builds) ++*builds;
+                                  p.gauge("fsaudit_fsync_latency_window_samples", "Samples.", {{"stack", id}}, value);
+                                  if (value > 0) {
+                                    auto& f = p.status.filesystems.emplace_back();
+                                    f.target = id;
+                                    f.fsync_p99_seconds = value;
+                                  }
+                                }};
+  };
+  const std::vector<std::string> keys = {"latency\x1fhost", "other\x1fhost"};
+  std::map<std::string, std::map<std::string, Kept>> model;
+  metrics::Store s;
+  std::mt19937 rng(5);
+  for (int step = 0; step < 1500; ++step) {
+    const auto& key = keys[rng() % keys.size()];
+    auto& kept = model[key];
+    const unsigned op = rng() % 10;
+    int builds = 0, changed = 0;
+    if (op < 7) {
+      metrics::Batch b;
+      b.parts_delta = op < 5;
+      b.gauge("fsaudit_latency_samplers", "Samplers.", {{"key", key.substr(0, 5)}}, step);
+      std::map<std::string, Kept> next = b.parts_delta ? kept : std::map<std::string, Kept>{};
+      for (int i = 0; i < 12; ++i) {
+        if (rng() % 3) continue;
+        const std::string id = "s" + std::to_string(i) + "-" + key.substr(0, 5);
+        auto was = kept.find(id);
+        const bool same = was != kept.end() && rng() % 2;
+        Kept k = same ? was->second : Kept{static_cast<std::uint64_t>(step), static_cast<double>(rng() % 3)};
+        if (!same) ++changed;
+        b.include(part(id, k.version, k.value, &builds));
+        next[id] = k;
+      }
+      s.publish(key, b);
+      kept = std::move(next);
+      ASSERT_EQ(builds, changed) << "only new versions are built, at step " << step;
+    } else if (op < 9) {
+      s.remove(key);
+      model.erase(key);
+    } else {
+      std::vector<std::string> keep;
+      if (rng() % 2) keep.push_back(key);
+      else model.erase(key);
+      for (const auto& k : keys)
+        if (k != key && model.count(k)) keep.push_back(k);
+      s.retain(keep);
+    }
+    // The reference: the parts each key holds, each in one whole batch (own series checked elsewhere).
+    metrics::Store fresh;
+    std::set<std::string> want_status;
+    for (const auto& [k, parts] : model) {
+      metrics::Batch whole;
+      for (const auto& [id, p] : parts) {
+        whole.include(part(id, p.version, p.value, nullptr));
+        if (p.value > 0) want_status.insert(id);
+      }
+      fresh.publish(k, whole);
+    }
+    auto lines_of = [](const std::string& text) {
+      std::string out;
+      std::istringstream in(text);
+      for (std::string line; std::getline(in, line);)
+        if (line.rfind("fsaudit_fsync_latency_window_samples{", 0) == 0) out += line + "\n";
+      return out;
+    };
+    ASSERT_EQ(lines_of(s.text()), lines_of(fresh.text())) << "after step " << step;
+    std::set<std::string> got_status;
+    for (const auto& [k, items] : s.status())
+      for (const auto& f : items.filesystems) got_status.insert(f.target);
+    ASSERT_EQ(got_status, want_status) << "after step " << step;
+  }
 }

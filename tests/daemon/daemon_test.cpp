@@ -232,9 +232,11 @@ TEST(Daemon, ReloadStormWhileRunsAreInFlight) {
   ASSERT_TRUE(d.running()) << d.log();
   EXPECT_EQ(scrape_value(text, "fsaudit_config_last_reload_success"), 1) << d.log();
   double ts1 = scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}});
+  // The probes' totals are published a second apart at most (more past the probe budget).
   text = d.wait_for([&](const std::string& t) {
-    return scrape_value(t, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}}) > ts1;
-  }, 10);
+    return scrape_value(t, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}}) > ts1 &&
+           scrape_value(t, "fsaudit_probe_runs_total", {{"probe", "zfs"}}) >= 2;
+  }, 15);
   EXPECT_GT(scrape_value(text, "fsaudit_probe_last_run_timestamp_seconds", {{"probe", "capacity"}}), ts1);
   EXPECT_GE(scrape_value(text, "fsaudit_probe_runs_total", {{"probe", "zfs"}}), 2) << scrape_lines(text, "fsaudit_probe");
   EXPECT_EQ(d.stop(5), 0) << d.log();

@@ -767,6 +767,78 @@ TEST(LatencyProbe, PublishesEveryFewSecondsNotEveryRun) {
   EXPECT_EQ(r.metrics.value("fsaudit_latency_samplers"), 1.0);
 }
 
+// Between plans a batch carries only the stacks whose series changed (Batch::parts_delta): here each
+// stack samples once every 20 s, so most 5 s batches carry none. The store keeps the series of the
+// stacks a batch leaves out, so what it shows adds up to every sample taken.
+TEST(LatencyProbe, BetweenPlansABatchCarriesOnlyTheStacksThatChanged) {
+  TwoMounts two("fsaudit-latency-delta");
+  TempHost env(two.t.path());
+  env.settings.stack_writes_per_second = 0.05;
+  env.settings.bytes_per_second = 1ull << 30;
+  LatencyProbe probe(env.settings, two.watch, StackSelection{});
+  auto table = two.snapshot(true);
+  metrics::Store store;
+  int deltas = 0, partial = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto ctx = env.context(10s, table);
+    ctx.republish = i == 0;
+    auto r = probe.run(Target::host(), ctx);
+    ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
+    env.clk.advance(1s);
+    if (r.unchanged) continue;
+    if (i == 0) {
+      EXPECT_FALSE(r.metrics.parts_delta);
+      EXPECT_EQ(r.metrics.parts().size(), 3u) << "the stacks' info and both stacks";
+    } else {
+      EXPECT_TRUE(r.metrics.parts_delta) << "run " << i;
+      EXPECT_LE(r.metrics.parts().size(), 2u) << "run " << i;
+      ++deltas;
+      partial += r.metrics.parts().size() < 2 ? 1 : 0;
+    }
+    store.publish("latency\x1fhost", r.metrics);
+  }
+  EXPECT_GE(deltas, 10);
+  EXPECT_GE(partial * 2, deltas) << "most batches leave out the stacks that did not sample";
+  const auto text = store.text();
+  const double a = fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_seconds_count", {{"stack", "dev:7:10"}});
+  const double b = fsaudit::testing::scrape_value(text, "fsaudit_fsync_latency_seconds_count", {{"stack", "dev:7:11"}});
+  const double fsyncs = fsaudit::testing::scrape_value(text, "fsaudit_latency_fsyncs_total");
+  ASSERT_GE(a, 1.0) << text;
+  ASSERT_GE(b, 1.0) << text;
+  EXPECT_EQ(a + b, fsyncs - 2) << "every sample counted, besides the two probe file fills";
+  EXPECT_EQ(fsaudit::testing::scrape_value(text, "fsaudit_latency_stack_info", {{"stack", "dev:7:11"}}), 1.0);
+  EXPECT_TRUE(ProbeFile::remove(two.a / ".fsaudit").ok());
+  EXPECT_TRUE(ProbeFile::remove(two.b / ".fsaudit").ok());
+}
+
+// The plan is made again every 5 minutes even when the mount table is the same (sysfs may change
+// alone); past the probe budget that is 5 minutes times its stretch, like the other passes over every
+// filesystem. Here sysfs comes to name loop10 after the first plan.
+TEST(LatencyProbe, ThePeriodicReplanIsStretchedByTheProbeBudget) {
+  TwoMounts two("fsaudit-latency-replan");
+  TempHost env(two.t.path());
+  LatencyProbe probe(env.settings, two.watch, StackSelection{});
+  auto table = two.snapshot(true);
+  metrics::Store store;
+  auto run_at = [&](std::chrono::seconds after) {
+    env.clk.advance(after);
+    auto ctx = env.context(10s, table);
+    ctx.budget_stretch = 4;
+    auto r = probe.run(Target::host(), ctx);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.reason;
+    if (!r.unchanged) store.publish("latency\x1fhost", r.metrics);
+    return fsaudit::testing::scrape_value(store.text(), "fsaudit_latency_stack_info", {{"stack", "block:loop10"}});
+  };
+  EXPECT_TRUE(std::isnan(run_at(0s)));
+  std::filesystem::create_directories(two.t / "sys/dev/block");
+  std::filesystem::create_symlink("../../devices/virtual/block/loop10", two.t / "sys/dev/block/7:10");
+  EXPECT_TRUE(std::isnan(run_at(6min))) << "5 minutes on: not yet";
+  EXPECT_TRUE(std::isnan(run_at(13min))) << "19 minutes on: not yet";
+  EXPECT_EQ(run_at(2min), 1.0) << "21 minutes on: 4 x 5 minutes have passed";
+  EXPECT_TRUE(ProbeFile::remove(two.a / ".fsaudit").ok());
+  EXPECT_TRUE(ProbeFile::remove(two.b / ".fsaudit").ok());
+}
+
 // ---- per-stack metrics ------------------------------------------------------------------------------
 
 TEST(LatencyHistogram, CompactBucketsCountWhatTheFineBucketsCountAtTheSameBounds) {
