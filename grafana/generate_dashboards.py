@@ -240,7 +240,10 @@ def fleet():
             w=8, unit="d", decimals=1, description=f"Scrub age per target; overdue at {SCRUB_OVERDUE} days (FsauditScrubOverdue).",
             options=BARGAUGE, thresholds=steps((None, GREEN), (30, YELLOW), (SCRUB_OVERDUE, RED)), min_=0)
     d.panel("bargauge", "Device errors in the last 24 h",
-            [q(f'sum by (instance, pool, vdev) (increase(fsaudit_zfs_vdev_errors{{{I}, {P}}}[24h]))',
+            # A vdev's counter at 0 is no series by default (zfs.detail: compact): every vdev is listed
+            # from its state, with 0 where it has none.
+            [q(f'sum by (instance, pool, vdev) (increase(fsaudit_zfs_vdev_errors{{{I}, {P}}}[24h]))'
+               f' or sum by (instance, pool, vdev) (0 * fsaudit_zfs_vdev_state{{{I}, {P}}})',
                "{{instance}} zfs {{pool}} {{vdev}}", instant=True),
              q(f'sum by (instance, target, device) (increase(fsaudit_btrfs_device_errors{{{I}, {T}}}[24h]))',
                "{{instance}} btrfs {{target}} {{device}}", instant=True),
@@ -316,8 +319,11 @@ def pool_detail():
             options=TABLE, overrides=[color_cell("state", POOL_STATE_MAP)],
             transformations=[hide_fields("Time", "Value", "__name__", "job", "instance")])
     d.panel("timeseries", "ZFS vdev error counters",
-            [q(f'fsaudit_zfs_vdev_errors{{{I}, {P}}}', "{{pool}} {{vdev}} {{kind}}")],
-            w=12, h=9, unit="short", description="read/write/checksum counters per vdev (zpool clear resets them).",
+            [q(f'fsaudit_zfs_vdev_errors{{{I}, {P}}}'
+               f' or on (instance, pool, vdev) sum by (instance, pool, vdev) (0 * fsaudit_zfs_vdev_state{{{I}, {P}}})',
+               "{{pool}} {{vdev}} {{kind}}")],
+            w=12, h=9, unit="short", description="read/write/checksum counters per vdev (zpool clear resets them); "
+                                                 "a vdev without errors shows one 0 line (its counters at 0 are no series by default).",
             options=TS, custom=ts_custom())
     d.panel("timeseries", "btrfs / bcachefs device error counters",
             [q(f'fsaudit_btrfs_device_errors{{{I}, {T}}}', "btrfs {{target}} {{device}} {{kind}}"),

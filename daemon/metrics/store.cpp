@@ -335,12 +335,12 @@ void Store::retain(const std::vector<std::string>& keep) {
     part_texts_.erase(key);
   }
   bool changed = !gone.empty();
-  // What is left under a part key belongs to a key that stays.
+  // A part key stays with its key. By the key in `keep`, not by part_texts_: a publish of that key
+  // holds its part texts outside the lock while it builds them.
   auto kept = [&](const std::string& key) {
     if (k.count(key)) return true;
     for (auto at = key.find('\x1e'); at != std::string::npos; at = key.find('\x1e', at + 1))
-      if (auto it = part_texts_.find(key.substr(0, at)); it != part_texts_.end() && it->second.count(key.substr(at + 1)))
-        return true;
+      if (k.count(key.substr(0, at))) return true;
     return false;
   };
   gone.clear();

@@ -278,15 +278,18 @@ const char* const kDeviceErrorsHelp =
     "btrfs per-device error counter (persistent on disk until `btrfs device stats -z`), by kind: "
     "write/read/flush I/O errors, corruption (checksum) and generation (lost write) errors.";
 
+// A kind's counter only while it is not 0 unless `full` (btrfs.detail: full): nearly every device has
+// none, and the alert fires when one rises or appears (issue 33's series budget).
 void device_error_series(metrics::Batch& b, const std::string& target, const std::string& device,
-                         const std::string& devid, const DeviceErrors& e) {
+                         const std::string& devid, const DeviceErrors& e, bool full) {
   const std::pair<const char*, std::uint64_t> kinds[] = {{"write", e.write},
                                                          {"read", e.read},
                                                          {"flush", e.flush},
                                                          {"corruption", e.corruption},
                                                          {"generation", e.generation}};
   for (const auto& [kind, v] : kinds)
-    b.gauge("fsaudit_btrfs_device_errors", kDeviceErrorsHelp,
+    if (v > 0 || full)
+      b.gauge("fsaudit_btrfs_device_errors", kDeviceErrorsHelp,
             {{"target", target}, {"device", device}, {"devid", devid}, {"kind", kind}}, static_cast<double>(v));
 }
 
@@ -295,10 +298,10 @@ std::string strip_dev(const std::string& d) { return d.starts_with("/dev/") ? d.
 // Filesystem identity, member devices and their counters, block-group profiles and redundancy
 // from sysfs. Fills `devid_names` (devid -> device label) for the series that only know a devid.
 void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
-                  std::map<std::uint64_t, std::string>& devid_names, bool derived_series) {
+                  std::map<std::uint64_t, std::string>& devid_names, bool full) {
   const std::string& target = t.name;
   // The fsid is also the latency stack's name (fsaudit_latency_stack_info{stack="btrfs:<fsid>"}).
-  if (derived_series)
+  if (full)
     b.info("fsaudit_btrfs_filesystem_info", "btrfs filesystem of the target (value 1): fsid.",
            {{"target", target}, {"fsid", f.fsid}});
   int missing = 0;
@@ -306,9 +309,11 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
     std::string name = d.name.empty() ? "devid-" + std::to_string(d.devid) : d.name;
     devid_names[d.devid] = name;
     if (d.missing) ++missing;
-    b.gauge("fsaudit_btrfs_device_missing", "1 if the btrfs member device is missing (devinfo/<devid>/missing).",
-            {{"target", target}, {"device", name}, {"devid", std::to_string(d.devid)}}, d.missing ? 1 : 0);
-    if (d.errors) device_error_series(b, target, name, std::to_string(d.devid), *d.errors);
+    // Only while missing by default (btrfs.detail: full, every member): the alert asks for 1.
+    if (d.missing || full)
+      b.gauge("fsaudit_btrfs_device_missing", "1 if the btrfs member device is missing (devinfo/<devid>/missing).",
+              {{"target", target}, {"device", name}, {"devid", std::to_string(d.devid)}}, d.missing ? 1 : 0);
+    if (d.errors) device_error_series(b, target, name, std::to_string(d.devid), *d.errors, full);
     if (const auto& e = d.errors; e) {
       auto total = e->write + e->read + e->flush + e->corruption + e->generation;
       if (total > 0)
@@ -322,11 +327,13 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
   if (missing > 0)
     b.status.fs(target).problems.push_back(
         {metrics::Severity::critical, std::to_string(missing) + " btrfs member device(s) missing", "FsauditBtrfsDeviceMissing"});
-  // How many members, and how many are missing, are count() and sum() of fsaudit_btrfs_device_missing:
-  // not series of their own (issue 33's series budget).
+  // How many members are missing is count() of fsaudit_btrfs_device_missing; the members are in
+  // fsaudit_target_disk_info (issue 33's series budget).
 
   std::map<std::string, std::uint64_t> nonredundant;  // type -> used bytes
   for (const auto& p : f.profiles) {
+    // The system block groups (the chunk tree: a few MiB, never what fills up) only with btrfs.detail: full.
+    if (p.type == "system" && !full) continue;
     metrics::Labels l{{"target", target}, {"type", p.type}, {"profile", p.profile}};
     b.gauge("fsaudit_btrfs_allocated_bytes", "Bytes allocated to btrfs block groups of this type and profile.", l,
             static_cast<double>(p.total_bytes));
@@ -338,7 +345,7 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
   }
   // Derived from the used bytes' profile label: only on request (btrfs.detail: full).
   for (const auto& type : {"data", "metadata", "system"}) {
-    if (!derived_series || !nonredundant.count(type)) continue;
+    if (!full || !nonredundant.count(type)) continue;
     b.gauge("fsaudit_btrfs_nonredundant_used_bytes",
             "Bytes used in btrfs block groups without redundancy (single/raid0): a checksum error there "
             "cannot be repaired.",
@@ -346,14 +353,17 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
   }
   auto model = stack_model(f);
   b.status.fs(target).redundancy = metrics::RedundancyFacts{model.margin, model.designed_redundancy, model.bad_member_texts()};
-  if (model.spare_copies)
+  // Whether a bad data copy can be repaired is what the layout says (fsaudit_stack_info's redundancy
+  // label; fsaudit_redundancy_margin says what it survives now): a series with btrfs.detail: full.
+  if (model.spare_copies && full)
     b.gauge("fsaudit_filesystem_data_redundancy",
             "1 if a bad data copy can be repaired from another copy or parity (btrfs dup/raid1*/raid10/raid5/6 "
             "data, bcachefs replicas>1); 0 if it cannot.",
             {{"target", target}, {"fs", t.fstype.empty() ? "btrfs" : t.fstype}}, *model.spare_copies > 0 ? 1 : 0);
-  if (model.margin)
+  const bool redundancy = stack::exports_redundancy(model);
+  if (model.margin && redundancy)
     b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", target}, {"fs", "btrfs"}}, *model.margin);
-  if (model.designed_redundancy)
+  if (model.designed_redundancy && redundancy)
     b.gauge(stack::kDesignedMetric, stack::kDesignedHelp, {{"target", target}, {"fs", "btrfs"}},
             *model.designed_redundancy);
   for (const auto& m : model.bad_members)
@@ -363,7 +373,7 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
 
 // Counters from `btrfs device stats` for the devices sysfs had none for.
 void device_stats_series(metrics::Batch& b, const std::string& target, const Observation& obs,
-                         std::map<std::uint64_t, std::string>& devid_names) {
+                         std::map<std::uint64_t, std::string>& devid_names, bool full) {
   std::set<std::string> have;
   if (obs.sysfs)
     for (const auto& d : obs.sysfs->devices)
@@ -375,18 +385,18 @@ void device_stats_series(metrics::Batch& b, const std::string& target, const Obs
     std::optional<std::uint64_t> devid = e.devid;
     for (const auto& [id, n] : devid_names)
       if (!devid && n == name) devid = id;
-    device_error_series(b, target, name, devid ? std::to_string(*devid) : "", e.errors);
+    device_error_series(b, target, name, devid ? std::to_string(*devid) : "", e.errors, full);
   }
 }
 
 }  // namespace
 
-metrics::Batch btrfs_metrics(const Target& t, const Observation& obs, bool derived_series) {
+metrics::Batch btrfs_metrics(const Target& t, const Observation& obs, bool full) {
   metrics::Batch b;
   const std::string& target = t.name;
   std::map<std::uint64_t, std::string> devid_names;
-  if (obs.sysfs) sysfs_series(b, t, *obs.sysfs, devid_names, derived_series);
-  if (obs.device_stats) device_stats_series(b, target, obs, devid_names);
+  if (obs.sysfs) sysfs_series(b, t, *obs.sysfs, devid_names, full);
+  if (obs.device_stats) device_stats_series(b, target, obs, devid_names, full);
 
   return b;
 }
@@ -398,7 +408,7 @@ using namespace fsaudit::btrfs;
 
 class BtrfsProbe final : public Probe {
  public:
-  BtrfsProbe(std::string helper, bool derived_series) : helper_(std::move(helper)), derived_series_(derived_series) {}
+  BtrfsProbe(std::string helper, bool full) : helper_(std::move(helper)), full_(full) {}
   std::string name() const override { return "btrfs"; }
   bool applies_to(const Target& t) const override { return t.fstype == "btrfs"; }
   // sysfs (`btrfs device stats` only on kernels without error_stats there): one wake-up per cycle for all
@@ -494,7 +504,7 @@ class BtrfsProbe final : public Probe {
       else problems.push_back("btrfs device stats " + t.mountpoint + ": " + (r.ok() || r.truncated ? parsed.error() : r.describe()));
     }
 
-    auto batch = btrfs_metrics(t, obs, derived_series_);
+    auto batch = btrfs_metrics(t, obs, full_);
     for (const char* from : {"device", "member"})
       batch = metrics::with_derived_label(batch, from, "disk", [&](const std::string& d) { return block::disk_label(ctx.host, d); });
     bool have_counters = counters_complete || obs.device_stats;
@@ -509,14 +519,14 @@ class BtrfsProbe final : public Probe {
   }
 
   std::string helper_;  // fsaudit-helper's socket ("" = none)
-  const bool derived_series_;
+  const bool full_;
   SysfsMemo memo_;
 };
 
 }  // namespace
 
 std::unique_ptr<Probe> make_btrfs_probe(const config::Config& cfg) {
-  return std::make_unique<BtrfsProbe>(cfg.canary.helper, cfg.btrfs.derived_series());
+  return std::make_unique<BtrfsProbe>(cfg.canary.helper, cfg.btrfs.full());
 }
 
 }  // namespace fsaudit::btrfs

@@ -79,9 +79,10 @@ struct Observation {
   std::optional<SysfsFilesystem> sysfs;
   std::optional<std::vector<DeviceStatsEntry>> device_stats;  // fallback for the counters
 };
-// Pure: the metrics for `target` from what was observed. fsaudit_btrfs_nonredundant_used_bytes and
-// fsaudit_btrfs_filesystem_info only with `derived_series` (btrfs.detail: full).
-metrics::Batch btrfs_metrics(const Target& target, const Observation& obs, bool derived_series = false);
+// Pure: the metrics for `target` from what was observed. With `full` (btrfs.detail: full) also
+// fsaudit_btrfs_nonredundant_used_bytes, fsaudit_btrfs_filesystem_info, the system block groups,
+// fsaudit_filesystem_data_redundancy, and error counters and missing gauges that are 0.
+metrics::Batch btrfs_metrics(const Target& target, const Observation& obs, bool full = false);
 
 std::unique_ptr<Probe> make_btrfs_probe(const config::Config& cfg);
 

@@ -84,6 +84,12 @@ inline constexpr const char* kDesignedHelp =
     "Member device failures the filesystem or pool survives with every member well (its layout: a 2-way "
     "mirror 1, raid1c3 2, single or dup 0).";
 
+// Whether a filesystem or pool exports kMarginMetric and kDesignedMetric: only where its layout was
+// built to survive a member failure (designed > 0) or that is unknown. A single device or a stripe
+// survives none by design: its margin says nothing the stack's layout (fsaudit_stack_info's redundancy
+// label) does not, and the alerts on margin ask for designed > 0 (issue 33's series budget).
+bool exports_redundancy(const StackModel& m);
+
 // One series per member that is down, from the same model (value 1), with the member's name and state:
 // what the no-redundancy alert names, and with the `disk` label the probe derives from the member
 // the disk's identity (fsaudit_disk_info).

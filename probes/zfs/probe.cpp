@@ -111,10 +111,11 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
     const auto model = stack_model(p);
     pool_status_facts(b, p, model);
     // Whether the pool is redundant at all is fsaudit_redundancy_designed > 0 (the stack model's one
-    // answer), not a second series.
-    if (model.margin)
+    // answer), not a second series; a pool built without redundancy has neither.
+    const bool redundancy = stack::exports_redundancy(model);
+    if (model.margin && redundancy)
       b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", p.name}, {"fs", "zfs"}}, *model.margin);
-    if (model.designed_redundancy)
+    if (model.designed_redundancy && redundancy)
       b.gauge(stack::kDesignedMetric, stack::kDesignedHelp, {{"target", p.name}, {"fs", "zfs"}},
               *model.designed_redundancy);
     for (const auto& m : model.bad_members)
@@ -128,8 +129,10 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
       metrics::Labels vl = {{"pool", p.name}, {"vdev", id}, {"vdev_type", v.type}, {"role", v.role}};
       states("fsaudit_zfs_vdev_state", "ZFS vdev state (1 = current); spares are avail/inuse.", vl, kVdevStates,
              vdev_state(v.state));
+      // A vdev's error counters only while not 0 by default (zfs.detail: full, always): most vdevs have
+      // none, and the alert fires when one rises or appears (issue 33's series budget).
       for (auto [kind, val] : {std::pair{"read", v.read_errors}, {"write", v.write_errors}, {"checksum", v.checksum_errors}}) {
-        if (!val) continue;
+        if (!val || (*val == 0 && !full_detail)) continue;
         auto l = vl;
         l["kind"] = kind;
         b.gauge("fsaudit_zfs_vdev_errors",

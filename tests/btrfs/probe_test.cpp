@@ -339,22 +339,33 @@ TEST(BtrfsProbeAdapter, Raid1TreeCountersProfilesAndScrub) {
   // sysfs counters: no need for `btrfs device stats`; the scrub is the scrub probe's (no command).
   EXPECT_EQ(runner.calls, std::vector<std::string>{});
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"kind", "corruption"}}), 1);
-  EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"devid", "2"}, {"kind", "read"}}), 0);
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"devid", "1"}, {"kind", "corruption"}}), 1);
-  EXPECT_EQ(b.value("fsaudit_btrfs_device_missing", {{"device", "loop3"}}), 0);
-  EXPECT_EQ(b.value("fsaudit_btrfs_device_missing", {{"device", "loop4"}, {"devid", "2"}}), 0);
-  EXPECT_FALSE(b.has("fsaudit_btrfs_devices"));  // count(fsaudit_btrfs_device_missing) says it
+  // Counters at 0 and members that are there are no series by default (issue 33's budget).
+  EXPECT_FALSE(b.has("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"devid", "2"}, {"kind", "read"}}));
+  EXPECT_FALSE(b.has("fsaudit_btrfs_device_missing"));
+  EXPECT_FALSE(b.has("fsaudit_btrfs_devices"));
   EXPECT_FALSE(b.has("fsaudit_btrfs_profile_redundant"));  // the profile label says it
   EXPECT_EQ(b.value("fsaudit_btrfs_used_bytes", {{"type", "data"}, {"profile", "raid1"}}), 262144);
   EXPECT_EQ(b.value("fsaudit_btrfs_allocated_bytes", {{"type", "metadata"}, {"profile", "raid1"}}), 54525952);
-  // Derived series (the profile label says them): btrfs.detail: full only (issue 33's budget).
+  EXPECT_FALSE(b.has("fsaudit_btrfs_allocated_bytes", {{"type", "system"}}));
+  // Derived series (the profile label, the stack's layout say them): btrfs.detail: full only.
   EXPECT_FALSE(b.has("fsaudit_btrfs_nonredundant_used_bytes"));
   EXPECT_FALSE(b.has("fsaudit_btrfs_filesystem_info"));
-  EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
+  EXPECT_FALSE(b.has("fsaudit_filesystem_data_redundancy"));
   EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
   EXPECT_EQ(b.value("fsaudit_redundancy_designed", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
   // The scrub's counts are the scrub probe's (tests/scrub/probe_test.cpp, same fixtures).
   EXPECT_FALSE(b.has("fsaudit_btrfs_scrub_errors"));
+
+  // btrfs.detail: full: every counter and member, the system block groups, the data redundancy.
+  auto full = btrfs::make_btrfs_probe(config::parse_config("btrfs: {detail: full}\n", "test.yaml"))->run(tg, c.ctx);
+  ASSERT_EQ(full.outcome, Outcome::ok) << full.reason;
+  const auto& f = full.metrics;
+  EXPECT_EQ(f.value("fsaudit_btrfs_device_errors", {{"device", "loop4"}, {"devid", "2"}, {"kind", "read"}}), 0);
+  EXPECT_EQ(f.value("fsaudit_btrfs_device_missing", {{"device", "loop3"}}), 0);
+  EXPECT_EQ(f.value("fsaudit_btrfs_device_missing", {{"device", "loop4"}, {"devid", "2"}}), 0);
+  EXPECT_TRUE(f.has("fsaudit_btrfs_allocated_bytes", {{"type", "system"}}));
+  EXPECT_EQ(f.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/r1"}, {"fs", "btrfs"}}), 1);
 }
 
 TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
@@ -370,8 +381,9 @@ TEST(BtrfsProbeAdapter, SingleTreeReportsNoRedundancyAndUncorrectable) {
   EXPECT_TRUE(b.has("fsaudit_btrfs_filesystem_info", {{"target", "/mnt/s"}}));
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "loop3"}, {"kind", "corruption"}}), 4);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy", {{"target", "/mnt/s"}}), 0);
-  EXPECT_EQ(b.value("fsaudit_redundancy_margin", {{"target", "/mnt/s"}}), 0);
-  EXPECT_EQ(b.value("fsaudit_redundancy_designed", {{"target", "/mnt/s"}}), 0);
+  // A layout built without redundancy has no margin to lose: neither series (stack::exports_redundancy).
+  EXPECT_FALSE(b.has("fsaudit_redundancy_margin"));
+  EXPECT_FALSE(b.has("fsaudit_redundancy_designed"));
   EXPECT_EQ(b.value("fsaudit_btrfs_used_bytes", {{"type", "data"}, {"profile", "single"}}), 262144);
   EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "data"}}), 262144);
   EXPECT_EQ(b.value("fsaudit_btrfs_nonredundant_used_bytes", {{"type", "metadata"}}), 0);
@@ -444,7 +456,7 @@ TEST(BtrfsProbeAdapter, MissingDeviceIsReported) {
   auto r = btrfs::make_btrfs_probe(config::default_config())->run(target("/mnt/r1", "/dev/loop3"), c.ctx);
   ASSERT_EQ(r.outcome, Outcome::ok) << r.reason;
   EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_missing", {{"devid", "2"}}), 1);
-  EXPECT_EQ(r.metrics.value("fsaudit_btrfs_device_missing", {{"device", "loop3"}}), 0);
+  EXPECT_FALSE(r.metrics.has("fsaudit_btrfs_device_missing", {{"device", "loop3"}}));  // only while missing
   // What the no-redundancy alert names: the member that is gone, in btrfs's words (sysfs no longer
   // has its path, so its devid), and no series for the member that is there.
   EXPECT_EQ(r.metrics.value("fsaudit_redundancy_margin", {{"target", "/mnt/r1"}}), 0);

@@ -304,7 +304,7 @@ TEST(HelperHostVerbs, UnprivilegedDaemonAsksTheHelperWhenTheHostRefuses) {
   // 0 (a per-filesystem probe has that series only while it fails).
   EXPECT_TRUE(std::isnan(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "btrfs"}})))
       << testing::scrape_lines(r.out, "fsaudit_probe") << r.err;
-  EXPECT_FALSE(std::isnan(testing::scrape_value(r.out, "fsaudit_btrfs_device_missing")))
+  EXPECT_FALSE(std::isnan(testing::scrape_value(r.out, "fsaudit_btrfs_allocated_bytes", {{"type", "data"}})))
       << testing::scrape_lines(r.out, "fsaudit_btrfs") << r.err;
   // btrfs health comes from sysfs (no privilege); the scrub status ioctl came through the helper.
   EXPECT_EQ(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "scrub"}}), 1)
@@ -323,7 +323,7 @@ TEST(HelperHostVerbs, UnprivilegedDaemonAsksTheHelperWhenTheHostRefuses) {
   testing::write_text(cfg, no_helper);
   r = once();
   EXPECT_TRUE(std::isnan(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "btrfs"}}))) << r.out;
-  EXPECT_FALSE(std::isnan(testing::scrape_value(r.out, "fsaudit_btrfs_device_missing"))) << r.out;
+  EXPECT_FALSE(std::isnan(testing::scrape_value(r.out, "fsaudit_btrfs_allocated_bytes", {{"type", "data"}}))) << r.out;
   EXPECT_EQ(testing::scrape_value(r.out, "fsaudit_probe_success", {{"probe", "scrub"}}), 0)
       << testing::scrape_lines(r.out, "fsaudit_scrub") << r.err;
   EXPECT_FALSE(fs::exists(d / "mnt/.fsaudit/latency.probe"));

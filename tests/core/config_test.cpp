@@ -118,12 +118,12 @@ TEST(Config, SeriesDetailOptionsDefaultLeanAndNameTheKeyWhenWrong) {
       << error_of("zfs:\n  detail: states\n");
   EXPECT_FALSE(c.capacity.free_bytes_series());
   EXPECT_FALSE(c.ext4.warning_series());
-  EXPECT_FALSE(c.btrfs.derived_series());
+  EXPECT_FALSE(c.btrfs.full());
   auto more = config::parse_config(
       "capacity: {detail: full}\next4: {detail: full}\nbtrfs: {detail: full}\n", "x.yaml");
   EXPECT_TRUE(more.capacity.free_bytes_series());
   EXPECT_TRUE(more.ext4.warning_series());
-  EXPECT_TRUE(more.btrfs.derived_series());
+  EXPECT_TRUE(more.btrfs.full());
   for (const char* section : {"capacity", "ext4", "btrfs"}) {
     auto e = error_of(std::string(section) + ":\n  detail: all\n");
     EXPECT_NE(e.find("fsaudit.yaml:2:11: key '" + std::string(section) + ".detail'"), std::string::npos) << e;

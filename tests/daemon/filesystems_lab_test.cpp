@@ -65,12 +65,15 @@ TEST(FilesystemsDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
       {"target", mnt.string()}, {"device", kname(a.device())}, {"kind", "corruption"}};
   const std::map<std::string, std::string> dev_b{
       {"target", mnt.string()}, {"device", kname(b.device())}, {"kind", "corruption"}};
-  auto text = d.wait_for_metric("fsaudit_btrfs_device_errors", dev_a, 90);
-  ASSERT_EQ(scrape_value(text, "fsaudit_btrfs_device_errors", dev_a), 0) << d.log();
-  EXPECT_EQ(scrape_value(text, "fsaudit_filesystem_data_redundancy", {{"target", mnt.string()}, {"fs", "btrfs"}}), 1);
   // The stack model's margin: a whole raid1 survives one member failure.
-  EXPECT_EQ(scrape_value(text, "fsaudit_redundancy_margin", {{"target", mnt.string()}, {"fs", "btrfs"}}), 1)
-      << scrape_lines(text, "fsaudit_redundancy_margin");
+  const std::map<std::string, std::string> margin{{"target", mnt.string()}, {"fs", "btrfs"}};
+  auto text = d.wait_for_metric("fsaudit_redundancy_margin", margin, 90);
+  ASSERT_EQ(scrape_value(text, "fsaudit_redundancy_margin", margin), 1) << scrape_lines(text, "fsaudit_redundancy_margin")
+                                                                          << d.log();
+  // No error counted yet: by default (btrfs.detail: compact) a counter at 0 is no series, and whether
+  // data repairs is the stack's layout (fsaudit_stack_info), not a series.
+  EXPECT_TRUE(std::isnan(scrape_value(text, "fsaudit_btrfs_device_errors", dev_a))) << scrape_lines(text, "fsaudit_btrfs");
+  EXPECT_TRUE(std::isnan(scrape_value(text, "fsaudit_filesystem_data_redundancy", margin)));
   // The kernel log watcher must be reading before the corruption is hit.
   d.wait_for_metric("fsaudit_kernel_log_source_info", {}, 90);
   DaemonProcess::sleep_ms(1500);
@@ -85,7 +88,7 @@ TEST(FilesystemsDaemonLab, BtrfsRaid1CorruptionShowsInScrapeAndKernelLog) {
   }
   EXPECT_GE(scrape_value(text, "fsaudit_btrfs_device_errors", dev_a), 1) << scrape_lines(text, "fsaudit_btrfs_device_errors")
                                                                       << "\n" << d.log();
-  EXPECT_EQ(scrape_value(text, "fsaudit_btrfs_device_errors", dev_b), 0) << scrape_lines(text, "fsaudit_btrfs_device_errors");
+  EXPECT_TRUE(std::isnan(scrape_value(text, "fsaudit_btrfs_device_errors", dev_b))) << scrape_lines(text, "fsaudit_btrfs_device_errors");
 
   // The kernel log watcher counted the checksum failure for the same device.
   const std::map<std::string, std::string> klog{{"device", kname(a.device())}, {"kind", "checksum"}};

@@ -76,8 +76,10 @@ TEST(DiskLab, BtrfsOverAPartitionAndAWholeLoopDevice) {
   EXPECT_EQ(id.transport, "loop");
   EXPECT_EQ(fs::path(id.backing_file), a.backing());
 
-  // The btrfs probe's member series name the partition and carry its whole disk.
+  // The btrfs probe's member series name the partition and carry its whole disk (every member's
+  // missing gauge: btrfs.detail: full; by default only a missing member's).
   auto cfg = config::Config{};
+  cfg.btrfs.detail = "full";
   auto probe = btrfs::make_btrfs_probe(cfg);
   auto r = testing::run_probe(*probe, m.dir().string());
   EXPECT_TRUE(r.metrics.has("fsaudit_btrfs_device_missing", {{"device", part}, {"disk", ka}}))

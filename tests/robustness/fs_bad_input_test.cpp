@@ -45,24 +45,26 @@ TEST(BtrfsNaming, DeviceStatsCountersCarryTheSameDevidAsSysfsSeries) {
   auto b = btrfs::btrfs_metrics(btrfs_target(), o);
   EXPECT_EQ(b.value("fsaudit_btrfs_device_errors", {{"device", "dm-0"}, {"kind", "corruption"}, {"devid", "2"}}), 7);
   EXPECT_FALSE(b.has("fsaudit_btrfs_device_errors", {{"devid", ""}}));
-  EXPECT_EQ(b.value("fsaudit_btrfs_device_missing", {{"device", "dm-0"}, {"devid", "2"}}), 0);
+  EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o, true).value("fsaudit_btrfs_device_missing", {{"device", "dm-0"}, {"devid", "2"}}), 0);
 }
 
 TEST(BtrfsRedundancy, Raid1WithAMissingMemberHasNoRedundancyLeft) {
   btrfs::Observation o;
   o.sysfs = raid1("raid1", false, true);
-  EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o).value("fsaudit_filesystem_data_redundancy"), 1);
+  // A series with btrfs.detail: full (the stack's layout says it); fsaudit_redundancy_margin by default.
+  EXPECT_FALSE(btrfs::btrfs_metrics(btrfs_target(), o).has("fsaudit_filesystem_data_redundancy"));
+  EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o, true).value("fsaudit_filesystem_data_redundancy"), 1);
   o.sysfs = raid1("raid1", true, true);
-  auto b = btrfs::btrfs_metrics(btrfs_target(), o);
+  auto b = btrfs::btrfs_metrics(btrfs_target(), o, true);
   EXPECT_EQ(b.value("fsaudit_btrfs_device_missing", {{"devid", "2"}}), 1);
   EXPECT_EQ(b.value("fsaudit_filesystem_data_redundancy"), 0);
   // Three copies, one member gone: two copies left, still repairable.
   o.sysfs = raid1("raid1c3", true, true);
-  EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o).value("fsaudit_filesystem_data_redundancy"), 1);
+  EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o, true).value("fsaudit_filesystem_data_redundancy"), 1);
   o.sysfs = raid1("raid5", true, true);
-  EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o).value("fsaudit_filesystem_data_redundancy"), 0);
+  EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o, true).value("fsaudit_filesystem_data_redundancy"), 0);
   o.sysfs = raid1("raid6", true, true);
-  EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o).value("fsaudit_filesystem_data_redundancy"), 1);
+  EXPECT_EQ(btrfs::btrfs_metrics(btrfs_target(), o, true).value("fsaudit_filesystem_data_redundancy"), 1);
 }
 
 TEST(BcachefsRedundancy, AFailedMemberTakesAReplicaAway) {

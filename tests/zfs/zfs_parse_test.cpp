@@ -1088,7 +1088,9 @@ TEST(ZfsMetrics, CksumVdevStateSetAndScan) {
   auto b = build_zfs_metrics(r, *l, StatusFormat::text, mem);
   const std::string vb = r.pools[0].vdevs[2].name;
   EXPECT_EQ(b.value("fsaudit_zfs_vdev_errors", {{"pool", "fsauditcap"}, {"vdev", vb}, {"kind", "checksum"}}), 136);
-  EXPECT_EQ(b.value("fsaudit_zfs_vdev_errors", {{"pool", "fsauditcap"}, {"vdev", vb}, {"kind", "read"}}), 0);
+  // A counter at 0 is no series by default (the alert fires when one appears); with full, every one.
+  EXPECT_FALSE(b.has("fsaudit_zfs_vdev_errors", {{"pool", "fsauditcap"}, {"vdev", vb}, {"kind", "read"}}));
+  EXPECT_EQ(series(b, "fsaudit_zfs_vdev_errors"), 1u);
   EXPECT_EQ(b.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}, {"state", "online"}}), 1);
   // By default (zfs.detail: compact) a state set is its current state alone; with full, every state.
   EXPECT_FALSE(b.has("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}, {"state", "degraded"}}));
@@ -1098,6 +1100,8 @@ TEST(ZfsMetrics, CksumVdevStateSetAndScan) {
   EXPECT_EQ(full.value("fsaudit_zfs_pool_state", {{"pool", "fsauditcap"}, {"state", "degraded"}}), 0);
   EXPECT_EQ(series(full, "fsaudit_zfs_pool_state"), 7u);
   EXPECT_EQ(series(full, "fsaudit_zfs_scan_state"), 5u);
+  EXPECT_EQ(full.value("fsaudit_zfs_vdev_errors", {{"pool", "fsauditcap"}, {"vdev", vb}, {"kind", "read"}}), 0);
+  EXPECT_EQ(series(full, "fsaudit_zfs_vdev_errors"), 3 * r.pools[0].vdevs.size());
   EXPECT_EQ(b.value("fsaudit_zfs_vdev_state", {{"vdev", "mirror-0"}, {"state", "online"}}), 1);
   EXPECT_EQ(b.value("fsaudit_zfs_scan_state", {{"pool", "fsauditcap"}, {"state", "finished"}}), 1);
   EXPECT_EQ(b.value("fsaudit_zfs_scan_function", {{"pool", "fsauditcap"}, {"state", "scrub"}}), 1);
