@@ -533,7 +533,10 @@ void Daemon::publish_job_locked(const JobOutcome& o) {
     li["reason"] = said.reason;
     b.info("fsaudit_probe_failure_info", "Why the probe's last run failed (value 1; present only while failing).", li);
   }
-  b.status.runs.push_back({probe, target, said.reason, !said.failed, said.stuck, o.spec->target->is_host()});
+  // The page lists a run only while it fails or is stuck; a run that is fine says nothing the target's
+  // own facts do not (30,000 of them at 10,000 filesystems were over 10 MB of status items).
+  if (said.failed || said.stuck)
+    b.status.runs.push_back({probe, target, said.reason, !said.failed, said.stuck, o.spec->target->is_host()});
   store_->publish("self\x1f" + key, b);
 }
 
