@@ -110,12 +110,10 @@ struct JobSelf {
   std::optional<Said> published;
 };
 
-// A probe type's totals: published at most once a second while runs keep finishing (a cycle of a
-// thousand targets finishes a thousand runs in a second), the latest always within a second.
-// How often a probe's totals (fsaudit_probe_runs_total, ...) are published while it runs, times the probe
-// budget's stretch: they are summed over all the probe's targets, so at 10,000 filesystems some probe
-// finishes a run every few milliseconds, and a publish a second per probe was a twentieth of the
-// daemon's CPU there. A scrape sees them at most this much behind.
+// A probe type's totals (fsaudit_probe_runs_total, ...): published at most this often while runs keep
+// finishing, times the probe budget's stretch, the latest always within that time. A cycle of a
+// thousand targets finishes a thousand runs in a second; at 10,000 filesystems a publish a second per
+// probe was a twentieth of the daemon's CPU.
 constexpr auto kProbeTotalsEvery = std::chrono::seconds(1);
 
 struct ProbeSelf {
@@ -158,8 +156,12 @@ class Daemon {
   void on_outcome(const JobOutcome& o);
   void publish_job_locked(const JobOutcome& o);
   void publish_probe_totals_locked(const std::string& probe, ProbeSelf& ps);
-  // The probes' totals still pending: those last published totals_every_ ago or more, or all.
+  // The probes' totals still pending: those last published totals_every() ago or more, or all.
   void flush_probe_totals(bool all);
+  std::chrono::steady_clock::duration totals_every() const {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        kProbeTotalsEvery * budget_stretch_.load(std::memory_order_relaxed));
+  }
   // --once: runs the probes that read other probes' saved state again (their first run raced with
   // those probes); the count of runs left, or null when there is none.
   std::shared_ptr<std::atomic<int>> rerun_readers_of_others();  // the main loop, every wake (at least once a second)
@@ -177,7 +179,8 @@ class Daemon {
   std::mutex run_mu_;
   std::shared_ptr<const config::Config> run_cfg_;
   MountSnapshot mounts_;
-  double budget_stretch_ = 1;  // budget_plan_.stretch, for the runs' contexts (under run_mu_)
+  // budget_plan_.stretch, read by the runs' contexts and the probes' totals on other threads.
+  std::atomic<double> budget_stretch_{1};
   bool once_ = false;
   bool last_reload_ok_ = true;
   std::shared_ptr<metrics::Store> store_ = std::make_shared<metrics::Store>();
@@ -210,7 +213,6 @@ class Daemon {
   // job (30,000 at 10,000 filesystems).
   std::size_t failing_jobs_ = 0;
   std::map<std::string, ProbeSelf> probe_self_;
-  std::chrono::steady_clock::duration totals_every_ = kProbeTotalsEvery;  // x the budget's stretch (under mu_)
   Extensions ext_;
   std::unique_ptr<LabHandle> lab_;  // lab mode: loop-device canaries this process created
 
@@ -309,16 +311,14 @@ void Daemon::publish_run_config() {
 ProbeContext Daemon::make_context(std::stop_token stop, SteadyTime deadline) {
   std::shared_ptr<const config::Config> cfg;
   MountSnapshot mounts;
-  double stretch = 1;
   {
     std::lock_guard l(run_mu_);
     cfg = run_cfg_;
     mounts = mounts_;
-    stretch = budget_stretch_;
   }
   ProbeContext ctx{cfg->host, runner_, SystemClock::instance(), cfg->tools, cfg->state_dir, stop, deadline};
   ctx.mounts = std::move(mounts);
-  ctx.budget_stretch = stretch;
+  ctx.budget_stretch = budget_stretch_.load(std::memory_order_relaxed);
   ctx.owner = std::move(cfg);
   return ctx;
 }
@@ -419,15 +419,7 @@ void Daemon::refresh_targets(bool force) {
                              plan.demand, cfg_.probe_budget.runs_per_second, plan.stretch, each));
   }
   budget_plan_ = std::move(plan);
-  {
-    std::lock_guard l(run_mu_);
-    budget_stretch_ = budget_plan_.stretch;
-  }
-  {
-    std::lock_guard l(mu_);
-    totals_every_ = std::chrono::duration_cast<std::chrono::steady_clock::duration>(kProbeTotalsEvery *
-                                                                                    budget_plan_.stretch);
-  }
+  budget_stretch_.store(budget_plan_.stretch, std::memory_order_relaxed);
   std::vector<std::string> keep = {"build", "canary-identity"};
   for (const auto& j : jobs) {
     keep.push_back(j.key());
@@ -478,7 +470,7 @@ void Daemon::on_outcome(const JobOutcome& o) {
   if (o.seq > ps.seq) {
     ps.seq = o.seq;
     ps.pending = o.probe_totals;
-    if (std::chrono::steady_clock::now() - ps.published >= totals_every_) publish_probe_totals_locked(probe, ps);
+    if (std::chrono::steady_clock::now() - ps.published >= totals_every()) publish_probe_totals_locked(probe, ps);
   }
 }
 
@@ -563,8 +555,9 @@ void Daemon::publish_probe_totals_locked(const std::string& probe, ProbeSelf& ps
 void Daemon::flush_probe_totals(bool all) {
   std::lock_guard lock(mu_);
   const auto now = std::chrono::steady_clock::now();
+  const auto every = totals_every();
   for (auto& [probe, ps] : probe_self_)
-    if (all || now - ps.published >= totals_every_) publish_probe_totals_locked(probe, ps);
+    if (all || now - ps.published >= every) publish_probe_totals_locked(probe, ps);
 }
 
 std::string Daemon::status_line() {
