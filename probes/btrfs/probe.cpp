@@ -21,6 +21,7 @@
 #include "daemon/core/helper_client.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/btrfs/stack.hpp"
+#include "probes/stack/series.hpp"
 
 namespace fsaudit::btrfs {
 
@@ -360,15 +361,7 @@ void sysfs_series(metrics::Batch& b, const Target& t, const SysfsFilesystem& f,
             "1 if a bad data copy can be repaired from another copy or parity (btrfs dup/raid1*/raid10/raid5/6 "
             "data, bcachefs replicas>1); 0 if it cannot.",
             {{"target", target}, {"fs", t.fstype.empty() ? "btrfs" : t.fstype}}, *model.spare_copies > 0 ? 1 : 0);
-  const bool redundancy = stack::exports_redundancy(model);
-  if (model.margin && redundancy)
-    b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", target}, {"fs", "btrfs"}}, *model.margin);
-  if (model.designed_redundancy && redundancy)
-    b.gauge(stack::kDesignedMetric, stack::kDesignedHelp, {{"target", target}, {"fs", "btrfs"}},
-            *model.designed_redundancy);
-  for (const auto& m : model.bad_members)
-    b.gauge(stack::kMemberDownMetric, stack::kMemberDownHelp,
-            {{"target", target}, {"fs", "btrfs"}, {"member", m.name}, {"state", m.state}}, 1);
+  stack::redundancy_series(b, model, target, "btrfs");
 }
 
 // Counters from `btrfs device stats` for the devices sysfs had none for.

@@ -62,6 +62,4 @@ StackModel plain_model(std::string fs, std::string name) {
   return m;
 }
 
-bool exports_redundancy(const StackModel& m) { return !m.designed_redundancy || *m.designed_redundancy > 0; }
-
 }  // namespace fsaudit::stack

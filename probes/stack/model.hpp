@@ -71,33 +71,6 @@ std::string normalize_layout(std::string_view fs, std::string_view layout);
 // Only btrfs and ZFS report their layout; for the others any word matches.
 bool layout_matches(std::string_view fs, std::string_view configured, std::string_view actual);
 
-// The series every filesystem with members exports from its model (one name, one help text, so the
-// families of two probes merge): labels target (the btrfs mount target, the ZFS pool) and fs.
-inline constexpr const char* kMarginMetric = "fsaudit_redundancy_margin";
-inline constexpr const char* kMarginHelp =
-    "Member device failures the filesystem or pool survives right now, with the members already offline, "
-    "missing or faulted taken away (a healthy 2-way mirror: 1; a degraded one: 0).";
-// The same with every member well: what the layout was built to survive. An alert on margin 0 asks for
-// designed > 0, so a single-device filesystem (0 by design) never pages.
-inline constexpr const char* kDesignedMetric = "fsaudit_redundancy_designed";
-inline constexpr const char* kDesignedHelp =
-    "Member device failures the filesystem or pool survives with every member well (its layout: a 2-way "
-    "mirror 1, raid1c3 2, single or dup 0).";
-
-// Whether a filesystem or pool exports kMarginMetric and kDesignedMetric: only where its layout was
-// built to survive a member failure (designed > 0) or that is unknown. A single device or a stripe
-// survives none by design: its margin says nothing the stack's layout (fsaudit_stack_info's redundancy
-// label) does not, and the alerts on margin ask for designed > 0 (issue 33's series budget).
-bool exports_redundancy(const StackModel& m);
-
-// One series per member that is down, from the same model (value 1), with the member's name and state:
-// what the no-redundancy alert names, and with the `disk` label the probe derives from the member
-// the disk's identity (fsaudit_disk_info).
-inline constexpr const char* kMemberDownMetric = "fsaudit_redundancy_member_down";
-inline constexpr const char* kMemberDownHelp =
-    "A member device of the filesystem or pool that is down (value 1): offline, faulted, removed, "
-    "unavailable or missing, in the filesystem's own word (state).";
-
 // XFS, ext4 and any filesystem without members it reports on: one copy, no data checksums, nothing
 // to lose. `name` is the target.
 StackModel plain_model(std::string fs, std::string name);

@@ -8,6 +8,7 @@
 #include "daemon/metrics/derive_label.hpp"
 #include "daemon/core/strings.hpp"
 #include "probes/zfs/members.hpp"
+#include "probes/stack/series.hpp"
 #include "probes/zfs/stack.hpp"
 
 namespace fsaudit::zfs {
@@ -112,15 +113,7 @@ metrics::Batch build_zfs_metrics(const ZfsStatusReport& status, const std::vecto
     pool_status_facts(b, p, model);
     // Whether the pool is redundant at all is fsaudit_redundancy_designed > 0 (the stack model's one
     // answer), not a second series; a pool built without redundancy has neither.
-    const bool redundancy = stack::exports_redundancy(model);
-    if (model.margin && redundancy)
-      b.gauge(stack::kMarginMetric, stack::kMarginHelp, {{"target", p.name}, {"fs", "zfs"}}, *model.margin);
-    if (model.designed_redundancy && redundancy)
-      b.gauge(stack::kDesignedMetric, stack::kDesignedHelp, {{"target", p.name}, {"fs", "zfs"}},
-              *model.designed_redundancy);
-    for (const auto& m : model.bad_members)
-      b.gauge(stack::kMemberDownMetric, stack::kMemberDownHelp,
-              {{"target", p.name}, {"fs", "zfs"}, {"member", m.name}, {"state", m.state}}, 1);
+    stack::redundancy_series(b, model, p.name, "zfs");
 
     std::map<std::string, int> seen;
     for (const auto& v : p.vdevs) {

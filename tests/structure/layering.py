@@ -48,8 +48,8 @@ MOUNTINFO_READER = "daemon/probe/targets.cpp"
 RANKS = {
     "daemon/core": 0,                                               # Result, strings, files, HostPaths, fstype, windows
     "daemon/metrics": 1, "daemon/runner": 1, "daemon/systemd": 1,   # store, command runner, sd-notify/journal
-    "probes/stack": 1,                                              # the stack model every filesystem fills
     "daemon/probe": 2,                                              # the Probe API, targets, the mount table
+    "probes/stack": 2,                                              # the stack model every filesystem fills, and its series
     "daemon/config": 3, "daemon/scheduler": 3,
     "daemon/http": 4, "probes/scrub_driver": 4,                     # /metrics and the page; the scrub driver interface
     "probes/canary_ops": 4,                                         # the canary operations and lab recipe interfaces, plain XFS/ext4 ops
