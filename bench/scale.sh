@@ -10,7 +10,7 @@
 # RSS (and the children's private memory), median scrape time, samples, and the ratios
 # fsauditd/node_exporter.
 #
-# usage: bench/scale.sh [--fsauditd PATH] [--minutes N] [--sizes "10 100 1000"] [--perf] [--heap]
+# usage: bench/scale.sh [--fsauditd PATH] [--minutes N] [--sizes "10 100 1000"] [--perf] [--heap] [--heap-live]
 #        bench/scale.sh [FSAUDITD] [WINDOW_SECONDS] [SIZES]          (the older positional form)
 # env:   SETTLE=60 (seconds before the window)  SCRAPES=50 (for the median)  LATENCY=1|0
 #        EXTRA_CONFIG (YAML appended to fsauditd's config; not together with LATENCY=0)
@@ -29,6 +29,10 @@
 # --heap, at the largest size after its window: one `fsauditd --once` (a whole first cycle, every probe
 # on every target, then the scrape text) under heaptrack, into /var/tmp/fsaudit-scale-heap.*; prints
 # the heap at its peak and the allocation sites that held most of it (where the resident heap goes).
+# --heap-live, at the largest size after its window: the daemon itself under heaptrack for SETTLE seconds
+# (its first cycle and then steady state), then killed (SIGKILL: nothing is freed on the way out), so what
+# heaptrack reports as leaked is what was live at that moment, by allocation site: the steady-state heap.
+# Data in /var/tmp/fsaudit-scale-live.*, the sites in /var/tmp/fsaudit-scale-live.txt.
 #
 # fsync work: the sampler submits io_uring WRITE linked to FSYNC; the kernel runs every FSYNC (and
 # the write when it would block) in fsauditd's io_uring worker threads ("iou-wrk-PID"), so their
@@ -41,7 +45,7 @@
 # it, the daemons) is removed on exit, also on failure or Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FSAUDITD=build/daemon/fsauditd WINDOW=600 SIZES="10 100 1000" PERF=0 HEAP=0 pos=0
+FSAUDITD=build/daemon/fsauditd WINDOW=600 SIZES="10 100 1000" PERF=0 HEAP=0 HEAP_LIVE=0 pos=0
 while [ $# -gt 0 ]; do
   case $1 in
     --fsauditd) FSAUDITD=$2; shift 2 ;;
@@ -49,7 +53,8 @@ while [ $# -gt 0 ]; do
     --sizes) SIZES=$2; shift 2 ;;
     --perf) PERF=1; shift ;;
     --heap) HEAP=1; shift ;;
-    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+    --heap-live) HEAP_LIVE=1; shift ;;
+    -h | --help) sed -n '2,39p' "$0"; exit 0 ;;
     -*) echo "scale.sh: unknown option $1" >&2; exit 2 ;;
     *)
       case $pos in 0) FSAUDITD=$1 ;; 1) WINDOW=$1 ;; 2) SIZES=$1 ;; *) echo "scale.sh: too many arguments" >&2; exit 2 ;; esac
@@ -63,7 +68,7 @@ LATENCY=${LATENCY:-1}
 [[ $WINDOW =~ ^[0-9]+$ && $WINDOW -gt 0 ]] || { echo "scale.sh: the window must be a positive number of seconds" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "scale.sh: needs root (loop devices, mounts)" >&2; exit 2; }
 command -v prometheus-node-exporter >/dev/null || { echo "scale.sh: apt-get install prometheus-node-exporter" >&2; exit 2; }
-[ "$HEAP" = 0 ] || command -v heaptrack >/dev/null || { echo "scale.sh: --heap needs heaptrack (apt-get install heaptrack)" >&2; exit 2; }
+[ "$HEAP$HEAP_LIVE" = 00 ] || command -v heaptrack >/dev/null || { echo "scale.sh: --heap needs heaptrack (apt-get install heaptrack)" >&2; exit 2; }
 
 ID=$$
 IMG=/var/tmp/fsaudit-scale-$ID
@@ -300,6 +305,24 @@ CFG
       heaptrack_print -f "$heap" -p 1 -a 0 -T 0 -l 0 -n 15 -s 3 >/var/tmp/fsaudit-scale-heap.txt 2>&1 || true
       echo "size $size: heap of fsauditd --once under heaptrack (data $heap, top 15 sites at the peak in /var/tmp/fsaudit-scale-heap.txt):" >&2
       grep -E '^(peak heap memory consumption|peak RSS|total memory leaked|calls to allocation)' /var/tmp/fsaudit-scale-heap.txt >&2 || true
+    fi
+  fi
+  if [ "$HEAP_LIVE" = 1 ] && [ "$size" = "$largest" ]; then
+    rm -rf /var/tmp/fsaudit-scale-live.* "$IMG/state-$size"; mkdir -p "$IMG/state-$size"
+    sed -i "s/^listen: .*/listen: 127.0.0.1:$(port)/" "$IMG/fsaudit-$size.yaml"
+    heaptrack -o /var/tmp/fsaudit-scale-live "$FSAUDITD" --config "$IMG/fsaudit-$size.yaml" >"$IMG/heaptrack-live.log" 2>&1 &
+    hpid=$!; PIDS+=("$hpid")
+    sleep "$SETTLE"
+    dpid=$(pgrep -n -f "^$FSAUDITD --config $IMG/fsaudit-$size.yaml" || true)
+    [ -n "$dpid" ] && echo "size $size: fsauditd under heaptrack after ${SETTLE}s: RSS $(rss "$dpid") KiB (heaptrack's own hooks included)" >&2
+    [ -n "$dpid" ] && kill -9 "$dpid"
+    wait "$hpid" 2>/dev/null || true
+    PIDS=()
+    heap=$(ls /var/tmp/fsaudit-scale-live*.zst /var/tmp/fsaudit-scale-live*.gz 2>/dev/null | head -1 || true)
+    if [ -n "$heap" ]; then
+      heaptrack_print -f "$heap" -p 0 -a 0 -T 0 -l 1 -n 40 -s 5 >/var/tmp/fsaudit-scale-live.txt 2>&1 || true
+      echo "size $size: live heap of the daemon after ${SETTLE}s (data $heap, sites in /var/tmp/fsaudit-scale-live.txt):" >&2
+      grep -E '^(peak heap memory consumption|total memory leaked)' /var/tmp/fsaudit-scale-live.txt >&2 || true
     fi
   fi
 done

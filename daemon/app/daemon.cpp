@@ -279,7 +279,8 @@ bool Daemon::start_exposer() {
   o.port = cfg_.listen_port;
   o.trend = trend_;
   o.feed_trend = [store = store_](http::CapacityTrend& t, double now) {
-    store->visit_status([&](const auto& items) { t.observe(items, now); });
+    store->visit_status([&](const std::string&, const metrics::StatusItems& items) { t.observe(items, now); });
+    t.expire(now);
   };
   std::string addr = o.address + ":" + std::to_string(o.port) + "|" + cfg_.web_config_file;
   if (exposer_ && addr == exposer_addr_) return true;

@@ -244,9 +244,16 @@ std::optional<double> CapacityTrend::days_to_full(const std::string& target) con
 }
 
 void CapacityTrend::observe(const StatusItemsByKey& items, double now) {
-  for (const auto& [key, it] : items)
-    for (const auto& f : it.filesystems)
-      if (!f.target.empty() && f.avail_bytes && std::isfinite(*f.avail_bytes)) add(f.target, now, *f.avail_bytes);
+  for (const auto& [key, it] : items) observe(it, now);
+  expire(now);
+}
+
+void CapacityTrend::observe(const metrics::StatusItems& items, double now) {
+  for (const auto& f : items.filesystems)
+    if (!f.target.empty() && f.avail_bytes && std::isfinite(*f.avail_bytes)) add(f.target, now, *f.avail_bytes);
+}
+
+void CapacityTrend::expire(double now) {
   std::lock_guard l(mu_);
   std::erase_if(hist_, [&](const auto& kv) { return now - kv.second.last_t > window_; });
 }

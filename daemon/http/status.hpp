@@ -100,6 +100,9 @@ class CapacityTrend {
   std::optional<double> days_to_full(const std::string& target) const;
   // Adds every target's avail, and forgets targets with nothing inside the window (unmounted).
   void observe(const StatusItemsByKey& items, double now);
+  // The same in steps, for a reader that has one key's items at a time: each key's, then expire().
+  void observe(const metrics::StatusItems& items, double now);
+  void expire(double now);
   std::size_t targets() const;  // for tests
 
  private:

@@ -20,6 +20,7 @@ struct Problem {
   Severity severity = Severity::warning;
   std::string words;
   std::string runbook;
+  bool operator==(const Problem&) const = default;
 };
 
 struct ScrubFacts {
@@ -28,6 +29,7 @@ struct ScrubFacts {
   std::optional<double> progress_ratio;
   std::map<std::string, double> errors;  // kind -> count (found, repaired, uncorrectable)
   std::string last_result, mode, decision;
+  bool operator==(const ScrubFacts&) const = default;
 };
 
 // How many more member failures the filesystem or pool survives (the stack model), and its members
@@ -35,10 +37,12 @@ struct ScrubFacts {
 struct RedundancyFacts {
   std::optional<int> margin, designed;
   std::vector<std::string> members_down;  // "loop1 OFFLINE", "devid 2 missing"
+  bool operator==(const RedundancyFacts&) const = default;
 };
 
 struct SetupFindingFacts {
   std::string rule, severity;
+  bool operator==(const SetupFindingFacts&) const = default;
 };
 
 // An optional part kept out of line: most FsFacts have no scrub or redundancy facts, and every
@@ -63,6 +67,7 @@ class Boxed {
   T* operator->() { return p_.get(); }
   const T* operator->() const { return p_.get(); }
   void reset() { p_.reset(); }
+  bool operator==(const Boxed& o) const { return p_ && o.p_ ? *p_ == *o.p_ : !p_ && !o.p_; }
 
  private:
   std::unique_ptr<T> p_;
@@ -84,12 +89,14 @@ struct FsFacts {
   std::optional<bool> detection_covered;
   std::string covering_canary;
   std::vector<Problem> problems;
+  bool operator==(const FsFacts&) const = default;
 };
 
 // Storage errors the kernel logged about one device, in the last hour and day.
 struct KernelErrorFacts {
   std::string device, target;  // target "" when no monitored filesystem was attributed
   double last_hour = 0, last_day = 0;
+  bool operator==(const KernelErrorFacts&) const = default;
 };
 
 struct CanaryFacts {
@@ -100,12 +107,14 @@ struct CanaryFacts {
   std::optional<double> last_run;  // Unix time
   std::string meaning;             // what the verdict means, in plain words
   std::string story;               // what the last cycle did, in plain words
+  bool operator==(const CanaryFacts&) const = default;
 };
 
 // How a job's last run went (filled in by the daemon, not by the probe).
 struct RunFacts {
   std::string probe, target, reason;
   bool ok = true, stuck = false, host_wide = false;
+  bool operator==(const RunFacts&) const = default;
 };
 
 struct StatusItems {
@@ -116,6 +125,7 @@ struct StatusItems {
   // The daemon's own (its build, whether the last configuration reload was taken).
   std::string version;
   std::optional<bool> config_reload_ok;
+  bool operator==(const StatusItems&) const = default;
   bool empty() const {
     return filesystems.empty() && kernel_errors.empty() && canaries.empty() && runs.empty() && version.empty() &&
            !config_reload_ok;

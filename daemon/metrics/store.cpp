@@ -1,5 +1,7 @@
 #include "daemon/metrics/store.hpp"
 
+#include "daemon/metrics/status_pack.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -233,9 +235,9 @@ void Store::put_locked(const std::string& key, const std::vector<const Piece*>& 
   else key_families_.erase(kf);  // no family lists `k` any more
 }
 
-void Store::put_status_locked(const std::string& key, StatusItems items) {
-  if (items.empty()) status_.erase(key);
-  else status_[key] = std::move(items);
+void Store::put_status_locked(const std::string& key, std::string packed) {
+  if (packed.empty()) status_.erase(key);
+  else status_[key] = std::move(packed);
 }
 
 void Store::drop_parts_locked(const std::string& key, const PartTexts& texts) {
@@ -251,6 +253,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
   // A part the key published before at the same version keeps the text it had then (one lookup);
   // a whole batch drops the parts it no longer includes, a delta keeps them.
   std::vector<Piece> own = render(batch.own_families());
+  std::string own_status = pack(batch.status);
   PartTexts texts;
   std::uint64_t stamp = 0;
   if (!batch.parts().empty()) {
@@ -264,7 +267,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
   struct Built {
     const std::string* id;
     std::vector<Piece> pieces;
-    StatusItems status;
+    std::string status;  // packed
   };
   std::vector<Built> built;
   for (const auto& part : batch.parts()) {
@@ -276,7 +279,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
       Batch b;
       part.build(b);
       slot.version = part.version;
-      built.push_back({&it->first, render(b.families()), std::move(b.status)});
+      built.push_back({&it->first, render(b.families()), pack(b.status)});
     }
     slot.seen = stamp;
   }
@@ -304,7 +307,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
     drop_parts_locked(key, gone);
   }
   if (!texts.empty()) part_texts_[key] = std::move(texts);
-  put_status_locked(key, batch.status);
+  put_status_locked(key, std::move(own_status));
   cache_.reset();
 }
 
@@ -378,13 +381,19 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
 }
 
 std::map<std::string, StatusItems> Store::status() const {
-  std::lock_guard l(mu_);
-  return status_;
+  std::map<std::string, std::string> packed;
+  {
+    std::lock_guard l(mu_);
+    packed = status_;
+  }
+  std::map<std::string, StatusItems> r;
+  for (auto& [key, p] : packed) r.emplace_hint(r.end(), key, unpack(p));
+  return r;
 }
 
-void Store::visit_status(const std::function<void(const std::map<std::string, StatusItems>&)>& fn) const {
+void Store::visit_status(const std::function<void(const std::string& key, const StatusItems& items)>& fn) const {
   std::lock_guard l(mu_);
-  fn(status_);
+  for (const auto& [key, p] : status_) fn(key, unpack(p));
 }
 
 std::uint64_t Store::builds() const {

@@ -35,9 +35,10 @@ class Store {
   std::string text() const { return exposition()->join(); }
   // The status items each key last published (a copy, by key): what the status page is built from.
   std::map<std::string, StatusItems> status() const;
-  // Calls `fn` with the status items under the store's lock, without copying them (a once-a-minute
-  // reader of 10,000 targets); `fn` must not call back into the store.
-  void visit_status(const std::function<void(const std::map<std::string, StatusItems>&)>& fn) const;
+  // Calls `fn` with each key's status items in turn, unpacked one at a time (a once-a-minute reader of
+  // 10,000 targets holds one key's items, not a copy of all); under the store's lock, so `fn` must not
+  // call back into the store.
+  void visit_status(const std::function<void(const std::string& key, const StatusItems& items)>& fn) const;
   // How many times the exposition was (re)built: a test hook for "once per change".
   std::uint64_t builds() const;
 
@@ -89,7 +90,8 @@ class Store {
   void drop_key_locked(const std::string& key);
   // `key`'s lines become `pieces` (several may share a family), replacing what it published before.
   void put_locked(const std::string& key, const std::vector<const Piece*>& pieces);
-  void put_status_locked(const std::string& key, StatusItems items);
+  // `packed`: the key's status items as pack() made them ("" when it has none).
+  void put_status_locked(const std::string& key, std::string packed);
   // Drops a key's parts: their lines and status items.
   void drop_parts_locked(const std::string& key, const PartTexts& texts);
   static std::string part_key(const std::string& key, const std::string& id) { return key + '\x1e' + id; }
@@ -102,8 +104,9 @@ class Store {
   // a key lists it)
   std::unordered_map<std::string, std::vector<std::string_view>> key_families_;
   std::unordered_map<std::string, PartTexts> part_texts_;                  // key -> its parts' text
-  // key -> its last batch's status items, when any; part key -> the status items of that part's text
-  std::map<std::string, StatusItems> status_;
+  // key -> its last batch's status items, when any; part key -> the status items of that part's text.
+  // Packed (status_pack.hpp): a third of what the structs took, and a reader unpacks only what it reads.
+  std::map<std::string, std::string> status_;
   std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
   // Blobs the store let go of since the newest exposition was built. Each exposition keeps the grave
   // made when it was built, and each grave the next one: every blob an exposition shows stays alive
