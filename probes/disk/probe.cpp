@@ -293,6 +293,13 @@ class SmartProbe final : public Probe {
       for (std::size_t i = 0; i < n; ++i) workers.emplace_back(worker);
     }
     metrics::Batch batch;
+    // The disks found without SMART before this run, as they were found (todo left them out).
+    {
+      SmartReport none;
+      none.state = SmartState::unsupported;
+      for (const auto& d : unsupported_)
+        if (disks.count(d)) smart_metrics(batch, d, none);
+    }
     std::set<std::string> risky;
     std::string why;
     auto fail = [&](const std::string& d, const std::string& w) { why += (why.empty() ? "" : "; ") + d + ": " + w; };
@@ -307,14 +314,12 @@ class SmartProbe final : public Probe {
         fail(d, rep.error());
         continue;
       }
-      if (rep->state == SmartState::unsupported) unsupported_[d] = *rep;
+      if (rep->state == SmartState::unsupported) unsupported_.insert(d);
       if (rep->state == SmartState::standby) ++standby_skips_[d];
       if (rep->state == SmartState::failed) fail(d, rep->reason);
       if (!at_risk(*rep).empty()) risky.insert(d);
       smart_metrics(batch, d, *rep);
     }
-    for (const auto& [d, rep] : unsupported_)
-      if (disks.count(d) && std::find(todo.begin(), todo.end(), d) == todo.end()) smart_metrics(batch, d, rep);
     // Per filesystem: how many of the disks under it SMART says may fail soon.
     std::map<std::string, int> at_risk_per_target;
     for (const auto& [d, targets] : disks)
@@ -361,8 +366,10 @@ class SmartProbe final : public Probe {
   TargetSelection selection_;
   std::string helper_;
   config::SmartConfig cfg_;
-  // Runs of one probe never overlap (host scope): no lock needed.
-  std::map<std::string, SmartReport> unsupported_;
+  // Runs of one probe never overlap (host scope): no lock needed. Names only: a disk without SMART
+  // says nothing but that (its series is the state alone), and a kept report per device was 540 bytes
+  // each (issue 33: 9,000 loop devices).
+  std::set<std::string> unsupported_;
   std::map<std::string, std::uint64_t> standby_skips_;
   btrfs::SysfsMemo memo_;
 };
