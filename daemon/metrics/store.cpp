@@ -138,10 +138,10 @@ std::string serialize(const Batch& batch) {
 }
 
 void Store::drop_key_locked(const std::string& key) {
-  auto it = key_families_.find(key);
-  if (it == key_families_.end()) return;
-  for (const auto name : it->second) drop_entry_locked(name, it->first);  // `name` may dangle afterwards
-  key_families_.erase(it);
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return;
+  for (const auto name : it->second.families) drop_entry_locked(name, it->first);  // `name` may dangle afterwards
+  keys_.erase(it);
 }
 
 Store::Grave::~Grave() {
@@ -197,10 +197,10 @@ std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& familie
 void Store::put_locked(const std::string& key, const std::vector<const Piece*>& pieces) {
   // The key's entries are replaced in place: its families keep their map nodes, and only those it
   // no longer publishes are dropped (below).
-  auto kf = key_families_.try_emplace(key).first;
+  auto kf = keys_.try_emplace(key).first;
   const std::string_view k = kf->first;
-  std::vector<std::string_view> old_names = std::move(kf->second);
-  kf->second.clear();
+  std::vector<std::string_view> old_names = std::move(kf->second.families);
+  kf->second.families.clear();
   std::vector<std::string_view> names;
   auto add = [&](const Piece& first, const Piece* const* more, std::size_t n_more) {
     auto [it, inserted] = families_.try_emplace(first.head->name);
@@ -231,20 +231,25 @@ void Store::put_locked(const std::string& key, const std::vector<const Piece*>& 
   for (const auto& g : groups) add(*g.front(), g.data() + 1, g.size() - 1);
   for (const auto name : old_names)
     if (std::find(names.begin(), names.end(), name) == names.end()) drop_entry_locked(name, k);
-  if (!names.empty()) kf->second = std::move(names);
-  else key_families_.erase(kf);  // no family lists `k` any more
+  kf->second.families = std::move(names);
+  if (kf->second.families.empty() && kf->second.status.empty()) keys_.erase(kf);  // nothing lists `k` any more
 }
 
 void Store::put_status_locked(const std::string& key, std::string packed) {
-  if (packed.empty()) status_.erase(key);
-  else status_[key] = std::move(packed);
+  auto it = keys_.find(key);
+  if (packed.empty()) {
+    if (it != keys_.end() && it->second.families.empty()) keys_.erase(it);
+    else if (it != keys_.end()) it->second.status.clear();
+    return;
+  }
+  if (it == keys_.end()) it = keys_.try_emplace(key).first;
+  it->second.status = std::move(packed);
 }
 
 void Store::drop_parts_locked(const std::string& key, const PartTexts& texts) {
   for (const auto& [id, text] : texts) {
     auto pk = part_key(key, id);
     drop_key_locked(pk);
-    status_.erase(pk);
   }
 }
 
@@ -319,10 +324,9 @@ void Store::remove(const std::string& key) {
     part_texts_.erase(it);
     changed = true;
   }
-  status_.erase(key);
-  if (key_families_.count(key)) {
+  if (auto it = keys_.find(key); it != keys_.end()) {
+    changed = changed || !it->second.families.empty();
     drop_key_locked(key);
-    changed = true;
   }
   if (changed) cache_.reset();
 }
@@ -347,11 +351,13 @@ void Store::retain(const std::vector<std::string>& keep) {
     return false;
   };
   gone.clear();
-  for (const auto& [key, names] : key_families_)
-    if (!kept(key)) gone.push_back(key);
+  for (const auto& [key, entry] : keys_)
+    if (!kept(key)) {
+      gone.push_back(key);
+      changed = changed || !entry.families.empty();
+    }
   for (const auto& key : gone) drop_key_locked(key);
-  std::erase_if(status_, [&](const auto& kv) { return !kept(kv.first); });
-  if (changed || !gone.empty()) cache_.reset();
+  if (changed) cache_.reset();
 }
 
 std::shared_ptr<const TextPieces> Store::exposition() const {
@@ -381,19 +387,21 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
 }
 
 std::map<std::string, StatusItems> Store::status() const {
-  std::map<std::string, std::string> packed;
+  std::vector<std::pair<std::string, std::string>> packed;
   {
     std::lock_guard l(mu_);
-    packed = status_;
+    for (const auto& [key, e] : keys_)
+      if (!e.status.empty()) packed.emplace_back(key, e.status);
   }
   std::map<std::string, StatusItems> r;
-  for (auto& [key, p] : packed) r.emplace_hint(r.end(), key, unpack(p));
+  for (auto& [key, p] : packed) r.emplace(std::move(key), unpack(p));
   return r;
 }
 
 void Store::visit_status(const std::function<void(const std::string& key, const StatusItems& items)>& fn) const {
   std::lock_guard l(mu_);
-  for (const auto& [key, p] : status_) fn(key, unpack(p));
+  for (const auto& [key, e] : keys_)
+    if (!e.status.empty()) fn(key, unpack(e.status));
 }
 
 std::uint64_t Store::builds() const {

@@ -69,7 +69,7 @@ class Store {
   };
   struct Family {
     HeadPtr head;
-    // key -> its sample lines. The key is a view of key_families_' own copy (a node key, stable while
+    // key -> its sample lines. The key is a view of keys_' own copy (a node key, stable while
     // the key is in the store): one copy of each key, not one per family it publishes.
     std::map<std::string_view, Chunks> by_key;
   };
@@ -87,6 +87,7 @@ class Store {
   // the first type published wins).
   std::vector<Piece> render(const std::vector<MetricFamily>& families);
   HeadPtr head_for(const MetricFamily& f);
+  // Drops everything the store holds of `key`: its lines and its status items.
   void drop_key_locked(const std::string& key);
   // `key`'s lines become `pieces` (several may share a family), replacing what it published before.
   void put_locked(const std::string& key, const std::vector<const Piece*>& pieces);
@@ -100,13 +101,17 @@ class Store {
 
   mutable std::mutex mu_;
   std::map<std::string, Family, std::less<>> families_;  // by family name: the exposition order
-  // key (or part key) -> the families it published, as views of families_' keys (a family stays while
-  // a key lists it)
-  std::unordered_map<std::string, std::vector<std::string_view>> key_families_;
+  // What the store holds of one key (or part key), under one copy of the key: the families it published,
+  // as views of families_' keys (a family stays while a key lists it), and its last status items, packed
+  // (status_pack.hpp: a third of what the structs took; a reader unpacks only what it reads). An entry
+  // goes when both are empty. One map for both: a second map of 10,000s of keys cost a node and a copy
+  // of each key.
+  struct KeyEntry {
+    std::vector<std::string_view> families;
+    std::string status;
+  };
+  std::unordered_map<std::string, KeyEntry> keys_;
   std::unordered_map<std::string, PartTexts> part_texts_;                  // key -> its parts' text
-  // key -> its last batch's status items, when any; part key -> the status items of that part's text.
-  // Packed (status_pack.hpp): a third of what the structs took, and a reader unpacks only what it reads.
-  std::map<std::string, std::string> status_;
   std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
   // Blobs the store let go of since the newest exposition was built. Each exposition keeps the grave
   // made when it was built, and each grave the next one: every blob an exposition shows stays alive
