@@ -192,7 +192,8 @@ class Daemon {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<std::shared_ptr<Probe>> probes_;
-  std::vector<Target> targets_;
+  // Shared with the jobs' specs: one copy of each target, whatever its probes.
+  std::vector<std::shared_ptr<const Target>> targets_;
   std::string targets_fingerprint_;
   std::set<std::string> explicit_mounted_;  // explicit target paths seen as mount points
   // An explicit target whose path was a mount point and no longer is: its filesystem was unmounted.
@@ -218,7 +219,13 @@ class Daemon {
 
   std::mutex ctl_mu_;  // guards the two below: the D-Bus thread reads/writes them
   std::vector<dbus::JobRequest> ctl_queue_;
-  std::vector<dbus::ProbeInfo> probe_snapshot_;
+  // What D-Bus lists of the probes; the targets as the jobs' own shared targets, their names copied only
+  // when asked (30,000 copied names at 10,000 filesystems, kept between reloads).
+  struct ProbeSnapshot {
+    dbus::ProbeInfo info;  // without targets
+    std::vector<std::shared_ptr<const Target>> targets;
+  };
+  std::vector<ProbeSnapshot> probe_snapshot_;
   std::shared_ptr<dbus::Service> bus_;  // shared: a manual run may finish after shutdown began
 };
 
@@ -233,7 +240,7 @@ void Daemon::publish_unmounted(const std::vector<MountEntry>& mounts, std::vecto
     if (!explicit_mounted_.count(t.path)) continue;  // a directory inside a filesystem, or never mounted
     const std::string name = t.name.empty() ? t.path : t.name;
     // Named, the target now names the filesystem below it: its own series say so (not two of each).
-    if (std::any_of(targets_.begin(), targets_.end(), [&](const Target& x) { return x.name == name; })) continue;
+    if (std::any_of(targets_.begin(), targets_.end(), [&](const auto& x) { return x->name == name; })) continue;
     const std::string reason = "not mounted: " + t.path + " is not in the mount table (it was mounted before)";
     metrics::Labels l{{"probe", "mount"}, {"target", name}};
     metrics::Batch b;
@@ -376,12 +383,11 @@ void Daemon::refresh_targets(bool force) {
   if (!force && fp == targets_fingerprint_) return;
   for (const auto& w : warnings) logging::log(spdlog::level::warn, w);
   targets_fingerprint_ = fp;
-  targets_ = targets;
+  targets_.clear();
+  targets_.reserve(targets.size());
+  for (auto& t : targets) targets_.push_back(std::make_shared<const Target>(std::move(t)));
 
   std::vector<JobSpec> jobs;
-  std::vector<std::shared_ptr<const Target>> shared_targets;  // one copy per target, whatever its probes
-  shared_targets.reserve(targets_.size());
-  for (const auto& t : targets_) shared_targets.push_back(std::make_shared<const Target>(t));
   for (const auto& p : probes_) {
     ProbeSchedule sched;
     if (auto own = p->own_schedule()) {
@@ -404,7 +410,7 @@ void Daemon::refresh_targets(bool force) {
     if (p->scope() == Scope::host) {
       if (p->applies_to(*shared_host_target())) add(shared_host_target());
     } else {
-      for (const auto& t : shared_targets)
+      for (const auto& t : targets_)
         if (p->applies_to(*t)) add(t);
     }
   }
@@ -427,14 +433,15 @@ void Daemon::refresh_targets(bool force) {
     keep.push_back("self\x1f" + j.key());
   }
   {
-    std::map<std::string, dbus::ProbeInfo> snap;
+    std::map<std::string, ProbeSnapshot> snap;
     for (const auto& j : jobs) {
-      auto& pi = snap[j.probe->name()];
+      auto& ps = snap[j.probe->name()];
+      auto& pi = ps.info;
       pi.name = j.probe->name();
       pi.scope = j.probe->scope() == Scope::host ? "host" : "per_target";
       pi.interval_ms = j.interval.count();
       pi.timeout_ms = j.timeout.count();
-      pi.targets.push_back(j.target->name);
+      ps.targets.push_back(j.target);
     }
     std::lock_guard l(ctl_mu_);
     probe_snapshot_.clear();
@@ -633,7 +640,13 @@ void Daemon::start_bus() {
   };
   h.probes = [this] {
     std::lock_guard l(ctl_mu_);
-    return probe_snapshot_;
+    std::vector<dbus::ProbeInfo> r;
+    for (const auto& ps : probe_snapshot_) {
+      auto& pi = r.emplace_back(ps.info);
+      pi.targets.reserve(ps.targets.size());
+      for (const auto& t : ps.targets) pi.targets.push_back(t->name);
+    }
+    return r;
   };
   h.version = [] { return std::string(FSAUDIT_VERSION); };
   h.submit = [this](const dbus::JobRequest& r) {

@@ -165,10 +165,10 @@ class LatencyProbe final : public Probe {
   StackSelection sel_;
   std::shared_ptr<Shared> shared_;  // outlives the probe while a hung sample still runs
   MountSnapshot mounts_;  // the table plans_ was made from
-  std::shared_ptr<const metrics::Batch> info_part_;  // fsaudit_latency_stack_info of plans_
-  std::uint64_t info_generation_ = 0;
   SteadyTime planned_at_{};
-  std::vector<StackPlan> plans_;
+  // Shared and never changed in place: a batch's parts are built when the store takes the batch, after
+  // the run, and hold the plan they were made from (a re-plan in the next run replaces the pointer).
+  std::shared_ptr<const std::vector<StackPlan>> plans_ = std::make_shared<const std::vector<StackPlan>>();
   // The sampled stacks of plans_, rebuilt with the plan, so that a run (one a second) builds no
   // map and copies no label: its cost grows with the stacks that sample or change, plus a pass
   // over an array.
@@ -176,7 +176,6 @@ class LatencyProbe final : public Probe {
     const StackPlan* plan;
     std::shared_ptr<StackStats> st;
     std::string part_id;
-    std::shared_ptr<const metrics::Labels> labels;
     std::uint64_t published_version = ~0ull;  // the version the last batch had of it
   };
   std::vector<Entry> entries_;
