@@ -194,7 +194,7 @@ class Daemon {
   std::vector<std::shared_ptr<Probe>> probes_;
   // Shared with the jobs' specs: one copy of each target, whatever its probes.
   std::vector<std::shared_ptr<const Target>> targets_;
-  std::string targets_fingerprint_;
+  std::size_t targets_fingerprint_ = 0;  // a hash of the targets and probes, like the mount table's
   std::set<std::string> explicit_mounted_;  // explicit target paths seen as mount points
   // An explicit target whose path was a mount point and no longer is: its filesystem was unmounted.
   // Target selection then finds the filesystem below it (or none); the mount probe's job for it is
@@ -380,9 +380,10 @@ void Daemon::refresh_targets(bool force) {
   std::string fp;
   for (const auto& t : targets) fp += t.name + "\x1f" + t.fstype + "\x1f" + t.source + "\x1e";
   for (const auto& p : probes_) fp += p->name() + ",";
-  if (!force && fp == targets_fingerprint_) return;
+  const auto fp_hash = std::hash<std::string>{}(fp);
+  if (!force && fp_hash == targets_fingerprint_) return;
   for (const auto& w : warnings) logging::log(spdlog::level::warn, w);
-  targets_fingerprint_ = fp;
+  targets_fingerprint_ = fp_hash;
   targets_.clear();
   targets_.reserve(targets.size());
   for (auto& t : targets) targets_.push_back(std::make_shared<const Target>(std::move(t)));
@@ -397,6 +398,7 @@ void Daemon::refresh_targets(bool force) {
       if (!c.enabled) continue;
       sched = ProbeSchedule{c.interval, c.jitter, c.timeout, std::nullopt};
     }
+    const auto window = sched.window && !once_ ? std::make_shared<const CalendarWindow>(*sched.window) : nullptr;
     auto add = [&](const std::shared_ptr<const Target>& t) {
       JobSpec j;
       j.probe = p;
@@ -404,7 +406,7 @@ void Daemon::refresh_targets(bool force) {
       j.interval = sched.interval;
       j.jitter = once_ ? std::chrono::milliseconds(0) : sched.jitter;
       j.timeout = sched.timeout;
-      if (!once_) j.window = sched.window;
+      j.window = window;
       jobs.push_back(std::move(j));
     };
     if (p->scope() == Scope::host) {

@@ -161,7 +161,8 @@ void Store::drop_entry_locked(std::string_view family, std::string_view key) {
   if (f == families_.end()) return;
   if (auto e = f->second.by_key.find(key); e != f->second.by_key.end()) {
     bury_locked(e->second.first);
-    for (const auto& c : e->second.more) bury_locked(c);
+    if (e->second.more)
+      for (const auto& c : *e->second.more) bury_locked(c);
     f->second.by_key.erase(e);
   }
   if (f->second.by_key.empty()) families_.erase(f);
@@ -211,14 +212,15 @@ void Store::put_locked(const std::string& key, const std::vector<const Piece*>& 
     const bool first_piece = std::find(names.begin(), names.end(), first.head->name) == names.end();
     if (first_piece) {
       bury_locked(chunks.first);
-      for (const auto& c : chunks.more) bury_locked(c);
+      if (chunks.more)
+        for (const auto& c : *chunks.more) bury_locked(c);
       chunks.first = first.lines;  // replaces the last publish's
-      chunks.more.clear();
+      chunks.more.reset();
     } else {
-      chunks.more.push_back(first.lines);
+      chunks.add_more(first.lines);
     }
-    for (std::size_t i = 0; i < n_more; ++i) chunks.more.push_back(more[i]->lines);
-    chunks.more.shrink_to_fit();
+    for (std::size_t i = 0; i < n_more; ++i) chunks.add_more(more[i]->lines);
+    if (chunks.more) chunks.more->shrink_to_fit();
     if (first_piece) names.push_back(it->first);
   };
   // Pieces grouped by family first: the store's family map is searched once per family.
@@ -371,7 +373,8 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
     text->add(f.head->text);
     for (const auto& [key, chunks] : f.by_key) {
       text->add(chunks.first.view());
-      for (const auto& c : chunks.more) text->add(c.view());
+      if (chunks.more)
+        for (const auto& c : *chunks.more) text->add(c.view());
     }
   }
   // The blobs it shows are the store's now; what the store lets go of from here on goes to a grave

@@ -486,7 +486,7 @@ TEST(Scheduler, WindowedJobsWaitForTheirWindow) {
   auto s = h.make(ex);
   auto p = std::make_shared<CountingProbe>("deep");
   auto j = job(p, "/a", std::chrono::hours(24));
-  j.window = *CalendarWindow::parse("01:00-02:00");
+  j.window = std::make_shared<const CalendarWindow>(*CalendarWindow::parse("01:00-02:00"));
   // Windows are local time; pin the test to an offset-free reading by checking the computed due time.
   s.set_jobs({j});
   s.tick();
