@@ -241,7 +241,7 @@ void Store::put_status_locked(const std::string& key, std::string packed) {
   auto it = keys_.find(key);
   if (packed.empty()) {
     if (it != keys_.end() && it->second.families.empty()) keys_.erase(it);
-    else if (it != keys_.end()) it->second.status.clear();
+    else if (it != keys_.end()) std::string().swap(it->second.status);  // its buffer goes too
     return;
   }
   if (it == keys_.end()) it = keys_.try_emplace(key).first;
