@@ -34,31 +34,10 @@ void fields(S& s, F&& f) {
   } else if constexpr (std::is_same_v<T, RunFacts>) {
     f(s.probe), f(s.target), f(s.reason), f(s.ok), f(s.stuck), f(s.host_wide);
   } else {
-    static_assert(std::is_same_v<T, StatusItems>);
+    static_assert(std::is_same_v<T, StatusItems>, "a field type pack() and unpack() do not know");
     f(s.filesystems), f(s.kernel_errors), f(s.canaries), f(s.runs), f(s.version), f(s.config_reload_ok);
   }
 }
-
-template <class T>
-struct is_struct : std::false_type {};
-template <>
-struct is_struct<Problem> : std::true_type {};
-template <>
-struct is_struct<ScrubFacts> : std::true_type {};
-template <>
-struct is_struct<RedundancyFacts> : std::true_type {};
-template <>
-struct is_struct<SetupFindingFacts> : std::true_type {};
-template <>
-struct is_struct<FsFacts> : std::true_type {};
-template <>
-struct is_struct<KernelErrorFacts> : std::true_type {};
-template <>
-struct is_struct<CanaryFacts> : std::true_type {};
-template <>
-struct is_struct<RunFacts> : std::true_type {};
-template <>
-struct is_struct<StatusItems> : std::true_type {};
 
 template <class T>
 struct is_optional : std::false_type {};
@@ -104,8 +83,7 @@ struct Writer {
       varint(v.size());
       for (const auto& [k, x] : v) (*this)(k), (*this)(x);
     } else {
-      static_assert(is_struct<T>::value, "a field type pack() does not know");
-      fields(v, *this);
+      fields(v, *this);  // a status struct; any other type fails fields()' static_assert
     }
   }
 };
@@ -166,8 +144,7 @@ struct Reader {
         if (ok) v[std::move(k)] = x;
       }
     } else {
-      static_assert(is_struct<T>::value, "a field type unpack() does not know");
-      fields(v, *this);
+      fields(v, *this);  // a status struct; any other type fails fields()' static_assert
     }
   }
 };
