@@ -315,6 +315,11 @@ CFG
     sleep "$SETTLE"
     dpid=$(pgrep -n -f "^$FSAUDITD --config $IMG/fsaudit-$size.yaml" || true)
     [ -n "$dpid" ] && echo "size $size: fsauditd under heaptrack after ${SETTLE}s: RSS $(rss "$dpid") KiB (heaptrack's own hooks included)" >&2
+    # What it serves at that moment, beside the heap: the sample text the store holds, to compare with
+    # what the heap shows of it.
+    hport=$(sed -n 's/^listen: 127.0.0.1://p' "$IMG/fsaudit-$size.yaml")
+    curl -s -m 30 -o /var/tmp/fsaudit-scale-live.metrics "http://127.0.0.1:$hport/metrics" || true
+    [ -s /var/tmp/fsaudit-scale-live.metrics ] && echo "size $size: its exposition then: $(wc -c </var/tmp/fsaudit-scale-live.metrics) bytes, $(grep -vc '^#' /var/tmp/fsaudit-scale-live.metrics) samples (/var/tmp/fsaudit-scale-live.metrics)" >&2
     [ -n "$dpid" ] && kill -9 "$dpid"
     wait "$hpid" 2>/dev/null || true
     PIDS=()

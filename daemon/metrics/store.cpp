@@ -140,7 +140,10 @@ std::string serialize(const Batch& batch) {
 void Store::drop_key_locked(const std::string& key) {
   auto it = keys_.find(key);
   if (it == keys_.end()) return;
-  for (const auto name : it->second.families) drop_entry_locked(name, it->first);  // `name` may dangle afterwards
+  const Family* last = nullptr;
+  for (const auto& sl : it->second.slices)
+    if (sl.family != last) leave_locked(last = sl.family, &*it);  // a family's slices are adjacent
+  bury_locked(it->second.blob);
   keys_.erase(it);
 }
 
@@ -150,22 +153,27 @@ Store::Grave::~Grave() {
   while (n && n.use_count() == 1) n = std::move(n->next);
 }
 
-void Store::bury_locked(const Chunk& c) {
+void Store::bury_locked(const Blob& b) {
   // Only the store holds the newest grave: no exposition built since shows anything, so nothing
   // needs keeping.
-  if (c.blob && grave_.use_count() > 1) grave_->blobs.push_back(c.blob);
+  if (b && grave_.use_count() > 1) grave_->blobs.push_back(b);
 }
 
-void Store::drop_entry_locked(std::string_view family, std::string_view key) {
-  auto f = families_.find(family);
+void Store::join_locked(Family& family, const KeyNode* node) {
+  auto& m = family.members;
+  auto at = std::lower_bound(m.begin(), m.end(), node, [](const KeyNode* a, const KeyNode* b) { return a->first < b->first; });
+  if (at == m.end() || *at != node) m.insert(at, node);
+}
+
+void Store::leave_locked(const Family* family, const KeyNode* node) {
+  auto f = families_.find(family->head->name);
   if (f == families_.end()) return;
-  if (auto e = f->second.by_key.find(key); e != f->second.by_key.end()) {
-    bury_locked(e->second.first);
-    if (e->second.more)
-      for (const auto& c : *e->second.more) bury_locked(c);
-    f->second.by_key.erase(e);
-  }
-  if (f->second.by_key.empty()) families_.erase(f);
+  auto& m = f->second.members;
+  auto at = std::lower_bound(m.begin(), m.end(), node, [](const KeyNode* a, const KeyNode* b) { return a->first < b->first; });
+  if (at != m.end() && *at == node) m.erase(at);
+  if (m.empty()) families_.erase(f);
+  // A family that 10,000 keys published in and few still do gives the room back.
+  else if (m.capacity() > 64 && m.size() < m.capacity() / 4) m.shrink_to_fit();
 }
 
 Store::HeadPtr Store::head_for(const MetricFamily& f) {
@@ -175,9 +183,9 @@ Store::HeadPtr Store::head_for(const MetricFamily& f) {
   return it->second;
 }
 
-std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& families) {
-  std::vector<Piece> pieces;
-  pieces.reserve(families.size());
+Store::Rendered Store::render(const std::vector<MetricFamily>& families) {
+  Rendered r;
+  r.lines.reserve(families.size());
   std::string blob;
   std::size_t want = 0;
   for (const auto& f : families) want += f.metric.size() * (f.type == MetricType::Histogram ? 2048 : 128);
@@ -187,60 +195,52 @@ std::vector<Store::Piece> Store::render(const std::vector<MetricFamily>& familie
     if (head->type != type_name(f.type)) continue;  // a type clash is a bug; the first type published wins
     const auto off = blob.size();
     put_lines(blob, f);
-    pieces.push_back({std::move(head), {nullptr, static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(blob.size() - off)}});
+    r.lines.push_back({std::move(head), static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(blob.size() - off)});
   }
   blob.shrink_to_fit();
-  auto shared = std::make_shared<const std::string>(std::move(blob));
-  for (auto& p : pieces) p.lines.blob = shared;
-  return pieces;
+  if (!r.lines.empty()) r.blob = std::make_shared<const std::string>(std::move(blob));
+  return r;
 }
 
-void Store::put_locked(const std::string& key, const std::vector<const Piece*>& pieces) {
-  // The key's entries are replaced in place: its families keep their map nodes, and only those it
-  // no longer publishes are dropped (below).
+void Store::put_locked(const std::string& key, Rendered r) {
   auto kf = keys_.try_emplace(key).first;
-  const std::string_view k = kf->first;
-  std::vector<std::string_view> old_names = std::move(kf->second.families);
-  kf->second.families.clear();
-  std::vector<std::string_view> names;
-  auto add = [&](const Piece& first, const Piece* const* more, std::size_t n_more) {
-    auto [it, inserted] = families_.try_emplace(first.head->name);
-    auto& fam = it->second;
-    if (inserted) fam.head = first.head;
-    // One family in several pieces of one batch (append of two batches): keep them all.
-    auto& chunks = fam.by_key[k];
-    const bool first_piece = std::find(names.begin(), names.end(), first.head->name) == names.end();
-    if (first_piece) {
-      bury_locked(chunks.first);
-      if (chunks.more)
-        for (const auto& c : *chunks.more) bury_locked(c);
-      chunks.first = first.lines;  // replaces the last publish's
-      chunks.more.reset();
-    } else {
-      chunks.add_more(first.lines);
-    }
-    for (std::size_t i = 0; i < n_more; ++i) chunks.add_more(more[i]->lines);
-    if (chunks.more) chunks.more->shrink_to_fit();
-    if (first_piece) names.push_back(it->first);
-  };
-  // Pieces grouped by family first: the store's family map is searched once per family.
-  std::vector<std::vector<const Piece*>> groups;
-  for (const Piece* p : pieces) {
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.front()->head == p->head; });
-    if (g == groups.end()) groups.emplace_back().push_back(p);
-    else g->push_back(p);
+  const KeyNode* node = &*kf;
+  KeyEntry& e = kf->second;
+  // The new slices, a family's together (in the order its lines came), each family found in the map once.
+  std::vector<Slice> slices;
+  slices.reserve(r.lines.size());
+  std::vector<std::pair<const Head*, Family*>> found;
+  for (std::size_t i = 0; i < r.lines.size(); ++i) {
+    const Head* h = r.lines[i].head.get();
+    if (std::any_of(found.begin(), found.end(), [&](const auto& x) { return x.first == h; })) continue;
+    auto [it, inserted] = families_.try_emplace(h->name);
+    if (inserted) it->second.head = r.lines[i].head;
+    found.emplace_back(h, &it->second);
+    for (std::size_t j = i; j < r.lines.size(); ++j)
+      if (r.lines[j].head.get() == h) slices.push_back({&it->second, r.lines[j].off, r.lines[j].len});
   }
-  for (const auto& g : groups) add(*g.front(), g.data() + 1, g.size() - 1);
-  for (const auto name : old_names)
-    if (std::find(names.begin(), names.end(), name) == names.end()) drop_entry_locked(name, k);
-  kf->second.families = std::move(names);
-  if (kf->second.families.empty() && kf->second.status.empty()) keys_.erase(kf);  // nothing lists `k` any more
+  // Families it no longer publishes in: leave them. Those it newly does: join. (Neither for the rest:
+  // a key republishing the same families, nearly every publish, touches no family.)
+  const Family* last = nullptr;
+  for (const auto& sl : e.slices) {
+    if (sl.family == last) continue;
+    last = sl.family;
+    if (std::none_of(found.begin(), found.end(), [&](const auto& x) { return x.second == sl.family; }))
+      leave_locked(sl.family, node);
+  }
+  for (const auto& [h, fam] : found)
+    if (std::none_of(e.slices.begin(), e.slices.end(), [&](const Slice& sl) { return sl.family == fam; }))
+      join_locked(*fam, node);
+  if (e.blob != r.blob) bury_locked(e.blob);
+  e.blob = std::move(r.blob);
+  e.slices = std::move(slices);
+  if (e.slices.empty() && e.status.empty()) keys_.erase(kf);  // no family lists it any more
 }
 
 void Store::put_status_locked(const std::string& key, std::string packed) {
   auto it = keys_.find(key);
   if (packed.empty()) {
-    if (it != keys_.end() && it->second.families.empty()) keys_.erase(it);
+    if (it != keys_.end() && it->second.slices.empty()) keys_.erase(it);
     else if (it != keys_.end()) std::string().swap(it->second.status);  // its buffer goes too
     return;
   }
@@ -259,7 +259,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
   // Serialise outside the lock: the only work that grows with the batch, and none with the store.
   // A part the key published before at the same version keeps the text it had then (one lookup);
   // a whole batch drops the parts it no longer includes, a delta keeps them.
-  std::vector<Piece> own = render(batch.own_families());
+  Rendered own = render(batch.own_families());
   std::string own_status = pack(batch.status);
   PartTexts texts;
   std::uint64_t stamp = 0;
@@ -273,7 +273,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
   }
   struct Built {
     const std::string* id;
-    std::vector<Piece> pieces;
+    Rendered lines;
     std::string status;  // packed
   };
   std::vector<Built> built;
@@ -291,14 +291,10 @@ void Store::publish(const std::string& key, const Batch& batch) {
     slot.seen = stamp;
   }
   std::lock_guard l(mu_);
-  std::vector<const Piece*> ptrs;
-  for (const auto& p : own) ptrs.push_back(&p);
-  put_locked(key, ptrs);
+  put_locked(key, std::move(own));
   for (auto& b : built) {
-    ptrs.clear();
-    for (const auto& p : b.pieces) ptrs.push_back(&p);
     auto pk = part_key(key, *b.id);
-    put_locked(pk, ptrs);
+    put_locked(pk, std::move(b.lines));
     put_status_locked(pk, std::move(b.status));
   }
   if (!batch.parts_delta && batch.parts().empty()) {  // a whole batch without parts: any the key had go
@@ -327,7 +323,7 @@ void Store::remove(const std::string& key) {
     changed = true;
   }
   if (auto it = keys_.find(key); it != keys_.end()) {
-    changed = changed || !it->second.families.empty();
+    changed = changed || !it->second.slices.empty();
     drop_key_locked(key);
   }
   if (changed) cache_.reset();
@@ -356,7 +352,7 @@ void Store::retain(const std::vector<std::string>& keep) {
   for (const auto& [key, entry] : keys_)
     if (!kept(key)) {
       gone.push_back(key);
-      changed = changed || !entry.families.empty();
+      changed = changed || !entry.slices.empty();
     }
   for (const auto& key : gone) drop_key_locked(key);
   if (changed) cache_.reset();
@@ -371,10 +367,19 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
   for (const auto& [name, f] : families_) {
     text->keep(f.head);
     text->add(f.head->text);
-    for (const auto& [key, chunks] : f.by_key) {
-      text->add(chunks.first.view());
-      if (chunks.more)
-        for (const auto& c : *chunks.more) text->add(c.view());
+    for (const KeyNode* node : f.members) {
+      const auto& e = node->second;
+      const std::string_view blob(*e.blob);
+      // A key's slices of one family are adjacent: the walk stops at the first other one after them.
+      bool in = false;
+      for (const auto& sl : e.slices) {
+        if (sl.family != &f) {
+          if (in) break;
+          continue;
+        }
+        in = true;
+        text->add(blob.substr(sl.off, sl.len));
+      }
     }
   }
   // The blobs it shows are the store's now; what the store lets go of from here on goes to a grave

@@ -49,35 +49,45 @@ class Store {
     std::string name, type, text;
   };
   using HeadPtr = std::shared_ptr<const Head>;
-  // A run of sample lines inside a blob: all the lines one batch (or one part) rendered, in one
-  // allocation, however many families and series it has. A separate string per family and key, in
-  // its own shared pointer, cost more than the text itself (issue 33: about 200 bytes per series).
-  struct Chunk {
-    std::shared_ptr<const std::string> blob;
-    std::uint32_t off = 0, len = 0;
-    std::string_view view() const { return std::string_view(*blob).substr(off, len); }
+  struct Family;
+  // What one render() made: all the lines of one batch (or one part) in one allocation, however many
+  // families and series it has, and where each family's lines are in it. A separate string per
+  // family and key, in its own shared pointer, cost more than the text itself (issue 33: about 200
+  // bytes per series).
+  using Blob = std::shared_ptr<const std::string>;
+  struct Rendered {
+    Blob blob;
+    struct Lines {
+      HeadPtr head;
+      std::uint32_t off = 0, len = 0;
+    };
+    std::vector<Lines> lines;  // in the batch's family order; a family may come more than once
   };
-  // One family's lines from one batch or part.
-  struct Piece {
-    HeadPtr head;
-    Chunk lines;
+  // One family's lines of one key: a range of the key's blob.
+  struct Slice {
+    const Family* family;
+    std::uint32_t off, len;
   };
-  // A key's lines in one family: nearly always one chunk (several when parts of one batch share it).
-  struct Chunks {
-    Chunk first;
-    // Out of line: nearly every key has one chunk per family, and this node is one per key and family
-    // (about 90,000 at 10,000 filesystems); an inline vector made each node 16 bytes larger.
-    std::unique_ptr<std::vector<Chunk>> more;
-    void add_more(const Chunk& c) {
-      if (!more) more = std::make_unique<std::vector<Chunk>>();
-      more->push_back(c);
-    }
+  // What the store holds of one key (or part key), under one copy of the key: the blob its last
+  // publish rendered and where each family's lines are in it, and its last status items, packed
+  // (status_pack.hpp: a third of what the structs took; a reader unpacks only what it reads). An entry
+  // goes when both are empty.
+  struct KeyEntry {
+    Blob blob;
+    std::vector<Slice> slices;
+    std::string status;
   };
+  // Hashed, not ordered: keys and part ids share long prefixes (probe, mount point), which made
+  // every comparison of an ordered map's walk a long memcmp at 1,000 targets. Its elements stay put
+  // (the families point at them) until the key is erased.
+  using Keys = std::unordered_map<std::string, KeyEntry>;
+  using KeyNode = Keys::value_type;
+  // A family: its head, and the keys that publish lines in it, sorted by key (the exposition's order
+  // within a family). A sorted vector of pointers to the keys' entries, 8 bytes a key: a map node per
+  // key and family, with the lines' place in it, was about 100 bytes, 13 of them per filesystem.
   struct Family {
     HeadPtr head;
-    // key -> its sample lines. The key is a view of keys_' own copy (a node key, stable while
-    // the key is in the store): one copy of each key, not one per family it publishes.
-    std::map<std::string_view, Chunks> by_key;
+    std::vector<const KeyNode*> members;
   };
   // The parts a key last published, by part id: the version whose text the store holds. A part's
   // lines and status items are kept like a key's own, under the part's key (part_key()), so that a
@@ -86,37 +96,27 @@ class Store {
     std::uint64_t version = 0;
     std::uint64_t seen = 0;  // the publish that last included it
   };
-  // Hashed, not ordered: keys and part ids share long prefixes (probe, mount point), which made
-  // every comparison of an ordered map's walk a long memcmp at 1,000 targets.
   using PartTexts = std::unordered_map<std::string, PartText>;
   // The families' lines in one blob; a family whose type clashes with its head's is left out (a bug:
   // the first type published wins).
-  std::vector<Piece> render(const std::vector<MetricFamily>& families);
+  Rendered render(const std::vector<MetricFamily>& families);
   HeadPtr head_for(const MetricFamily& f);
   // Drops everything the store holds of `key`: its lines and its status items.
   void drop_key_locked(const std::string& key);
-  // `key`'s lines become `pieces` (several may share a family), replacing what it published before.
-  void put_locked(const std::string& key, const std::vector<const Piece*>& pieces);
+  // `key`'s lines become `r`'s, replacing what it published before.
+  void put_locked(const std::string& key, Rendered r);
   // `packed`: the key's status items as pack() made them ("" when it has none).
   void put_status_locked(const std::string& key, std::string packed);
   // Drops a key's parts: their lines and status items.
   void drop_parts_locked(const std::string& key, const PartTexts& texts);
   static std::string part_key(const std::string& key, const std::string& id) { return key + '\x1e' + id; }
-  // Removes `key`'s lines from `family`, and the family once no key has lines in it.
-  void drop_entry_locked(std::string_view family, std::string_view key);
+  // `node` joins or leaves `family`'s members; a family that no key publishes in goes.
+  void join_locked(Family& family, const KeyNode* node);
+  void leave_locked(const Family* family, const KeyNode* node);
 
   mutable std::mutex mu_;
   std::map<std::string, Family, std::less<>> families_;  // by family name: the exposition order
-  // What the store holds of one key (or part key), under one copy of the key: the families it published,
-  // as views of families_' keys (a family stays while a key lists it), and its last status items, packed
-  // (status_pack.hpp: a third of what the structs took; a reader unpacks only what it reads). An entry
-  // goes when both are empty. One map for both: a second map of 10,000s of keys cost a node and a copy
-  // of each key.
-  struct KeyEntry {
-    std::vector<std::string_view> families;
-    std::string status;
-  };
-  std::unordered_map<std::string, KeyEntry> keys_;
+  Keys keys_;
   std::unordered_map<std::string, PartTexts> part_texts_;                  // key -> its parts' text
   std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
   // Blobs the store let go of since the newest exposition was built. Each exposition keeps the grave
@@ -132,8 +132,8 @@ class Store {
     Grave& operator=(const Grave&) = delete;
     ~Grave();  // frees the chain behind it in a loop, not by recursion
   };
-  // `c`'s blob, which the store no longer shows, kept while an exposition may still show it.
-  void bury_locked(const Chunk& c);
+  // A blob the store no longer shows, kept while an exposition may still show it.
+  void bury_locked(const Blob& b);
   mutable std::shared_ptr<const TextPieces> cache_;             // null after a change
   mutable std::shared_ptr<Grave> grave_ = std::make_shared<Grave>();
   mutable std::uint64_t builds_ = 0;

@@ -41,9 +41,11 @@ bool LastPublished::same(const std::string& target, std::uint64_t fp, const Prob
     std::erase_if(seen_, [&](const auto& kv) { return now - kv.second.at > kForgetAfter; });
     pruned_ = now;
   }
-  auto [it, fresh] = seen_.try_emplace(target, Seen{fp, now});
-  const bool keep = !fresh && !ctx.republish && it->second.fp == fp;
-  it->second = Seen{fp, now};
+  const std::uint64_t check = Fingerprint().add(target).value();
+  const Seen seen{fp, now, check};
+  auto [it, fresh] = seen_.try_emplace(std::hash<std::string_view>{}(target), seen);
+  const bool keep = !fresh && !ctx.republish && it->second.fp == fp && it->second.check == check;
+  it->second = seen;
   return keep;
 }
 

@@ -77,8 +77,9 @@ void Scheduler::set_jobs(std::vector<JobSpec> specs) {
   for (auto& [key, j] : jobs_) {
     j->removed = true;
     if (j->stop) j->stop->request_stop();
-    for (auto* w : {&j->waiting_next, &j->waiting_this})
-      for (auto& d : std::exchange(*w, {})) orphans.emplace_back(std::move(d), j->spec);
+    if (j->waiting)
+      for (auto* w : {&j->waiting->next, &j->waiting->now})
+        for (auto& d : std::exchange(*w, {})) orphans.emplace_back(std::move(d), j->spec);
   }
   jobs_ = std::move(next);
   stuck_count_ = 0;
@@ -104,7 +105,7 @@ bool Scheduler::run_now(const std::string& key, Sink done) {
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return false;
   auto& j = *it->second;
-  j.waiting_next.push_back(std::move(done));
+  j.waiters().next.push_back(std::move(done));
   if (!j.running) {
     j.next_due = clock_.now();
     queue_locked(it->second);
@@ -148,9 +149,11 @@ SteadyTime Scheduler::tick() {
         JobOutcome o{j->spec,
                      ProbeResult::failed("timed out after " + format_duration(j->spec->timeout) +
                                          " (still running; not started again until it returns)"),
-                     took, true, false, t.last_end, ++seq_, true, t};
+                     took, true, false, t.last_end, ++seq_, true, t,
+                     std::shared_ptr<const std::atomic<std::uint64_t>>(j, &j->seq)};
+        j->seq.store(seq_, std::memory_order_release);
         timeouts.push_back(std::move(o));
-        timeout_waiters.push_back(std::exchange(j->waiting_this, {}));
+        timeout_waiters.push_back(j->take_waiting_now());
         if (j->batch) {
           std::lock_guard bl(j->batch->mu);
           if (!j->batch->items.empty()) resume.push_back(j->batch);
@@ -167,7 +170,7 @@ SteadyTime Scheduler::tick() {
       ++runs_in_flight_;
       j->started = false;
       j->stop = std::make_shared<std::stop_source>();
-      j->waiting_this = std::exchange(j->waiting_next, {});
+      if (j->waiting) j->waiting->now = std::exchange(j->waiting->next, {});
       in_flight_jobs_.insert(j);
       if (batched(*j)) {
         auto& q = batches[j->spec->probe.get()];
@@ -257,7 +260,7 @@ void Scheduler::run_one(const std::shared_ptr<Job>& j, const SpecPtr& spec) {
     j->deadline = j->started_at + spec->timeout;
     stop = j->stop;
     deadline = j->deadline;
-    requested = !j->waiting_this.empty();
+    requested = j->waiting && !j->waiting->now.empty();
     republish = j->republish;
     j->republish = false;
   }
@@ -314,21 +317,24 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const SpecPtr& spec, Pro
       if (was_stuck) base = end + j->spec->interval;
       j->next_due = window_due(*j, base + jitter_for(*j->spec));
     }
-    if (!j->waiting_next.empty()) j->next_due = end;  // run_now asked while this run was in flight
+    if (j->waits_next()) j->next_due = end;  // run_now asked while this run was in flight
     if (!removed) {
       in_flight_jobs_.erase(j);
       queue_locked(j);
     }
     if (!removed && j->next_due < planned_wake_) wake_early_.store(true, std::memory_order_release);
     ++delivering_;
-    waiters = std::exchange(j->waiting_this, {});
+    waiters = j->take_waiting_now();
+    if (j->waiting && j->waiting->next.empty()) j->waiting.reset();
     update_stuck_locked();
     if (was_stuck) {
       // Late return of a timed-out run: its result is stale; the timeout stays the job's last result.
       r = ProbeResult::failed("timed out after " + format_duration(spec->timeout) + " (returned after " +
                               format_duration(std::chrono::duration_cast<milliseconds>(end - j->started_at)) + ")");
     }
-    o = JobOutcome{spec, std::move(r), took, false, was_stuck, wall_end, ++seq_, false, t};
+    o = JobOutcome{spec, std::move(r), took, false, was_stuck, wall_end, ++seq_, false, t,
+                   std::shared_ptr<const std::atomic<std::uint64_t>>(j, &j->seq)};
+    j->seq.store(seq_, std::memory_order_release);
   }
   if (!removed) {
     sink_(o);

@@ -266,7 +266,8 @@ TEST(Scheduler, TimeoutAndLateReturnInTheSameMillisecondCountOnceAndEndUnstuck) 
     EXPECT_TRUE(delivered[2 * run - 2].late_finish) << "the race was not reproduced";
     EXPECT_TRUE(delivered[2 * run - 1].timed_out);
     for (size_t i = 2 * run - 2; i < delivered.size(); ++i) {
-      if (delivered[i].seq <= consumer_seq) continue;  // the daemon's rule
+      if (delivered[i].superseded()) continue;  // the daemon's rule
+      EXPECT_GT(delivered[i].seq, consumer_seq);
       consumer_seq = delivered[i].seq;
       consumer_stuck = delivered[i].stuck;
     }
@@ -285,6 +286,29 @@ TEST(Scheduler, TimeoutAndLateReturnInTheSameMillisecondCountOnceAndEndUnstuck) 
   EXPECT_EQ(st[0].failures, 4u);
   EXPECT_FALSE(st[0].stuck);
   EXPECT_EQ(s.stuck_jobs(), 0);
+}
+
+// The consumer's rule without remembering anything per job: an outcome is superseded once its own
+// job has a newer one, never by another job's.
+TEST(Scheduler, AnOutcomeIsSupersededOnlyByANewerOneOfItsOwnJob) {
+  Harness h;
+  ManualExecutor ex;
+  auto s = h.make(ex);
+  auto p = std::make_shared<CountingProbe>();
+  s.set_jobs({job(p, "/a", 10s, 0ms, 5s), job(p, "/b", 10s, 0ms, 5s)});
+  s.tick();
+  ex.run_all();
+  ASSERT_EQ(h.outcomes.size(), 2u);
+  EXPECT_FALSE(h.outcomes[0].superseded()) << "a newer outcome of the other job does not supersede it";
+  EXPECT_FALSE(h.outcomes[1].superseded());
+  h.clock.advance(10s);
+  s.tick();
+  ex.run_all();
+  ASSERT_EQ(h.outcomes.size(), 4u);
+  for (int i : {0, 1}) EXPECT_TRUE(h.outcomes[i].superseded()) << i;
+  for (int i : {2, 3}) EXPECT_FALSE(h.outcomes[i].superseded()) << i;
+  JobOutcome made_elsewhere;  // not the scheduler's: nothing to compare with
+  EXPECT_FALSE(made_elsewhere.superseded());
 }
 
 TEST(Scheduler, QueueTimeIsNotTheProbesDurationNorItsTimeout) {
