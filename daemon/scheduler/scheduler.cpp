@@ -52,25 +52,32 @@ SteadyTime Scheduler::grid_due(const Job& j, SteadyTime not_before) {
 void Scheduler::set_jobs(std::vector<JobSpec> specs) {
   std::vector<std::pair<Sink, SpecPtr>> orphans;  // run_now callers of removed jobs, answered after the lock
   std::unique_lock l(mu_);
-  std::map<std::string, std::shared_ptr<Job>> next;
+  Jobs next;
+  next.reserve(specs.size());
   auto now = clock_.now();
+  // One job per key: a key listed twice keeps the last spec.
+  auto put = [&](std::size_t h, const std::string& key, std::shared_ptr<Job> j) {
+    if (auto n = find_job(next, h, key); n != next.end()) n->second = std::move(j);
+    else next.emplace(h, std::move(j));
+  };
   for (auto& s : specs) {
     auto key = s.key();
-    auto it = jobs_.find(key);
+    const auto h = std::hash<std::string>{}(key);
+    auto it = find_job(jobs_, h, key);
     if (it != jobs_.end()) {
       auto j = it->second;
       bool timing_changed = j->spec->interval != s.interval;
       j->spec = std::make_shared<const JobSpec>(std::move(s));
       if (timing_changed && !j->running)
         j->next_due = batched(*j) ? grid_due(*j, now) : window_due(*j, now + jitter_for(*j->spec));
-      next[key] = j;
+      put(h, key, j);
       jobs_.erase(it);
     } else {
       auto j = std::make_shared<Job>();
       j->spec = std::make_shared<const JobSpec>(std::move(s));
       // Staggered first start: spread within the jitter so a fleet (and a host) doesn't probe in lockstep.
       j->next_due = batched(*j) ? grid_due(*j, now) : window_due(*j, now + jitter_for(*j->spec));
-      next[key] = j;
+      put(h, key, std::move(j));
     }
   }
   // Jobs that disappeared: cancel in-flight runs; their results are dropped when they return.
@@ -100,9 +107,16 @@ void Scheduler::set_jobs(std::vector<JobSpec> specs) {
   }
 }
 
+Scheduler::Jobs::iterator Scheduler::find_job(Jobs& jobs, std::size_t hash, const std::string& key) {
+  auto [it, end] = jobs.equal_range(hash);
+  for (; it != end; ++it)
+    if (it->second->spec->key() == key) return it;
+  return jobs.end();
+}
+
 bool Scheduler::run_now(const std::string& key, Sink done) {
   std::lock_guard l(mu_);
-  auto it = jobs_.find(key);
+  auto it = find_job(jobs_, std::hash<std::string>{}(key), key);
   if (it == jobs_.end()) return false;
   auto& j = *it->second;
   j.waiters().next.push_back(std::move(done));
@@ -379,15 +393,25 @@ std::size_t Scheduler::in_flight() const {
   return runs_in_flight_ + static_cast<std::size_t>(delivering_);
 }
 
-bool Scheduler::first_cycle_done() const { return first_runs_pending().empty(); }
+namespace {
+template <class Job>
+bool holds_ready_back(const Job& j) {
+  if (j.spec->window && !j.spec->window->always) return false;
+  return !j.ever_finished && !j.stuck;
+}
+}  // namespace
+
+bool Scheduler::first_cycle_done() const {
+  std::lock_guard l(mu_);
+  return std::none_of(jobs_.begin(), jobs_.end(), [](const auto& kv) { return holds_ready_back(*kv.second); });
+}
 
 std::vector<std::string> Scheduler::first_runs_pending() const {
   std::lock_guard l(mu_);
   std::vector<std::string> out;
-  for (auto& [k, j] : jobs_) {
-    if (j->spec->window && !j->spec->window->always) continue;
-    if (!j->ever_finished && !j->stuck) out.push_back(k);
-  }
+  for (auto& [h, j] : jobs_)
+    if (holds_ready_back(*j)) out.push_back(j->spec->key());
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -399,8 +423,10 @@ int Scheduler::stuck_jobs() const {
 std::vector<JobStatus> Scheduler::status() const {
   std::lock_guard l(mu_);
   std::vector<JobStatus> out;
-  for (auto& [k, j] : jobs_)
-    out.push_back({k, j->running, j->stuck, j->ever_finished, j->next_due, j->runs, j->timeouts, j->failures});
+  out.reserve(jobs_.size());
+  for (auto& [h, j] : jobs_)
+    out.push_back({j->spec->key(), j->running, j->stuck, j->ever_finished, j->next_due, j->runs, j->timeouts, j->failures});
+  std::sort(out.begin(), out.end(), [](const JobStatus& a, const JobStatus& b) { return a.key < b.key; });
   return out;
 }
 

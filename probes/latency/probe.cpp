@@ -239,7 +239,8 @@ void StackStats::record(SteadyTime now, const SampleResult& r) {
     fsync.observe(ns);
     window.add(now, ns);
   }
-  for (auto ns : r.read_ns) reads.observe(ns);
+  if (!r.read_ns.empty() && !reads) reads = std::make_unique<Histogram>();
+  for (auto ns : r.read_ns) reads->observe(ns);
   io_bytes += r.bytes;
   if (!r.mode.empty()) mode = r.mode;
   set_state(r.state);
@@ -256,7 +257,8 @@ void StackStats::emit(metrics::Batch& b, const metrics::Labels& l, SteadyTime no
   put_latency("fsaudit_fsync_latency_seconds", kHistHelp, fsync);
   if (direct_reads)
     put_latency("fsaudit_direct_read_latency_seconds",
-                "Latency of one 4 KiB O_DIRECT read at a random offset of the stack's probe file", reads);
+                "Latency of one 4 KiB O_DIRECT read at a random offset of the stack's probe file",
+                reads ? *reads : Histogram{});
   if (auto q = window.quantiles(now)) {
     // `percentile`, not `quantile`: a gauge with a quantile label is reserved for summaries.
     auto put = [&](const char* percentile, std::uint64_t ns) {

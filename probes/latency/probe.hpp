@@ -119,7 +119,10 @@ class StackStats {
   // most of the time.
   std::uint64_t version(SteadyTime now);
 
-  Histogram fsync, reads;
+  Histogram fsync;
+  // O_DIRECT reads (latency.direct_reads, off by default): made by the first one. Inline, it was a
+  // third of every stack's stats (184 bytes, 8,600 stacks at 10,000 filesystems).
+  std::unique_ptr<Histogram> reads;
   RollingWindow window;
   State state = State::ok;
   std::map<std::string, std::uint64_t> skipped;  // reason -> times skipped
