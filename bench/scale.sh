@@ -181,6 +181,16 @@ poll_children() {
     sleep 1
   done
 }
+# Every 5 s: "VmRSS(fsauditd) VmRSS(node_exporter)" in KiB. node_exporter's RSS moves by a quarter between
+# runs and within one (its garbage collector), so one reading at the window's end is a poor comparison.
+poll_rss() {
+  while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do
+    echo "$(rss "$1") $(rss "$2")"
+    sleep 5
+  done
+}
+# "min/median/max" of column $2 of file $1.
+spread() { awk -v c="$2" '{print $c}' "$1" | sort -n | awk '{v[NR] = $1} END {if (NR) printf "%d/%d/%d", v[1], v[int((NR + 1) / 2)], v[NR]; else printf "n/a"}'; }
 # Ticks the live children used inside the window: last minus first sight (0 for those born in it);
 # one that ended in the window counts minus its first sight, because the reaped total (cutime) then
 # holds its whole life. $2: the children alive at the end.
@@ -233,6 +243,7 @@ CFG
   q0=$(metric fsaudit_latency_fsyncs_total <<<"$text0") || q0=0
   poll_fsync_workers "$fpid" >"$IMG/fsync-workers-$size" & wpid=$!; PIDS+=("$wpid")
   poll_children "$fpid" >"$IMG/children-$size" & cpid=$!; PIDS+=("$cpid")
+  poll_rss "$fpid" "$npid" >"$IMG/rss-$size" & rpid=$!; PIDS+=("$rpid")
   f0=$(cpu_ticks $fpid); n0=$(cpu_ticks $npid); r0=$(reaped_ticks $fpid)
   if [ "$PERF" = 1 ] && [ "$size" = "$largest" ] && command -v perf >/dev/null; then
     perf record -q ${PERF_ARGS:--F 199 -g} -o /var/tmp/fsaudit-scale-perf.data -p "$fpid" -- sleep "$WINDOW" >/dev/null 2>&1 || true
@@ -241,7 +252,7 @@ CFG
   fi
   f1=$(cpu_ticks $fpid); n1=$(cpu_ticks $npid); r1=$(reaped_ticks $fpid)
   alive=$(cat /proc/"$fpid"/task/*/children 2>/dev/null | tr '\n' ' ')
-  stop_pid "$wpid"; stop_pid "$cpid"
+  stop_pid "$wpid"; stop_pid "$cpid"; stop_pid "$rpid"
   w=$(fsync_ticks "$IMG/fsync-workers-$size")
   c=$(child_ticks "$IMG/children-$size" "$alive")
   by_name=$(child_ticks_by_name "$IMG/children-$size" "$alive" |
@@ -286,6 +297,7 @@ CFG
   echo "size $size done (fsauditd samples/target: $(( fsamples / ${targets:-1} )), latency samplers: $samplers, stuck jobs: $stuck, fsauditd peak RSS ${fhwm} KiB, child processes' private memory ${kuss} KiB)" >&2
   echo "size $size: live children's CPU in the window by name (% of one core): ${by_name:-none}" >&2
   echo "size $size: resident memory: fsauditd ${fsplit}; node_exporter ${nsplit}" >&2
+  echo "size $size: RSS over the window, every 5 s (min/median/max KiB): fsauditd $(spread "$IMG/rss-$size" 1), node_exporter $(spread "$IMG/rss-$size" 2)" >&2
   # Where the daemon's time goes, by probe: runs a second and the time inside them (wall time of the runs,
   # % of one core; a run that waits on a tool or the kernel counts its wait) over the window, from its own counters.
   by_probe=$( { sed 's/^/0 /' <<<"$text0"; sed 's/^/1 /' <<<"$ftext"; } |

@@ -69,6 +69,8 @@ bool job_still_running(Observation& o, const ScrubStatus& status, const scrub::J
   if (!status_predates_job && o.started && job.start > 0 && *o.started < job.start - 2) status_predates_job = true;
   if (!job.alive || !(status_predates_job || records_pending)) return false;
   o.phase = Phase::running;
+  // The kernel's scrub of this job has stopped (finished or canceled) and only the records lag.
+  o.winding_down = !status_predates_job;
   o.last_outcome = Outcome::none;
   if (!o.started && job.start > 0) o.started = job.start;
   return true;

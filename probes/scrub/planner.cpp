@@ -93,7 +93,10 @@ bool absorb(TargetState& st, const Observation& obs, double now) {
     } else if (obs.started && st.run_start <= 0) {
       st.run_start = *obs.started;
     }
-    if (obs.phase == Phase::running) st.paused_by_us = false;
+    // Resumed (by anybody): a later idle is that run's end. Not while our own job winds down after our
+    // pause: under load btrfs-progs' records lag the cancel by moments, and that pause was then closed
+    // as a canceled run (seen in CI: ScrubControlLab).
+    if (obs.phase == Phase::running && !obs.winding_down) st.paused_by_us = false;
     if (obs.bytes) st.run_bytes = obs.bytes;
     return false;
   }

@@ -44,6 +44,9 @@ struct Observation {
   Errors errors;                // of the current/last scrub
   ErrorDetail error_detail;     // of the current/last scrub, where the tool breaks it down
   std::string detail;           // one line for logs
+  // "running" only because fsaudit's own job (e.g. `btrfs scrub start -B`) has not exited and written
+  // its last records after the kernel's scrub stopped: not a scrub that anybody started or resumed.
+  bool winding_down = false;
 };
 
 struct RunRecord {

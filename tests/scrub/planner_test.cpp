@@ -162,6 +162,33 @@ TEST(ScrubPlanner, ConcurrencyLimitAcrossTargetsStartsOnlyOne) {
   EXPECT_EQ(starts, 1);
 }
 
+// Our pause (btrfs: a cancel that keeps the position) while our own job still writes its last records:
+// the tool's status says running for a moment. That is not a resume, so the later idle is still our
+// pause, not the run's end (CI under load closed it as a canceled run).
+TEST(ScrubPlanner, OurJobWindingDownAfterOurPauseIsNotAResume) {
+  TargetState st;
+  st.running = st.by_us = st.paused_by_us = true;
+  st.run_start = kSat - 60;
+  Observation lag;
+  lag.phase = Phase::running;
+  lag.winding_down = true;
+  EXPECT_FALSE(absorb(st, lag, kSat));
+  EXPECT_TRUE(st.paused_by_us);
+  Observation idle;
+  idle.last_outcome = Outcome::canceled;
+  idle.last_end = kSat + 1;
+  EXPECT_FALSE(absorb(st, idle, kSat + 2)) << "still our pause: the run continues in the next window";
+  EXPECT_TRUE(st.running);
+  EXPECT_TRUE(st.last.result.empty()) << st.last.result;
+  // Resumed by somebody (a real running scrub): its later end is the run's end.
+  Observation resumed;
+  resumed.phase = Phase::running;
+  EXPECT_FALSE(absorb(st, resumed, kSat + 10));
+  EXPECT_FALSE(st.paused_by_us);
+  EXPECT_TRUE(absorb(st, idle, kSat + 20));
+  EXPECT_FALSE(st.running);
+}
+
 TEST(ScrubPlanner, NeverStartsWhileScrubbingResilveringOrDegraded) {
   Sim s(policy());
   s.obs.phase = Phase::running;  // somebody else's scrub

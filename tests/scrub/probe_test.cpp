@@ -524,6 +524,62 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 0);
 }
 
+// An operator's pause of our btrfs scrub (btrfs: a cancel that keeps the position) while our `scrub start
+// -B` has not yet written its last records: for a moment the status is not final and the job lives, so
+// the scrub reads as running. That is our job winding down, not a resume: once it has exited the scrub is
+// paused, not a canceled run (CI under load: ScrubControlLab saw "canceled" after a pause).
+TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobWritesItsLastRecords) {
+  Host h;
+  auto cfg = btrfs_r1(h);
+  h.runner.handler = [](const std::vector<std::string>& argv) {
+    if (!argv.empty() && argv[0] == "/bin/true") return FakeRunner::exited(0, "pid=4242\n");
+    return FakeRunner::not_found(argv.empty() ? "" : argv[0]);
+  };
+  const std::string status_cmd = "btrfs scrub status -d -R /mnt/r1";
+  h.runner.answer(status_cmd, btrfs_status("\tno stats available\n", 0, 0, 0, 0));
+  h.runner.answer("btrfs scrub cancel /mnt/r1", "");
+  ScrubProbe p(cfg.scrub, cfg.targets);
+  metrics::Labels l{{"target", "/mnt/r1"}, {"fs", "btrfs"}};
+  auto r = h.run(p);
+  ASSERT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "/mnt/r1"}, {"code", "start"}}));
+  std::filesystem::create_directories(h.dir / "proc/4242");
+  write_text(h.dir / "proc/4242/cmdline", std::string("fsaudit-scrub-detach\0", 21));
+  char started[64];
+  std::time_t t0 = static_cast<std::time_t>(h.clock.wall_seconds());
+  std::strftime(started, sizeof started, "%a %b %e %H:%M:%S %Y", std::gmtime(&t0));
+  auto state_lines = [&](const std::string& st) {
+    return "Scrub started:    " + std::string(started) + "\nStatus:           " + st + "\nDuration:         0:00:01\n";
+  };
+  h.runner.answer(status_cmd, btrfs_status(state_lines("running"), 126976, 147456, 0, 0));
+  h.clock.advance(std::chrono::seconds(1));
+  r = h.run(p);
+  ASSERT_EQ(r.metrics.value("fsaudit_scrub_running", l), 1);
+
+  // The pause; btrfs-progs has not written the canceled records yet and the job still lives.
+  h.runner.answer(status_cmd, btrfs_status(state_lines("interrupted"), 126976, 147456, 0, 0));
+  h.clock.advance(std::chrono::seconds(1));
+  ProbeContext ctx{h.host, h.runner, h.clock, h.tools, h.state, {}, h.clock.now() + std::chrono::seconds(20)};
+  auto done = p.request("pause", "/mnt/r1", ctx);
+  ASSERT_TRUE(done.ok()) << done.error();
+  EXPECT_EQ(*done, "paused the scrub of /mnt/r1");
+  h.clock.advance(std::chrono::seconds(1));
+  r = h.run(p);
+  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "canceled"}}));
+
+  // The job has written "aborted" and exited.
+  std::filesystem::remove_all(h.dir / "proc/4242");
+  std::filesystem::create_directories(h.state / "scrub/jobs/btrfs__mnt_r1");
+  write_text(h.state / "scrub/jobs/btrfs__mnt_r1/status",
+             "exit=0\nstart=" + std::to_string(t0) + "\nend=" + std::to_string(t0 + 2) + "\n");
+  h.runner.answer(status_cmd, btrfs_status(state_lines("aborted"), 126976, 147456, 0, 0));
+  h.clock.advance(std::chrono::seconds(1));
+  r = h.run(p);
+  EXPECT_EQ(r.metrics.value("fsaudit_scrub_paused", l), 1) << "our pause, resumed by `fsauditctl scrub start`";
+  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "canceled"}}))
+      << "a pause is not the run's end";
+  EXPECT_FALSE(r.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l));
+}
+
 // btrfs says the scrub finished, with 0 bytes, while our `btrfs scrub start -B` never exits (seen in
 // a lab run: btrfs-progs asleep on a futex for 25 minutes, holding the filesystem). Within the grace
 // the scrub still shows running; after it, fsaudit stops the job's process group and counts a failed
