@@ -228,9 +228,11 @@ void Store::put_locked(const std::string& key, Rendered r) {
     if (std::none_of(found.begin(), found.end(), [&](const auto& x) { return x.second == sl.family; }))
       leave_locked(sl.family, node);
   }
-  for (const auto& [h, fam] : found)
-    if (std::none_of(e.slices.begin(), e.slices.end(), [&](const Slice& sl) { return sl.family == fam; }))
+  for (const auto& f : found) {
+    Family* fam = f.second;
+    if (std::none_of(e.slices.begin(), e.slices.end(), [fam](const Slice& sl) { return sl.family == fam; }))
       join_locked(*fam, node);
+  }
   if (e.blob != r.blob) bury_locked(e.blob);
   e.blob = std::move(r.blob);
   e.slices = std::move(slices);
