@@ -473,13 +473,29 @@ config::Config btrfs_r1(Host& h) {
   return cfg_from("scrub:\n  filesystems: [btrfs]\n  spread: 0\n  io_load_threshold: 0\n");
 }
 
-TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
-  Host h;
-  auto cfg = btrfs_r1(h);
+// The detach helper answers with its watcher's pid, 4242 (btrfs_watcher_alive() makes it live).
+void detach_answers_4242(Host& h) {
   h.runner.handler = [](const std::vector<std::string>& argv) {
     if (!argv.empty() && argv[0] == "/bin/true") return FakeRunner::exited(0, "pid=4242\n");
     return FakeRunner::not_found(argv.empty() ? "" : argv[0]);
   };
+}
+
+// The watcher (pid 4242) still waits for `btrfs scrub start -B`. Returns the scrub's start time (now)
+// and that time as `btrfs scrub status` prints it.
+std::pair<std::time_t, std::string> btrfs_watcher_alive(Host& h) {
+  std::filesystem::create_directories(h.dir / "proc/4242");
+  write_text(h.dir / "proc/4242/cmdline", std::string("fsaudit-scrub-detach\0", 21));
+  char started[64];
+  std::time_t t0 = static_cast<std::time_t>(h.clock.wall_seconds());
+  std::strftime(started, sizeof started, "%a %b %e %H:%M:%S %Y", std::gmtime(&t0));
+  return {t0, started};
+}
+
+TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
+  Host h;
+  auto cfg = btrfs_r1(h);
+  detach_answers_4242(h);
   const std::string status_cmd = "btrfs scrub status -d -R /mnt/r1";
   h.runner.answer(status_cmd, btrfs_status("\tno stats available\n", 0, 0, 0, 0));
   ScrubProbe p(cfg.scrub, cfg.targets);
@@ -492,11 +508,9 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
       << h.runner.calls.back();
 
   // The watcher (pid 4242) still waits for `btrfs scrub start -B`; btrfs-progs has one device's record.
-  std::filesystem::create_directories(h.dir / "proc/4242");
-  write_text(h.dir / "proc/4242/cmdline", std::string("fsaudit-scrub-detach\0", 21));
-  char started[64];
-  std::time_t t0 = static_cast<std::time_t>(h.clock.wall_seconds());
-  std::strftime(started, sizeof started, "%a %b %e %H:%M:%S %Y", std::gmtime(&t0));
+  const auto watched = btrfs_watcher_alive(h);
+  const std::time_t t0 = watched.first;
+  const std::string& started = watched.second;
   auto state_lines = [&](const std::string& st) {
     return "Scrub started:    " + std::string(started) + "\nStatus:           " + st + "\nDuration:         0:00:00\n";
   };
@@ -531,10 +545,7 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
 TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobWritesItsLastRecords) {
   Host h;
   auto cfg = btrfs_r1(h);
-  h.runner.handler = [](const std::vector<std::string>& argv) {
-    if (!argv.empty() && argv[0] == "/bin/true") return FakeRunner::exited(0, "pid=4242\n");
-    return FakeRunner::not_found(argv.empty() ? "" : argv[0]);
-  };
+  detach_answers_4242(h);
   const std::string status_cmd = "btrfs scrub status -d -R /mnt/r1";
   h.runner.answer(status_cmd, btrfs_status("\tno stats available\n", 0, 0, 0, 0));
   h.runner.answer("btrfs scrub cancel /mnt/r1", "");
@@ -542,11 +553,9 @@ TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobWritesItsLastRecords) {
   metrics::Labels l{{"target", "/mnt/r1"}, {"fs", "btrfs"}};
   auto r = h.run(p);
   ASSERT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "/mnt/r1"}, {"code", "start"}}));
-  std::filesystem::create_directories(h.dir / "proc/4242");
-  write_text(h.dir / "proc/4242/cmdline", std::string("fsaudit-scrub-detach\0", 21));
-  char started[64];
-  std::time_t t0 = static_cast<std::time_t>(h.clock.wall_seconds());
-  std::strftime(started, sizeof started, "%a %b %e %H:%M:%S %Y", std::gmtime(&t0));
+  const auto watched = btrfs_watcher_alive(h);
+  const std::time_t t0 = watched.first;
+  const std::string& started = watched.second;
   auto state_lines = [&](const std::string& st) {
     return "Scrub started:    " + std::string(started) + "\nStatus:           " + st + "\nDuration:         0:00:01\n";
   };
@@ -604,11 +613,8 @@ TEST(ScrubProbe, BtrfsScrubStartThatOutlivesTheScrubIsStoppedAndAZeroByteEndIsAF
   ASSERT_TRUE(r.metrics.has("fsaudit_scrub_decision_info", {{"target", "/mnt/r1"}, {"code", "start"}}));
 
   // The watcher (pid 4242) still waits for `btrfs scrub start -B`; every device's record is final.
-  std::filesystem::create_directories(h.dir / "proc/4242");
-  write_text(h.dir / "proc/4242/cmdline", std::string("fsaudit-scrub-detach\0", 21));
-  char started[64];
-  std::time_t t0 = static_cast<std::time_t>(h.clock.wall_seconds());
-  std::strftime(started, sizeof started, "%a %b %e %H:%M:%S %Y", std::gmtime(&t0));
+  const auto watched = btrfs_watcher_alive(h);
+  const std::string& started = watched.second;
   h.runner.answer(status_cmd, btrfs_status("Scrub started:    " + std::string(started) +
                                                "\nStatus:           finished\nDuration:         0:00:01\n",
                                            0, 0, 0, 0));
