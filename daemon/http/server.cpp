@@ -358,15 +358,17 @@ void Server::serve(Job& job) {
   constexpr std::size_t kOut = 64 * 1024;
   std::string out = std::move(head);
   out.reserve(kOut);
-  for (const auto p : resp.shared_body->parts) {
+  const auto& body = *resp.shared_body;
+  for (std::size_t i = 0; i < body.parts.size(); ++i) {
+    const auto& p = body.parts[i];
     if (out.size() + p.size() > kOut && !out.empty()) {
       if (!c.write_all(out)) return;
       out.clear();
     }
-    if (p.size() >= kOut) {
-      if (!c.write_all(p)) return;
+    if (!p.packed() && p.size() >= kOut) {
+      if (!c.write_all(p.view())) return;
     } else {
-      out += p;
+      body.append(i, out);  // a packed piece is written out in full here, into the buffer
     }
   }
   if (!out.empty()) c.write_all(out);

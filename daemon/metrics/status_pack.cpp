@@ -53,9 +53,11 @@ template <class T>
 struct is_vector<std::vector<T>> : std::true_type {};
 
 // Lengths and counts as LEB128 varints (nearly always one byte), numbers as their bytes, an empty
-// optional or box as one 0 byte.
+// optional or box as one 0 byte. A string's length is written plus one: 0 stands for `known`, the
+// target its key already names (each of a target's items names it again, in several fields).
 struct Writer {
   std::string& out;
+  std::string_view known;
   void varint(std::uint64_t v) {
     while (v >= 0x80) out.push_back(static_cast<char>((v & 0x7f) | 0x80)), v >>= 7;
     out.push_back(static_cast<char>(v));
@@ -63,7 +65,8 @@ struct Writer {
   template <class T>
   void operator()(const T& v) {
     if constexpr (std::is_same_v<T, std::string>) {
-      varint(v.size());
+      if (!known.empty() && v == known) return varint(0);
+      varint(v.size() + 1);
       out += v;
     } else if constexpr (std::is_same_v<T, bool>) {
       out.push_back(v ? 1 : 0);
@@ -90,6 +93,7 @@ struct Writer {
 
 struct Reader {
   std::string_view in;
+  std::string_view known;
   bool ok = true;  // false once the text ran out: every later read gives an empty value
   std::uint64_t varint() {
     std::uint64_t v = 0;
@@ -112,7 +116,9 @@ struct Reader {
   void operator()(T& v) {
     if constexpr (std::is_same_v<T, std::string>) {
       auto n = varint();
-      if (!ok || n > in.size()) return void(ok = false);
+      if (!ok) return;
+      if (n == 0) return void(v.assign(known));
+      if (--n > in.size()) return void(ok = false);
       v.assign(in.substr(0, n));
       in.remove_prefix(n);
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -151,19 +157,19 @@ struct Reader {
 
 }  // namespace
 
-std::string pack(const StatusItems& items) {
+std::string pack(const StatusItems& items, std::string_view known) {
   std::string out;
   if (items.empty()) return out;
-  Writer w{out};
+  Writer w{out, known};
   w(items);
   out.shrink_to_fit();
   return out;
 }
 
-StatusItems unpack(std::string_view packed) {
+StatusItems unpack(std::string_view packed, std::string_view known) {
   StatusItems items;
   if (packed.empty()) return items;
-  Reader r{packed};
+  Reader r{packed, known};
   r(items);
   return items;
 }

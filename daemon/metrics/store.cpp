@@ -1,5 +1,6 @@
 #include "daemon/metrics/store.hpp"
 
+#include "daemon/metrics/line_pack.hpp"
 #include "daemon/metrics/status_pack.hpp"
 
 #include <algorithm>
@@ -117,6 +118,45 @@ void put_lines(std::string& out, const MetricFamily& f) {
   }
 }
 
+// The label texts (`name="value"`) a batch's lines repeat most, by the bytes naming each once would
+// save: a key's target, device or stack, on every line it has. Looked for among the first 16
+// distinct labels, which bounds the search however large the batch is.
+line_pack::Words choose_words(const std::vector<MetricFamily>& families) {
+  struct Candidate {
+    const Label* label;
+    std::size_t count;
+    std::size_t score() const { return (count - 1) * (label->name.size() + label->value.size() + 3); }
+  };
+  std::vector<Candidate> c;
+  for (const auto& f : families)
+    for (const auto& m : f.metric)
+      for (const auto& l : m.label) {
+        auto it = std::find_if(c.begin(), c.end(),
+                               [&](const Candidate& x) { return x.label->name == l.name && x.label->value == l.value; });
+        if (it != c.end()) ++it->count;
+        else if (c.size() < 16) c.push_back({&l, 1});
+      }
+  std::stable_sort(c.begin(), c.end(), [](const Candidate& a, const Candidate& b) { return a.score() > b.score(); });
+  line_pack::Words w;
+  for (const auto& x : c) {
+    if (w.count == line_pack::kMaxWords || x.score() < 16) break;  // a short or rare one saves nothing
+    auto& text = w.word[w.count++];
+    text = x.label->name + "=\"";
+    put_escaped(text, x.label->value, true);
+    text += '"';
+  }
+  return w;
+}
+
+// The target a key (or part key) names: "capacity\x1f/srv" names /srv. Its status items name it
+// again; status_pack keeps it once, here.
+std::string_view target_of(std::string_view key) {
+  auto at = key.find('\x1f');
+  if (at == std::string_view::npos) return {};
+  key.remove_prefix(at + 1);
+  return key.substr(0, key.find('\x1e'));
+}
+
 std::string head_of(const MetricFamily& f) {
   std::string h = "# HELP " + f.name + " ";
   put_escaped(h, f.help, false);
@@ -179,22 +219,28 @@ void Store::leave_locked(const Family* family, const KeyNode* node) {
 Store::HeadPtr Store::head_for(const MetricFamily& f) {
   std::lock_guard l(heads_mu_);
   auto [it, fresh] = heads_.try_emplace(f.name);
-  if (fresh) it->second = std::make_shared<const Head>(Head{f.name, type_name(f.type), head_of(f)});
+  if (fresh) {
+    auto names = std::make_shared<Names>(*names_);
+    it->second = std::make_shared<const Head>(
+        Head{f.name, type_name(f.type), head_of(f), static_cast<std::uint32_t>(names->size())});
+    names->push_back(it->second);
+    names_ = std::move(names);
+  }
   return it->second;
 }
 
 Store::Rendered Store::render(const std::vector<MetricFamily>& families) {
   Rendered r;
   r.lines.reserve(families.size());
-  std::string blob;
-  std::size_t want = 0;
-  for (const auto& f : families) want += f.metric.size() * (f.type == MetricType::Histogram ? 2048 : 128);
-  blob.reserve(want);
+  const auto words = choose_words(families);
+  std::string blob, lines;  // `lines`: one family's, as text, before they are packed into the blob
+  line_pack::start(blob, words);
   for (const auto& f : families) {
     auto head = head_for(f);
     if (head->type != type_name(f.type)) continue;  // a type clash is a bug; the first type published wins
-    const auto off = blob.size();
-    put_lines(blob, f);
+    lines.clear();
+    put_lines(lines, f);
+    const auto off = line_pack::add(blob, words, head->id, head->name, lines);
     r.lines.push_back({std::move(head), static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(blob.size() - off)});
   }
   blob.shrink_to_fit();
@@ -262,7 +308,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
   // A part the key published before at the same version keeps the text it had then (one lookup);
   // a whole batch drops the parts it no longer includes, a delta keeps them.
   Rendered own = render(batch.own_families());
-  std::string own_status = pack(batch.status);
+  std::string own_status = pack(batch.status, target_of(key));
   PartTexts texts;
   std::uint64_t stamp = 0;
   if (!batch.parts().empty()) {
@@ -288,7 +334,7 @@ void Store::publish(const std::string& key, const Batch& batch) {
       Batch b;
       part.build(b);
       slot.version = part.version;
-      built.push_back({&it->first, render(b.families()), pack(b.status)});
+      built.push_back({&it->first, render(b.families()), pack(b.status, target_of(key))});
     }
     slot.seen = stamp;
   }
@@ -364,6 +410,15 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
   std::lock_guard l(mu_);
   if (cache_) return cache_;
   auto text = std::make_shared<TextPieces>();
+  std::shared_ptr<const Names> names;
+  {
+    std::lock_guard h(heads_mu_);
+    names = names_;  // every head a blob in the store names: each was made before its blob was put
+  }
+  text->unpack = [n = names.get()](std::string_view held, std::string& out) {
+    line_pack::unpack(held, [n](std::uint32_t id) { return id < n->size() ? std::string_view((*n)[id]->name) : std::string_view(); }, out);
+  };
+  text->keep(std::move(names));
   // About as many pieces as last time: counting them first was a second walk of every family's keys.
   text->parts.reserve(last_parts_ + last_parts_ / 8 + 16);
   for (const auto& [name, f] : families_) {
@@ -380,7 +435,8 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
           continue;
         }
         in = true;
-        text->add(blob.substr(sl.off, sl.len));
+        const auto piece = blob.substr(sl.off, sl.len);
+        text->add_packed(piece, line_pack::text_size(piece));
       }
     }
   }
@@ -404,14 +460,17 @@ std::map<std::string, StatusItems> Store::status() const {
       if (!e.status.empty()) packed.emplace_back(key, e.status);
   }
   std::map<std::string, StatusItems> r;
-  for (auto& [key, p] : packed) r.emplace(std::move(key), unpack(p));
+  for (auto& [key, p] : packed) {
+    auto items = unpack(p, target_of(key));
+    r.emplace(std::move(key), std::move(items));
+  }
   return r;
 }
 
 void Store::visit_status(const std::function<void(const std::string& key, const StatusItems& items)>& fn) const {
   std::lock_guard l(mu_);
   for (const auto& [key, e] : keys_)
-    if (!e.status.empty()) fn(key, unpack(e.status));
+    if (!e.status.empty()) fn(key, unpack(e.status, target_of(key)));
 }
 
 std::uint64_t Store::builds() const {

@@ -1,9 +1,11 @@
 #pragma once
 // What /metrics serves. Probes publish one batch per key (a probe on a target); the batch is
 // serialised once, at publish time, into one text cut into a piece per metric family, so publishing
-// costs what that batch costs and nothing that depends on what the store already holds. A scrape gets
-// those pieces themselves, in exposition order (views into the batches' texts, made once per change):
-// nothing is serialised or copied into one text on the scrape path, and there is no I/O there (design note 4).
+// costs what that batch costs and nothing that depends on what the store already holds. The text is
+// kept packed (line_pack.hpp: less than half its size). A scrape gets those pieces themselves, in
+// exposition order (views into the batches' blobs, made once per change), and writes each out in full
+// as it sends it: nothing is serialised or joined into one text on the scrape path, and there is no
+// I/O there (design note 4).
 // At 1,000 targets the text is 3 MB, most of it unchanged between scrapes: joining it on each scrape
 // was most of a scrape's cost, and a second copy of it in memory.
 #include <cstdint>
@@ -47,11 +49,12 @@ class Store {
   // part that publishes it (10,000 parts of one family hold one head, not 10,000 copies of it).
   struct Head {
     std::string name, type, text;
+    std::uint32_t id;  // its place in names_: how a packed piece names its family
   };
   using HeadPtr = std::shared_ptr<const Head>;
   struct Family;
-  // What one render() made: all the lines of one batch (or one part) in one allocation, however many
-  // families and series it has, and where each family's lines are in it. A separate string per
+  // What one render() made: all the lines of one batch (or one part) in one allocation, packed, however
+  // many families and series it has, and where each family's packed piece is in it. A separate string per
   // family and key, in its own shared pointer, cost more than the text itself (issue 33: about 200
   // bytes per series).
   using Blob = std::shared_ptr<const std::string>;
@@ -63,7 +66,7 @@ class Store {
     };
     std::vector<Lines> lines;  // in the batch's family order; a family may come more than once
   };
-  // One family's lines of one key: a range of the key's blob.
+  // One family's lines of one key: a packed piece of the key's blob.
   struct Slice {
     const Family* family;
     std::uint32_t off, len;
@@ -138,8 +141,12 @@ class Store {
   mutable std::shared_ptr<Grave> grave_ = std::make_shared<Grave>();
   mutable std::uint64_t builds_ = 0;
   mutable std::size_t last_parts_ = 0;  // pieces in the last exposition built
-  std::mutex heads_mu_;  // rendering runs outside mu_
+  mutable std::mutex heads_mu_;  // rendering runs outside mu_
   std::unordered_map<std::string, HeadPtr> heads_;  // by family name; as many as there are family names
+  // Every head by id. Replaced, never changed, when a head is added (a few dozen in a daemon's life):
+  // an exposition keeps the one it was built with, to unpack its pieces without the store.
+  using Names = std::vector<HeadPtr>;
+  std::shared_ptr<const Names> names_ = std::make_shared<const Names>();
 };
 
 // The text exposition (format 0.0.4) of one batch on its own: HELP/TYPE and samples per family.

@@ -93,11 +93,11 @@ TEST(Store, TheExpositionIsTheStoresOwnPiecesNotACopy) {
   auto second = s.exposition();
   ASSERT_EQ(first->parts.size(), 3u);  // the family head, k1's lines, k2's lines
   ASSERT_EQ(second->parts.size(), 3u);
-  EXPECT_EQ(first->parts[0].data(), second->parts[0].data()) << "the family head was copied";
-  EXPECT_EQ(first->parts[1].data(), second->parts[1].data()) << "k1's unchanged lines were copied";
-  EXPECT_NE(first->parts[2].data(), second->parts[2].data());
-  EXPECT_EQ(second->parts[2], "x{target=\"/b\"} 3\n");
-  EXPECT_EQ(first->parts[2], "x{target=\"/b\"} 2\n") << "an earlier exposition changed under its reader";
+  EXPECT_EQ(first->parts[0].data, second->parts[0].data) << "the family head was copied";
+  EXPECT_EQ(first->parts[1].data, second->parts[1].data) << "k1's unchanged lines were copied";
+  EXPECT_NE(first->parts[2].data, second->parts[2].data);
+  EXPECT_EQ(second->text_of(2), "x{target=\"/b\"} 3\n");
+  EXPECT_EQ(first->text_of(2), "x{target=\"/b\"} 2\n") << "an earlier exposition changed under its reader";
   // Once the store moved on, the earlier exposition's pieces live on in what it keeps.
   s.remove("k1");
   s.remove("k2");
@@ -116,9 +116,9 @@ TEST(Store, OneBatchIsOneTextWhateverItsFamilies) {
   s.publish("k", a);
   auto e = s.exposition();
   ASSERT_EQ(e->parts.size(), 6u);  // three heads, three lines
-  EXPECT_EQ(e->parts[3].data(), e->parts[1].data() + e->parts[1].size()) << "b's lines are not right after a's";
-  EXPECT_EQ(e->parts[5].data(), e->parts[3].data() + e->parts[3].size());
-  EXPECT_EQ(e->owners.size(), 4u);  // three heads and the grave
+  EXPECT_EQ(e->parts[3].data, e->parts[1].data + e->parts[1].held) << "b's lines are not right after a's";
+  EXPECT_EQ(e->parts[5].data, e->parts[3].data + e->parts[3].held);
+  EXPECT_EQ(e->owners.size(), 5u);  // the family names, three heads and the grave
 }
 
 TEST(Store, ExpositionIsExactAndEscaped) {

@@ -581,6 +581,36 @@ TEST_F(HttpServer, ServesAnExpositionOfManyPiecesWholeAndInOrder) {
   EXPECT_NE(head.out.find("Content-Length: " + std::to_string(want.size())), std::string::npos) << head.out;
 }
 
+// The store's packed pieces are written out in full on the way: thousands of keys' lines and one key
+// whose lines pack to more than the send buffer arrive as the text serialize() makes of the same
+// batches, with that text's Content-Length.
+TEST_F(HttpServer, ServesTheStoresPackedPiecesAsTheirText) {
+  auto store = std::make_shared<fsaudit::metrics::Store>();
+  std::string lines;
+  auto line_of = [](const std::string& text) { return text.substr(text.find("\n# TYPE m gauge\n") + 16); };
+  for (int i = 0; i < 6000; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof key, "k%05d", i);
+    fsaudit::metrics::Batch b;
+    const std::string target = "/tank/customers/c" + std::to_string(i) + "/home";
+    b.gauge("m", "M.", {{"target", target}, {"fs", "zfs"}}, i);
+    if (i == 3000)
+      for (int j = 0; j < 4000; ++j) b.gauge("m", "M.", {{"target", target}, {"fs", std::to_string(j)}}, j);
+    store->publish(key, b);
+    lines += line_of(fsaudit::metrics::serialize(b));
+  }
+  const std::string want = "# HELP m M.\n# TYPE m gauge\n" + lines;
+  pieces = store->exposition();
+  ASSERT_GT(pieces->parts[3001].size(), 64 * 1024u) << "key 3000's lines are not past the send buffer";
+  auto s = start();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(curl({s->url() + "/metrics"}).out, "200");
+  ASSERT_EQ(body().size(), want.size());
+  EXPECT_EQ(body(), want);
+  auto head = fsaudit::testing::run({"curl", "-sS", "--max-time", "10", "-I", s->url() + "/metrics"}, 20);
+  EXPECT_NE(head.out.find("Content-Length: " + std::to_string(want.size())), std::string::npos) << head.out;
+}
+
 TEST_F(HttpServer, RefusesASecondListenerOnThePort) {
   auto s = start();
   ASSERT_TRUE(s);

@@ -1,0 +1,131 @@
+#include "daemon/metrics/line_pack.hpp"
+
+#include <cstring>
+
+namespace fsaudit::metrics::line_pack {
+namespace {
+
+// In a piece's lines: bytes 1..3 stand for a word, kLiteral says the next byte is itself, and
+// kNoName at the start of a line says the line does not start with the family's name. Every other
+// byte is itself; a 1..5 of the text is written as kLiteral and the byte.
+constexpr char kLiteral = 4;
+constexpr char kNoName = 5;
+bool special(unsigned char c) { return c >= 1 && c <= 5; }
+
+void put_varint(std::string& out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out += static_cast<char>(0x80 | (v & 0x7f));
+    v >>= 7;
+  }
+  out += static_cast<char>(v);
+}
+
+// Reads a varint at `p`; false at the end of [p, end) or on one longer than a uint64.
+bool get_varint(const char*& p, const char* end, std::uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && p < end; shift += 7) {
+    auto b = static_cast<unsigned char>(*p++);
+    v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void start(std::string& blob, const Words& words) {
+  put_varint(blob, words.count);
+  for (std::size_t i = 0; i < words.count; ++i) {
+    put_varint(blob, words.word[i].size());
+    blob += words.word[i];
+  }
+}
+
+std::size_t add(std::string& blob, const Words& words, std::uint32_t name_id, std::string_view name,
+                std::string_view lines) {
+  const std::size_t at = blob.size();
+  put_varint(blob, lines.size());
+  put_varint(blob, name_id);
+  put_varint(blob, at);  // back to the blob's words
+  blob.reserve(blob.size() + lines.size());
+  bool line_start = true;
+  std::size_t i = 0;
+  while (i < lines.size()) {
+    if (line_start) {
+      line_start = false;
+      // Left out only when something follows it: a piece must not end at a line's start, where the
+      // name would have to be put back without a byte saying so.
+      if (i + name.size() < lines.size() && lines.compare(i, name.size(), name) == 0) i += name.size();
+      else blob += kNoName;
+      continue;
+    }
+    const char c = lines[i];
+    bool matched = false;
+    for (std::size_t w = 0; w < words.count && !matched; ++w) {
+      const auto& word = words.word[w];
+      if (!word.empty() && word[0] == c && lines.compare(i, word.size(), word) == 0) {
+        blob += static_cast<char>(1 + w);
+        i += word.size();
+        matched = true;
+      }
+    }
+    if (matched) continue;
+    if (special(static_cast<unsigned char>(c))) blob += kLiteral;
+    blob += c;
+    ++i;
+    if (c == '\n') line_start = true;
+  }
+  return at;
+}
+
+std::size_t text_size(std::string_view piece) {
+  const char* p = piece.data();
+  std::uint64_t v = 0;
+  return get_varint(p, piece.data() + piece.size(), v) ? v : 0;
+}
+
+void unpack(std::string_view piece, const std::function<std::string_view(std::uint32_t)>& name_of, std::string& out) {
+  const char* p = piece.data();
+  const char* const end = p + piece.size();
+  std::uint64_t size = 0, name_id = 0, back = 0;
+  if (!get_varint(p, end, size) || !get_varint(p, end, name_id) || !get_varint(p, end, back)) return;
+  // The words, at the start of the blob this piece is in.
+  std::array<std::string_view, kMaxWords> word{};
+  {
+    const char* w = piece.data() - back;
+    std::uint64_t count = 0, len = 0;
+    if (!get_varint(w, piece.data(), count) || count > kMaxWords) return;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!get_varint(w, piece.data(), len) || len > static_cast<std::uint64_t>(piece.data() - w)) return;
+      word[i] = std::string_view(w, len);
+      w += len;
+    }
+  }
+  const std::string_view name = name_of(static_cast<std::uint32_t>(name_id));
+  out.reserve(out.size() + size);
+  bool line_start = true;
+  while (p < end) {
+    if (line_start) {
+      line_start = false;
+      if (*p == kNoName) ++p;
+      else out += name;
+      continue;
+    }
+    // The run up to the next code or line end goes in one append.
+    const char* run = p;
+    while (p < end && *p != '\n' && !special(static_cast<unsigned char>(*p))) ++p;
+    out.append(run, p);
+    if (p == end) break;
+    const char c = *p++;
+    if (c == '\n') {
+      out += '\n';
+      line_start = true;
+    } else if (c == kLiteral) {
+      if (p < end) out += *p++;
+    } else if (c != kNoName) {
+      out += word[static_cast<std::size_t>(c - 1)];
+    }
+  }
+}
+
+}  // namespace fsaudit::metrics::line_pack
