@@ -38,6 +38,28 @@ void TextPieces::append(std::size_t i, std::string& out) const {
   out.resize(before + p.text, '\n');
 }
 
+bool TextPieces::write(std::size_t chunk, std::string& buf, const std::function<bool(std::string_view)>& emit) const {
+  // How far ahead to fetch: a piece, then (once it is here) what it also reads.
+  constexpr std::size_t kAhead = 16, kAlsoAhead = 8;
+  const std::size_t n = parts.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) __builtin_prefetch(parts[i + kAhead].data);
+    if (also_reads && i + kAlsoAhead < n && parts[i + kAlsoAhead].packed())
+      if (const char* p = also_reads(parts[i + kAlsoAhead].view())) __builtin_prefetch(p);
+    const auto& p = parts[i];
+    if (buf.size() + p.size() > chunk && !buf.empty()) {
+      if (!emit(buf)) return false;
+      buf.clear();
+    }
+    if (!p.packed() && p.size() >= chunk) {
+      if (!emit(p.view())) return false;
+    } else {
+      append(i, buf);
+    }
+  }
+  return buf.empty() || emit(buf);
+}
+
 std::string TextPieces::join() const {
   std::string out;
   out.reserve(size);

@@ -353,25 +353,13 @@ void Server::serve(Job& job) {
     c.write_all(head);
     return;
   }
-  // The pieces (tens of thousands at 1,000 targets, most of them a line or two) go out gathered in a
-  // reused buffer of a few pages: a few dozen sends (or TLS records), no copy of the whole text.
+  // The pieces (tens of thousands at 1,000 targets, most of them a line or two, packed ones unpacked on
+  // the way) go out gathered in a reused buffer of a few pages: a few dozen sends (or TLS records), no
+  // copy of the whole text.
   constexpr std::size_t kOut = 64 * 1024;
   std::string out = std::move(head);
   out.reserve(kOut);
-  const auto& body = *resp.shared_body;
-  for (std::size_t i = 0; i < body.parts.size(); ++i) {
-    const auto& p = body.parts[i];
-    if (out.size() + p.size() > kOut && !out.empty()) {
-      if (!c.write_all(out)) return;
-      out.clear();
-    }
-    if (!p.packed() && p.size() >= kOut) {
-      if (!c.write_all(p.view())) return;
-    } else {
-      body.append(i, out);  // a packed piece is written out in full here, into the buffer
-    }
-  }
-  if (!out.empty()) c.write_all(out);
+  resp.shared_body->write(kOut, out, [&](std::string_view s) { return c.write_all(s); });
 }
 
 Result<RequestHead> parse_request_head(std::string_view in) {

@@ -1,5 +1,7 @@
 #include "daemon/metrics/line_pack.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace fsaudit::metrics::line_pack {
@@ -11,6 +13,13 @@ namespace {
 constexpr char kLiteral = 4;
 constexpr char kNoName = 5;
 bool special(unsigned char c) { return c >= 1 && c <= 5; }
+// Where a run of plain bytes stops when unpacking: a code or a line's end.
+constexpr auto kStop = [] {
+  std::array<bool, 256> t{};
+  for (int c = 1; c <= 5; ++c) t[static_cast<std::size_t>(c)] = true;
+  t['\n'] = true;
+  return t;
+}();
 
 void put_varint(std::string& out, std::uint64_t v) {
   while (v >= 0x80) {
@@ -84,7 +93,15 @@ std::size_t text_size(std::string_view piece) {
   return get_varint(p, piece.data() + piece.size(), v) ? v : 0;
 }
 
-void unpack(std::string_view piece, const std::function<std::string_view(std::uint32_t)>& name_of, std::string& out) {
+const char* words_of(std::string_view piece) {
+  const char* p = piece.data();
+  const char* const end = p + piece.size();
+  std::uint64_t size = 0, name_id = 0, back = 0;
+  if (!get_varint(p, end, size) || !get_varint(p, end, name_id) || !get_varint(p, end, back)) return nullptr;
+  return piece.data() - back;
+}
+
+void unpack(std::string_view piece, NameOf name_of, const void* names, std::string& out) {
   const char* p = piece.data();
   const char* const end = p + piece.size();
   std::uint64_t size = 0, name_id = 0, back = 0;
@@ -101,31 +118,52 @@ void unpack(std::string_view piece, const std::function<std::string_view(std::ui
       w += len;
     }
   }
-  const std::string_view name = name_of(static_cast<std::uint32_t>(name_id));
-  out.reserve(out.size() + size);
+  const std::string_view name = name_of(names, static_cast<std::uint32_t>(name_id));
+  // The text's length is known: it is written in place, each copy checked against that length (a
+  // piece that says less than it holds is cut there, never written past).
+  const std::size_t before = out.size();
+  out.resize(before + size);
+  char* w = out.data() + before;
+  char* const w_end = w + size;
+  auto put = [&](const char* from, std::size_t n) {
+    n = std::min<std::size_t>(n, static_cast<std::size_t>(w_end - w));
+    std::memcpy(w, from, n);
+    w += n;
+  };
   bool line_start = true;
-  while (p < end) {
+  while (p < end && w < w_end) {
     if (line_start) {
       line_start = false;
       if (*p == kNoName) ++p;
-      else out += name;
+      else put(name.data(), name.size());
       continue;
     }
-    // The run up to the next code or line end goes in one append.
+    // The run up to the next code or line end goes in one copy. Eight bytes at a time while none of
+    // them can be one (a byte below 6 or a newline); then byte by byte.
     const char* run = p;
-    while (p < end && *p != '\n' && !special(static_cast<unsigned char>(*p))) ++p;
-    out.append(run, p);
+    while (end - p >= 8) {
+      std::uint64_t x;
+      std::memcpy(&x, p, sizeof x);
+      constexpr std::uint64_t ones = 0x0101010101010101, highs = 0x8080808080808080;
+      const std::uint64_t nl = x ^ (ones * '\n');
+      if ((((x - ones * 6) & ~x) | ((nl - ones) & ~nl)) & highs) break;
+      p += 8;
+    }
+    while (p < end && !kStop[static_cast<unsigned char>(*p)]) ++p;
+    put(run, static_cast<std::size_t>(p - run));
     if (p == end) break;
     const char c = *p++;
     if (c == '\n') {
-      out += '\n';
+      if (w < w_end) *w++ = c;
       line_start = true;
     } else if (c == kLiteral) {
-      if (p < end) out += *p++;
+      if (p < end && w < w_end) *w++ = *p++;
     } else if (c != kNoName) {
-      out += word[static_cast<std::size_t>(c - 1)];
+      const auto& wd = word[static_cast<std::size_t>(c - 1)];
+      put(wd.data(), wd.size());
     }
   }
+  out.resize(static_cast<std::size_t>(w - out.data()));
 }
 
 }  // namespace fsaudit::metrics::line_pack

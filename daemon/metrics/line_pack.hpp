@@ -11,7 +11,6 @@
 // its family's name (an id the caller resolves) and where its blob's words are.
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -31,8 +30,12 @@ std::size_t add(std::string& blob, const Words& words, std::uint32_t name_id, st
                 std::string_view lines);
 // The length of the text `piece` stands for (0 when it is not a piece add() made).
 std::size_t text_size(std::string_view piece);
+// Where the words of `piece`'s blob are (null when it is not a piece add() made): for a reader of many
+// pieces to fetch ahead, the words being the one read of a piece outside it.
+const char* words_of(std::string_view piece);
 // Appends the text of `piece`, a view that add() made (from the returned offset to the next piece or
-// the blob's end) and that stays inside its blob. `name_of` gives a family's name by its id.
-void unpack(std::string_view piece, const std::function<std::string_view(std::uint32_t)>& name_of, std::string& out);
+// the blob's end) and that stays inside its blob. `name_of(names, id)` gives a family's name by its id.
+using NameOf = std::string_view (*)(const void* names, std::uint32_t id);
+void unpack(std::string_view piece, NameOf name_of, const void* names, std::string& out);
 
 }  // namespace fsaudit::metrics::line_pack

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <set>
+#include <stdexcept>
 
 namespace fsaudit::metrics {
 namespace {
@@ -177,13 +180,93 @@ std::string serialize(const Batch& batch) {
   return out;
 }
 
-void Store::drop_key_locked(const std::string& key) {
+// A record: four 32-bit lengths (key, status, lines, slices), the slices (a head and where its piece
+// is in the lines), then the key, the status and the lines. Read with memcpy: nothing in it is aligned.
+struct Store::RecordView {
+  static constexpr std::size_t kHeader = 4 * sizeof(std::uint32_t);
+  static constexpr std::size_t kSlice = sizeof(const Head*) + 2 * sizeof(std::uint32_t);
+  struct Slice {
+    const Head* head;
+    std::uint32_t off, len;
+  };
+  const char* p;  // null: an empty record
+  std::uint32_t u32(std::size_t i) const {
+    std::uint32_t v = 0;
+    if (p) std::memcpy(&v, p + i * sizeof v, sizeof v);
+    return v;
+  }
+  std::size_t slices() const { return u32(3); }
+  Slice slice(std::size_t i) const {
+    Slice s;
+    const char* q = p + kHeader + i * kSlice;
+    std::memcpy(&s.head, q, sizeof s.head);
+    std::memcpy(&s.off, q + sizeof s.head, sizeof s.off);
+    std::memcpy(&s.len, q + sizeof s.head + sizeof s.off, sizeof s.len);
+    return s;
+  }
+  const char* text() const { return p + kHeader + slices() * kSlice; }
+  std::string_view key() const { return p ? std::string_view(text(), u32(0)) : std::string_view(); }
+  std::string_view status() const { return p ? std::string_view(text() + u32(0), u32(1)) : std::string_view(); }
+  std::string_view lines() const { return p ? std::string_view(text() + u32(0) + u32(1), u32(2)) : std::string_view(); }
+  std::string_view piece(const Slice& s) const { return lines().substr(s.off, s.len); }
+  // Whether a slice of `head` is among the record's (a family's slices are adjacent: few heads).
+  bool has(const Head* head) const {
+    for (std::size_t i = 0; i < slices(); ++i)
+      if (slice(i).head == head) return true;
+    return false;
+  }
+  // Calls fn(head) once per family the record has lines in.
+  template <class F>
+  void each_family(F&& fn) const {
+    const Head* last = nullptr;
+    for (std::size_t i = 0; i < slices(); ++i)
+      if (auto h = slice(i).head; h != last) fn(last = h);
+  }
+};
+
+std::string_view Store::Entry::key() const { return RecordView{record.get()}.key(); }
+
+Store::Record Store::make_record(std::string_view key, const Rendered& r, std::string_view status) {
+  if (r.lines.empty() && status.empty()) return nullptr;
+  // A family's slices together, in the order the family first came.
+  std::vector<const Rendered::Lines*> order;
+  order.reserve(r.lines.size());
+  for (std::size_t i = 0; i < r.lines.size(); ++i) {
+    const Head* h = r.lines[i].head.get();
+    if (std::any_of(order.begin(), order.end(), [h](const Rendered::Lines* l) { return l->head.get() == h; })) continue;
+    for (std::size_t j = i; j < r.lines.size(); ++j)
+      if (r.lines[j].head.get() == h) order.push_back(&r.lines[j]);
+  }
+  const std::string_view lines = r.lines.empty() ? std::string_view() : std::string_view(r.blob);
+  const std::size_t size = RecordView::kHeader + order.size() * RecordView::kSlice + key.size() + status.size() + lines.size();
+  auto rec = std::make_shared_for_overwrite<char[]>(size);
+  char* q = rec.get();
+  for (std::size_t n : {key.size(), status.size(), lines.size(), order.size()}) {
+    if (n > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("a metrics key's text of 4 GiB or more");
+    const auto v = static_cast<std::uint32_t>(n);
+    std::memcpy(q, &v, sizeof v);
+    q += sizeof v;
+  }
+  for (const auto* l : order) {
+    const Head* h = l->head.get();
+    std::memcpy(q, &h, sizeof h);
+    std::memcpy(q + sizeof h, &l->off, sizeof l->off);
+    std::memcpy(q + sizeof h + sizeof l->off, &l->len, sizeof l->len);
+    q += RecordView::kSlice;
+  }
+  for (auto part : {key, status, lines}) {
+    if (!part.empty()) std::memcpy(q, part.data(), part.size());
+    q += part.size();
+  }
+  return rec;
+}
+
+void Store::drop_key_locked(std::string_view key) {
   auto it = keys_.find(key);
   if (it == keys_.end()) return;
-  const Family* last = nullptr;
-  for (const auto& sl : it->second.slices)
-    if (sl.family != last) leave_locked(last = sl.family, &*it);  // a family's slices are adjacent
-  bury_locked(it->second.blob);
+  const Entry* e = &*it;
+  RecordView{e->record.get()}.each_family([&](const Head* h) { leave_locked(h, e); });
+  bury_locked(e->record);
   keys_.erase(it);
 }
 
@@ -193,24 +276,33 @@ Store::Grave::~Grave() {
   while (n && n.use_count() == 1) n = std::move(n->next);
 }
 
-void Store::bury_locked(const Blob& b) {
+void Store::bury_locked(const Record& r) {
   // Only the store holds the newest grave: no exposition built since shows anything, so nothing
   // needs keeping.
-  if (b && grave_.use_count() > 1) grave_->blobs.push_back(b);
+  if (r && grave_.use_count() > 1) grave_->records.push_back(r);
 }
 
-void Store::join_locked(Family& family, const KeyNode* node) {
-  auto& m = family.members;
-  auto at = std::lower_bound(m.begin(), m.end(), node, [](const KeyNode* a, const KeyNode* b) { return a->first < b->first; });
-  if (at == m.end() || *at != node) m.insert(at, node);
+namespace {
+template <class E>
+bool by_key(const E* a, const E* b) {
+  return a->key() < b->key();
+}
+}  // namespace
+
+void Store::join_locked(const Head* head, const Entry* e) {
+  auto [f, fresh] = families_.try_emplace(head->name);
+  if (fresh) f->second.head = head;
+  auto& m = f->second.members;
+  auto at = std::lower_bound(m.begin(), m.end(), e, by_key<Entry>);
+  if (at == m.end() || *at != e) m.insert(at, e);
 }
 
-void Store::leave_locked(const Family* family, const KeyNode* node) {
-  auto f = families_.find(family->head->name);
+void Store::leave_locked(const Head* head, const Entry* e) {
+  auto f = families_.find(head->name);
   if (f == families_.end()) return;
   auto& m = f->second.members;
-  auto at = std::lower_bound(m.begin(), m.end(), node, [](const KeyNode* a, const KeyNode* b) { return a->first < b->first; });
-  if (at != m.end() && *at == node) m.erase(at);
+  auto at = std::lower_bound(m.begin(), m.end(), e, by_key<Entry>);
+  if (at != m.end() && *at == e) m.erase(at);
   if (m.empty()) families_.erase(f);
   // A family that 10,000 keys published in and few still do gives the room back.
   else if (m.capacity() > 64 && m.size() < m.capacity() / 4) m.shrink_to_fit();
@@ -233,7 +325,8 @@ Store::Rendered Store::render(const std::vector<MetricFamily>& families) {
   Rendered r;
   r.lines.reserve(families.size());
   const auto words = choose_words(families);
-  std::string blob, lines;  // `lines`: one family's, as text, before they are packed into the blob
+  std::string& blob = r.blob;
+  std::string lines;  // one family's, as text, before they are packed into the blob
   line_pack::start(blob, words);
   for (const auto& f : families) {
     auto head = head_for(f);
@@ -243,72 +336,43 @@ Store::Rendered Store::render(const std::vector<MetricFamily>& families) {
     const auto off = line_pack::add(blob, words, head->id, head->name, lines);
     r.lines.push_back({std::move(head), static_cast<std::uint32_t>(off), static_cast<std::uint32_t>(blob.size() - off)});
   }
-  blob.shrink_to_fit();
-  if (!r.lines.empty()) r.blob = std::make_shared<const std::string>(std::move(blob));
   return r;
 }
 
-void Store::put_locked(const std::string& key, Rendered r) {
-  auto kf = keys_.try_emplace(key).first;
-  const KeyNode* node = &*kf;
-  KeyEntry& e = kf->second;
-  // The new slices, a family's together (in the order its lines came), each family found in the map once.
-  std::vector<Slice> slices;
-  slices.reserve(r.lines.size());
-  std::vector<std::pair<const Head*, Family*>> found;
-  for (std::size_t i = 0; i < r.lines.size(); ++i) {
-    const Head* h = r.lines[i].head.get();
-    if (std::any_of(found.begin(), found.end(), [&](const auto& x) { return x.first == h; })) continue;
-    auto [it, inserted] = families_.try_emplace(h->name);
-    if (inserted) it->second.head = r.lines[i].head;
-    found.emplace_back(h, &it->second);
-    for (std::size_t j = i; j < r.lines.size(); ++j)
-      if (r.lines[j].head.get() == h) slices.push_back({&it->second, r.lines[j].off, r.lines[j].len});
-  }
-  // Families it no longer publishes in: leave them. Those it newly does: join. (Neither for the rest:
-  // a key republishing the same families, nearly every publish, touches no family.)
-  const Family* last = nullptr;
-  for (const auto& sl : e.slices) {
-    if (sl.family == last) continue;
-    last = sl.family;
-    if (std::none_of(found.begin(), found.end(), [&](const auto& x) { return x.second == sl.family; }))
-      leave_locked(sl.family, node);
-  }
-  for (const auto& f : found) {
-    Family* fam = f.second;
-    if (std::none_of(e.slices.begin(), e.slices.end(), [fam](const Slice& sl) { return sl.family == fam; }))
-      join_locked(*fam, node);
-  }
-  if (e.blob != r.blob) bury_locked(e.blob);
-  e.blob = std::move(r.blob);
-  e.slices = std::move(slices);
-  if (e.slices.empty() && e.status.empty()) keys_.erase(kf);  // no family lists it any more
-}
 
-void Store::put_status_locked(const std::string& key, std::string packed) {
+void Store::put_locked(std::string_view key, Record rec) {
   auto it = keys_.find(key);
-  if (packed.empty()) {
-    if (it != keys_.end() && it->second.slices.empty()) keys_.erase(it);
-    else if (it != keys_.end()) std::string().swap(it->second.status);  // its buffer goes too
+  if (it == keys_.end()) {
+    if (!rec) return;
+    it = keys_.insert(Entry{std::move(rec)}).first;
+    const Entry* e = &*it;
+    RecordView{e->record.get()}.each_family([&](const Head* h) { join_locked(h, e); });
     return;
   }
-  if (it == keys_.end()) it = keys_.try_emplace(key).first;
-  it->second.status = std::move(packed);
+  const Entry* e = &*it;
+  const RecordView was{e->record.get()}, now{rec.get()};
+  // Families it no longer publishes in: leave them. Those it newly does: join. (Neither for the rest:
+  // a key republishing the same families, nearly every publish, touches no family.)
+  was.each_family([&](const Head* h) {
+    if (!now.has(h)) leave_locked(h, e);
+  });
+  now.each_family([&](const Head* h) {
+    if (!was.has(h)) join_locked(h, e);
+  });
+  bury_locked(e->record);
+  if (rec) e->record = std::move(rec);  // the same key: its place in the set and in families holds
+  else keys_.erase(it);
 }
 
 void Store::drop_parts_locked(const std::string& key, const PartTexts& texts) {
-  for (const auto& [id, text] : texts) {
-    auto pk = part_key(key, id);
-    drop_key_locked(pk);
-  }
+  for (const auto& [id, text] : texts) drop_key_locked(part_key(key, id));
 }
 
 void Store::publish(const std::string& key, const Batch& batch) {
   // Serialise outside the lock: the only work that grows with the batch, and none with the store.
   // A part the key published before at the same version keeps the text it had then (one lookup);
   // a whole batch drops the parts it no longer includes, a delta keeps them.
-  Rendered own = render(batch.own_families());
-  std::string own_status = pack(batch.status, target_of(key));
+  Record own = make_record(key, render(batch.own_families()), pack(batch.status, target_of(key)));
   PartTexts texts;
   std::uint64_t stamp = 0;
   if (!batch.parts().empty()) {
@@ -320,9 +384,8 @@ void Store::publish(const std::string& key, const Batch& batch) {
     }
   }
   struct Built {
-    const std::string* id;
-    Rendered lines;
-    std::string status;  // packed
+    std::string key;  // the part's
+    Record record;
   };
   std::vector<Built> built;
   for (const auto& part : batch.parts()) {
@@ -334,17 +397,15 @@ void Store::publish(const std::string& key, const Batch& batch) {
       Batch b;
       part.build(b);
       slot.version = part.version;
-      built.push_back({&it->first, render(b.families()), pack(b.status, target_of(key))});
+      auto pk = part_key(key, part.id);
+      auto rec = make_record(pk, render(b.families()), pack(b.status, target_of(key)));
+      built.push_back({std::move(pk), std::move(rec)});
     }
     slot.seen = stamp;
   }
   std::lock_guard l(mu_);
   put_locked(key, std::move(own));
-  for (auto& b : built) {
-    auto pk = part_key(key, *b.id);
-    put_locked(pk, std::move(b.lines));
-    put_status_locked(pk, std::move(b.status));
-  }
+  for (auto& b : built) put_locked(b.key, std::move(b.record));
   if (!batch.parts_delta && batch.parts().empty()) {  // a whole batch without parts: any the key had go
     if (auto it = part_texts_.find(key); it != part_texts_.end()) {
       drop_parts_locked(key, it->second);
@@ -358,7 +419,6 @@ void Store::publish(const std::string& key, const Batch& batch) {
     drop_parts_locked(key, gone);
   }
   if (!texts.empty()) part_texts_[key] = std::move(texts);
-  put_status_locked(key, std::move(own_status));
   cache_.reset();
 }
 
@@ -370,15 +430,15 @@ void Store::remove(const std::string& key) {
     part_texts_.erase(it);
     changed = true;
   }
-  if (auto it = keys_.find(key); it != keys_.end()) {
-    changed = changed || !it->second.slices.empty();
+  if (auto it = keys_.find(std::string_view(key)); it != keys_.end()) {
+    changed = changed || RecordView{it->record.get()}.slices() > 0;
     drop_key_locked(key);
   }
   if (changed) cache_.reset();
 }
 
 void Store::retain(const std::vector<std::string>& keep) {
-  std::set<std::string> k(keep.begin(), keep.end());
+  std::set<std::string, std::less<>> k(keep.begin(), keep.end());
   std::lock_guard l(mu_);
   std::vector<std::string> gone;
   for (const auto& [key, texts] : part_texts_)
@@ -390,18 +450,20 @@ void Store::retain(const std::vector<std::string>& keep) {
   bool changed = !gone.empty();
   // A part key stays with its key. By the key in `keep`, not by part_texts_: a publish of that key
   // holds its part texts outside the lock while it builds them.
-  auto kept = [&](const std::string& key) {
+  auto kept = [&](std::string_view key) {
     if (k.count(key)) return true;
-    for (auto at = key.find('\x1e'); at != std::string::npos; at = key.find('\x1e', at + 1))
+    for (auto at = key.find('\x1e'); at != std::string_view::npos; at = key.find('\x1e', at + 1))
       if (k.count(key.substr(0, at))) return true;
     return false;
   };
   gone.clear();
-  for (const auto& [key, entry] : keys_)
-    if (!kept(key)) {
-      gone.push_back(key);
-      changed = changed || !entry.slices.empty();
+  for (const auto& e : keys_) {
+    const RecordView v{e.record.get()};
+    if (!kept(v.key())) {
+      gone.emplace_back(v.key());
+      changed = changed || v.slices() > 0;
     }
+  }
   for (const auto& key : gone) drop_key_locked(key);
   if (changed) cache_.reset();
 }
@@ -413,34 +475,40 @@ std::shared_ptr<const TextPieces> Store::exposition() const {
   std::shared_ptr<const Names> names;
   {
     std::lock_guard h(heads_mu_);
-    names = names_;  // every head a blob in the store names: each was made before its blob was put
+    names = names_;  // every head a record in the store names: each was made before its record was put
   }
   text->unpack = [n = names.get()](std::string_view held, std::string& out) {
-    line_pack::unpack(held, [n](std::uint32_t id) { return id < n->size() ? std::string_view((*n)[id]->name) : std::string_view(); }, out);
+    line_pack::unpack(
+        held,
+        [](const void* names, std::uint32_t id) {
+          const auto& heads = *static_cast<const Names*>(names);
+          return id < heads.size() ? std::string_view(heads[id]->name) : std::string_view();
+        },
+        n, out);
   };
-  text->keep(std::move(names));
+  text->also_reads = [](std::string_view held) { return line_pack::words_of(held); };
+  text->keep(std::move(names));  // and with them the heads' texts
   // About as many pieces as last time: counting them first was a second walk of every family's keys.
   text->parts.reserve(last_parts_ + last_parts_ / 8 + 16);
   for (const auto& [name, f] : families_) {
-    text->keep(f.head);
     text->add(f.head->text);
-    for (const KeyNode* node : f.members) {
-      const auto& e = node->second;
-      const std::string_view blob(*e.blob);
+    for (const Entry* e : f.members) {
+      const RecordView v{e->record.get()};
       // A key's slices of one family are adjacent: the walk stops at the first other one after them.
       bool in = false;
-      for (const auto& sl : e.slices) {
-        if (sl.family != &f) {
+      for (std::size_t i = 0; i < v.slices(); ++i) {
+        const auto sl = v.slice(i);
+        if (sl.head != f.head) {
           if (in) break;
           continue;
         }
         in = true;
-        const auto piece = blob.substr(sl.off, sl.len);
+        const auto piece = v.piece(sl);
         text->add_packed(piece, line_pack::text_size(piece));
       }
     }
   }
-  // The blobs it shows are the store's now; what the store lets go of from here on goes to a grave
+  // The records it shows are the store's now; what the store lets go of from here on goes to a grave
   // this text keeps (Grave).
   auto fresh = std::make_shared<Grave>();
   grave_->next = fresh;
@@ -456,8 +524,10 @@ std::map<std::string, StatusItems> Store::status() const {
   std::vector<std::pair<std::string, std::string>> packed;
   {
     std::lock_guard l(mu_);
-    for (const auto& [key, e] : keys_)
-      if (!e.status.empty()) packed.emplace_back(key, e.status);
+    for (const auto& e : keys_) {
+      const RecordView v{e.record.get()};
+      if (!v.status().empty()) packed.emplace_back(v.key(), v.status());
+    }
   }
   std::map<std::string, StatusItems> r;
   for (auto& [key, p] : packed) {
@@ -469,8 +539,13 @@ std::map<std::string, StatusItems> Store::status() const {
 
 void Store::visit_status(const std::function<void(const std::string& key, const StatusItems& items)>& fn) const {
   std::lock_guard l(mu_);
-  for (const auto& [key, e] : keys_)
-    if (!e.status.empty()) fn(key, unpack(e.status, target_of(key)));
+  std::string key;
+  for (const auto& e : keys_) {
+    const RecordView v{e.record.get()};
+    if (v.status().empty()) continue;
+    key.assign(v.key());
+    fn(key, unpack(v.status(), target_of(key)));
+  }
 }
 
 std::uint64_t Store::builds() const {

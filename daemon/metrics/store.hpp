@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "daemon/core/text_pieces.hpp"
@@ -53,44 +54,51 @@ class Store {
   };
   using HeadPtr = std::shared_ptr<const Head>;
   struct Family;
-  // What one render() made: all the lines of one batch (or one part) in one allocation, packed, however
-  // many families and series it has, and where each family's packed piece is in it. A separate string per
-  // family and key, in its own shared pointer, cost more than the text itself (issue 33: about 200
-  // bytes per series).
-  using Blob = std::shared_ptr<const std::string>;
+  // What one render() made: all the lines of one batch (or one part), packed, however many families
+  // and series it has, and where each family's packed piece is in them.
   struct Rendered {
-    Blob blob;
+    std::string blob;
     struct Lines {
       HeadPtr head;
       std::uint32_t off = 0, len = 0;
     };
     std::vector<Lines> lines;  // in the batch's family order; a family may come more than once
   };
-  // One family's lines of one key: a packed piece of the key's blob.
-  struct Slice {
-    const Family* family;
-    std::uint32_t off, len;
+  // Everything the store holds of one key (or part key), in one allocation, as its last publish made
+  // it: the key, its status items (packed: status_pack.hpp), which family's lines are where, and the
+  // lines (packed: line_pack.hpp). A map node with the key, a vector of slices, a status string and a
+  // blob, each allocated on its own, cost more than the lines themselves (issue 33: about 300 bytes a
+  // key, three keys a filesystem). Immutable: a publish makes a new one, and an exposition built before
+  // shows the old one until it is let go of (Grave).
+  using Record = std::shared_ptr<const char[]>;
+  struct RecordView;
+  // A key in the store: its record. Hashed by the record's key, not ordered: keys and part ids share
+  // long prefixes (probe, mount point), which made every comparison of an ordered map's walk a long
+  // memcmp at 1,000 targets. Elements stay put (the families point at them) until the key is erased;
+  // a publish replaces the record in place, with the same key.
+  struct Entry {
+    mutable Record record;
+    std::string_view key() const;
   };
-  // What the store holds of one key (or part key), under one copy of the key: the blob its last
-  // publish rendered and where each family's lines are in it, and its last status items, packed
-  // (status_pack.hpp: a third of what the structs took; a reader unpacks only what it reads). An entry
-  // goes when both are empty.
-  struct KeyEntry {
-    Blob blob;
-    std::vector<Slice> slices;
-    std::string status;
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
+    std::size_t operator()(const Entry& e) const { return (*this)(e.key()); }
   };
-  // Hashed, not ordered: keys and part ids share long prefixes (probe, mount point), which made
-  // every comparison of an ordered map's walk a long memcmp at 1,000 targets. Its elements stay put
-  // (the families point at them) until the key is erased.
-  using Keys = std::unordered_map<std::string, KeyEntry>;
-  using KeyNode = Keys::value_type;
+  struct KeyEq {
+    using is_transparent = void;
+    static std::string_view of(std::string_view k) { return k; }
+    static std::string_view of(const Entry& e) { return e.key(); }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const { return of(a) == of(b); }
+  };
+  using Keys = std::unordered_set<Entry, KeyHash, KeyEq>;
   // A family: its head, and the keys that publish lines in it, sorted by key (the exposition's order
   // within a family). A sorted vector of pointers to the keys' entries, 8 bytes a key: a map node per
   // key and family, with the lines' place in it, was about 100 bytes, 13 of them per filesystem.
   struct Family {
-    HeadPtr head;
-    std::vector<const KeyNode*> members;
+    const Head* head;  // in heads_ for the store's life, and in names_
+    std::vector<const Entry*> members;
   };
   // The parts a key last published, by part id: the version whose text the store holds. A part's
   // lines and status items are kept like a key's own, under the part's key (part_key()), so that a
@@ -104,39 +112,44 @@ class Store {
   // the first type published wins).
   Rendered render(const std::vector<MetricFamily>& families);
   HeadPtr head_for(const MetricFamily& f);
+  // `key`'s record: its lines `r` and its status items `status` as pack() made them. Null when it has
+  // neither.
+  static Record make_record(std::string_view key, const Rendered& r, std::string_view status);
   // Drops everything the store holds of `key`: its lines and its status items.
-  void drop_key_locked(const std::string& key);
-  // `key`'s lines become `r`'s, replacing what it published before.
-  void put_locked(const std::string& key, Rendered r);
-  // `packed`: the key's status items as pack() made them ("" when it has none).
-  void put_status_locked(const std::string& key, std::string packed);
+  void drop_key_locked(std::string_view key);
+  // `key`'s record becomes `rec` (null: the key goes), replacing what it published before.
+  void put_locked(std::string_view key, Record rec);
   // Drops a key's parts: their lines and status items.
   void drop_parts_locked(const std::string& key, const PartTexts& texts);
-  static std::string part_key(const std::string& key, const std::string& id) { return key + '\x1e' + id; }
-  // `node` joins or leaves `family`'s members; a family that no key publishes in goes.
-  void join_locked(Family& family, const KeyNode* node);
-  void leave_locked(const Family* family, const KeyNode* node);
+  static std::string part_key(std::string_view key, std::string_view id) {
+    std::string k;
+    k.reserve(key.size() + 1 + id.size());
+    return k.append(key).append(1, '\x1e').append(id);
+  }
+  // `e` joins or leaves the members of the family of `head`; a family that no key publishes in goes.
+  void join_locked(const Head* head, const Entry* e);
+  void leave_locked(const Head* head, const Entry* e);
 
   mutable std::mutex mu_;
   std::map<std::string, Family, std::less<>> families_;  // by family name: the exposition order
   Keys keys_;
   std::unordered_map<std::string, PartTexts> part_texts_;                  // key -> its parts' text
   std::uint64_t publishes_ = 0;                                   // stamps PartText::seen
-  // Blobs the store let go of since the newest exposition was built. Each exposition keeps the grave
-  // made when it was built, and each grave the next one: every blob an exposition shows stays alive
-  // as long as that exposition, which holds no blob itself. An exposition that held each blob (a
+  // Records the store let go of since the newest exposition was built. Each exposition keeps the grave
+  // made when it was built, and each grave the next one: every record an exposition shows stays alive
+  // as long as that exposition, which holds no record itself. An exposition that held each one (a
   // de-duplicating set of 30,000 at 10,000 targets, on every scrape after a change) cost more than
   // the rest of building it.
   struct Grave {
-    std::vector<std::shared_ptr<const std::string>> blobs;
+    std::vector<Record> records;
     std::shared_ptr<Grave> next;
     Grave() = default;
     Grave(const Grave&) = delete;
     Grave& operator=(const Grave&) = delete;
     ~Grave();  // frees the chain behind it in a loop, not by recursion
   };
-  // A blob the store no longer shows, kept while an exposition may still show it.
-  void bury_locked(const Blob& b);
+  // A record the store no longer shows, kept while an exposition may still show it.
+  void bury_locked(const Record& r);
   mutable std::shared_ptr<const TextPieces> cache_;             // null after a change
   mutable std::shared_ptr<Grave> grave_ = std::make_shared<Grave>();
   mutable std::uint64_t builds_ = 0;

@@ -29,8 +29,10 @@ Packed pack_all(const line_pack::Words& w, const std::vector<std::string>& names
 
 std::string unpack_piece(const Packed& p, std::size_t i, const std::vector<std::string>& names) {
   std::string out;
-  line_pack::unpack(std::string_view(p.blob).substr(p.pieces[i].first, p.pieces[i].second),
-                    [&](std::uint32_t id) { return std::string_view(names.at(id)); }, out);
+  line_pack::unpack(
+      std::string_view(p.blob).substr(p.pieces[i].first, p.pieces[i].second),
+      [](const void* n, std::uint32_t id) { return std::string_view(static_cast<const std::vector<std::string>*>(n)->at(id)); },
+      &names, out);
   return out;
 }
 

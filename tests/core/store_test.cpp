@@ -104,9 +104,9 @@ TEST(Store, TheExpositionIsTheStoresOwnPiecesNotACopy) {
   EXPECT_EQ(first->join(), "# HELP x X.\n# TYPE x gauge\nx{target=\"/a\"} 1\nx{target=\"/b\"} 2\n");
 }
 
-// One publish renders all its families' lines into one text: the exposition's pieces of one key point
-// into the same allocation. The exposition keeps the family heads and the store's grave (what the
-// store lets go of from then on), not each text.
+// One publish renders all its families' lines into one record: the exposition's pieces of one key point
+// into the same allocation. The exposition keeps the family names (and with them the heads) and the
+// store's grave (what the store lets go of from then on), not each record.
 TEST(Store, OneBatchIsOneTextWhateverItsFamilies) {
   metrics::Store s;
   metrics::Batch a;
@@ -118,7 +118,7 @@ TEST(Store, OneBatchIsOneTextWhateverItsFamilies) {
   ASSERT_EQ(e->parts.size(), 6u);  // three heads, three lines
   EXPECT_EQ(e->parts[3].data, e->parts[1].data + e->parts[1].held) << "b's lines are not right after a's";
   EXPECT_EQ(e->parts[5].data, e->parts[3].data + e->parts[3].held);
-  EXPECT_EQ(e->owners.size(), 5u);  // the family names, three heads and the grave
+  EXPECT_EQ(e->owners.size(), 2u);  // the family names (with their heads) and the grave
 }
 
 TEST(Store, ExpositionIsExactAndEscaped) {
