@@ -19,6 +19,9 @@ bool MountEntry::read_only() const {
 
 Result<std::vector<MountEntry>> parse_mountinfo(std::string_view text) {
   std::vector<MountEntry> out;
+  // One entry a line: room for them all at once. Grown by doubling, the table kept up to twice what it
+  // held for as long as it was kept (10,000 mounts: 0.7 MB).
+  out.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   std::string first_bad;
   for (auto line : lines(text)) {
     if (trim(line).empty()) continue;

@@ -83,7 +83,7 @@ void Scheduler::set_jobs(std::vector<JobSpec> specs) {
   // Jobs that disappeared: cancel in-flight runs; their results are dropped when they return.
   for (auto& [key, j] : jobs_) {
     j->removed = true;
-    if (j->stop) j->stop->request_stop();
+    j->request_stop();
     if (j->waiting)
       for (auto* w : {&j->waiting->next, &j->waiting->now})
         for (auto& d : std::exchange(*w, {})) orphans.emplace_back(std::move(d), j->spec);
@@ -143,7 +143,7 @@ SteadyTime Scheduler::tick() {
         it = in_flight_jobs_.erase(it);
         continue;
       }
-      if (j->started && !j->stuck && now >= j->deadline) {
+      if (j->started && !j->stuck && now >= j->run->deadline) {
         // The run is over as far as accounting goes: one run, one failure, one timeout. When it
         // returns later it only clears `stuck`.
         j->stuck = true;
@@ -152,12 +152,12 @@ SteadyTime Scheduler::tick() {
         ++j->timeouts;
         ++j->runs;
         ++j->failures;
-        if (j->stop) j->stop->request_stop();
+        j->request_stop();
         auto& t = totals_[j->spec->probe->name()];
         ++t.runs;
         ++t.failures;
         ++t.timeouts;
-        double took = std::chrono::duration<double>(now - j->started_at).count();
+        double took = std::chrono::duration<double>(now - j->run->started_at).count();
         t.seconds += took;
         t.last_end = clock_.wall();
         JobOutcome o{j->spec,
@@ -168,12 +168,12 @@ SteadyTime Scheduler::tick() {
         j->seq.store(seq_, std::memory_order_release);
         timeouts.push_back(std::move(o));
         timeout_waiters.push_back(j->take_waiting_now());
-        if (j->batch) {
-          std::lock_guard bl(j->batch->mu);
-          if (!j->batch->items.empty()) resume.push_back(j->batch);
+        if (const auto& b = j->run->batch) {
+          std::lock_guard bl(b->mu);
+          if (!b->items.empty()) resume.push_back(b);
         }
       }
-      if (j->started && !j->stuck) next = std::min(next, j->deadline);
+      if (j->started && !j->stuck) next = std::min(next, j->run->deadline);
       ++it;
     }
     for (drop_stale_locked(); !due_.empty() && due_.top().due <= now; drop_stale_locked()) {
@@ -183,16 +183,15 @@ SteadyTime Scheduler::tick() {
       j->running = true;
       ++runs_in_flight_;
       j->started = false;
-      j->stop = std::make_shared<std::stop_source>();
+      j->run = std::make_unique<Job::Run>();
       if (j->waiting) j->waiting->now = std::exchange(j->waiting->next, {});
       in_flight_jobs_.insert(j);
       if (batched(*j)) {
         auto& q = batches[j->spec->probe.get()];
         if (!q) q = std::make_shared<BatchQueue>();
-        j->batch = q;
+        j->run->batch = q;
         q->items.emplace_back(j, j->spec);
       } else {
-        j->batch.reset();
         single.emplace_back(j, j->spec);
       }
       next = std::min(next, now + j->spec->timeout);
@@ -243,7 +242,7 @@ void Scheduler::prepare_batch(const std::shared_ptr<BatchQueue>& q) {
   std::shared_ptr<std::stop_source> stop;
   {
     std::lock_guard l(mu_);
-    stop = first->stop;
+    if (first->run) stop = first->run->stop;
   }
   if (!stop) return;
   std::vector<const Target*> targets;
@@ -266,14 +265,15 @@ void Scheduler::run_one(const std::shared_ptr<Job>& j, const SpecPtr& spec) {
     std::lock_guard l(mu_);
     if (j->removed) {  // dropped by a reload while it waited in the queue
       j->running = false;
+      j->run.reset();
       --runs_in_flight_;
       return;
     }
     j->started = true;
-    j->started_at = clock_.now();
-    j->deadline = j->started_at + spec->timeout;
-    stop = j->stop;
-    deadline = j->deadline;
+    j->run->started_at = clock_.now();
+    j->run->deadline = j->run->started_at + spec->timeout;
+    stop = j->run->stop;
+    deadline = j->run->deadline;
     requested = j->waiting && !j->waiting->now.empty();
     republish = j->republish;
     j->republish = false;
@@ -305,13 +305,13 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const SpecPtr& spec, Pro
     removed = j->removed;
     if (was_stuck && !removed) --stuck_count_;
     if (was_stuck || r.outcome == Outcome::failed) j->republish = true;  // a late return drops the metrics too
-    double took = std::chrono::duration<double>(end - j->started_at).count();
+    const SteadyTime started_at = j->run->started_at;
+    double took = std::chrono::duration<double>(end - started_at).count();
     j->running = false;
     --runs_in_flight_;
     j->started = false;
     j->stuck = false;
-    j->stop.reset();
-    j->batch.reset();
+    j->run.reset();
     auto& t = totals_[spec->probe->name()];
     if (!was_stuck) {
       ++j->runs;
@@ -344,7 +344,7 @@ void Scheduler::finished(const std::shared_ptr<Job>& j, const SpecPtr& spec, Pro
     if (was_stuck) {
       // Late return of a timed-out run: its result is stale; the timeout stays the job's last result.
       r = ProbeResult::failed("timed out after " + format_duration(spec->timeout) + " (returned after " +
-                              format_duration(std::chrono::duration_cast<milliseconds>(end - j->started_at)) + ")");
+                              format_duration(std::chrono::duration_cast<milliseconds>(end - started_at)) + ")");
     }
     o = JobOutcome{spec, std::move(r), took, false, was_stuck, wall_end, ++seq_, false, t,
                    std::shared_ptr<const std::atomic<std::uint64_t>>(j, &j->seq)};
@@ -383,8 +383,7 @@ void Scheduler::update_stuck_locked() {
 
 void Scheduler::cancel_all() {
   std::lock_guard l(mu_);
-  for (auto& [k, j] : jobs_)
-    if (j->stop) j->stop->request_stop();
+  for (auto& [k, j] : jobs_) j->request_stop();
 }
 
 // Counted, not looked up in jobs_: a run whose job a reload removed is still in flight until it returns.
