@@ -12,7 +12,11 @@
 #
 # usage: bench/scale.sh [--fsauditd PATH] [--minutes N] [--sizes "10 100 1000"] [--perf] [--heap] [--heap-live]
 #        bench/scale.sh [FSAUDITD] [WINDOW_SECONDS] [SIZES]          (the older positional form)
-# env:   SETTLE=60 (seconds before the window)  SCRAPES=50 (for the median)  LATENCY=1|0
+# env:   SETTLE=60 (seconds before the window)  SETTLE_PER_1000=0 (seconds more per 1,000 filesystems: one
+#        run of "1 100 1000 10000" gives the large size time for its first cycle, not the small ones)
+#        SCRAPES=50 (for the median)  LATENCY=1|0
+#        MALLOC_STATS=1: after the window, glibc's malloc_stats() of fsauditd (through gdb): the heap it holds
+#        against what is in use in it (free space between live chunks is RSS that trimming cannot return)
 #        EXTRA_CONFIG (YAML appended to fsauditd's config; not together with LATENCY=0)
 #
 # --perf records `perf record -g` of fsauditd over the window of the largest size into
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
 done
 FSAUDITD=$(realpath "$FSAUDITD")
 SETTLE=${SETTLE:-60}
+SETTLE_PER_1000=${SETTLE_PER_1000:-0}
 SCRAPES=${SCRAPES:-50}
 LATENCY=${LATENCY:-1}
 [[ $WINDOW =~ ^[0-9]+$ && $WINDOW -gt 0 ]] || { echo "scale.sh: the window must be a positive number of seconds" >&2; exit 2; }
@@ -238,7 +243,7 @@ CFG
   # Scraped every 15 s like a Prometheus would: node_exporter does its work at scrape time.
   (while sleep 15; do curl -s -m 10 -o /dev/null "http://127.0.0.1:$fp/metrics"; curl -s -m 10 -o /dev/null "http://127.0.0.1:$np/metrics"; done) &
   spid=$!; PIDS+=("$spid")
-  sleep "$SETTLE"
+  sleep "$(awk -v s="$SETTLE" -v p="$SETTLE_PER_1000" -v n="$size" 'BEGIN {printf "%d", s + p * n / 1000}')"
   text0=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics") || text0=""
   q0=$(metric fsaudit_latency_fsyncs_total <<<"$text0") || q0=0
   poll_fsync_workers "$fpid" >"$IMG/fsync-workers-$size" & wpid=$!; PIDS+=("$wpid")
@@ -267,6 +272,11 @@ CFG
   # What the resident pages are: the heap and stacks (anon) or the binary and its libraries (file).
   rss_split() { awk '/^Rss(Anon|File|Shmem):/ {printf "%s%s %s", (n++ ? ", " : ""), $1, $2} END {print " KiB"}' "/proc/$1/status"; }
   fsplit=$(rss_split "$fpid"); nsplit=$(rss_split "$npid")
+  if [ "${MALLOC_STATS:-0}" = 1 ] && command -v gdb >/dev/null; then
+    # malloc_stats() writes to the daemon's stderr, its log.
+    gdb -p "$fpid" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1 || true
+    echo "size $size: fsauditd's heap (glibc malloc_stats: system = held, in use = live): $(grep -A2 '^Total (incl. mmap)' "$IMG/fsauditd-$size.log" | tail -2 | tr -s ' \n' ' ')" >&2
+  fi
   fsec=$(scrape_times "$fp"); nsec=$(scrape_times "$np")
   # A scrape that fails (node_exporter stuck in statfs on a stalled FUSE mount) is reported, not fatal.
   ftext=$(curl -s -m 30 "http://127.0.0.1:$fp/metrics") || echo "size $size: fsauditd scrape failed" >&2
@@ -288,9 +298,11 @@ CFG
       (ncpu > 0 ? sprintf("%.2f", fcpu / ncpu) : "n/a"), q, fr, fr / nr, fs * 1000, fs / ns, fc
     printf "%-6s %-8s %9.3f %9s %9s %9s %9s %7s %10d %9s %9.2f %10s %9d\n", "", "(n_e)", ncpu, "", "", "", "", "", nr, "", ns * 1000, "", nc
   }' >>"$IMG/table"
-  # Raw figures of the size, for the per-filesystem table: targets, CPU % (fsauditd, n_e), RSS KiB, scrape ms, samples.
+  # Raw figures of the size, for the per-filesystem table: targets, CPU % (fsauditd, n_e), RSS KiB (the
+  # median over the window: node_exporter's moves with its garbage collector), scrape ms, samples.
+  col_median() { awk -v c="$2" '{print $c}' "$1" | sort -n | awk -v d="$3" '{v[NR] = $1} END {print (NR ? v[int((NR + 1) / 2)] : d)}'; }
   awk -v s="$size" -v t="${targets:-0}" -v f="$((f1 - f0))" -v c="$c" -v r="$((r1 - r0))" -v n="$((n1 - n0))" -v hz="$HZ" \
-    -v win="$WINDOW" -v fr="$frss" -v nr="$nrss" -v fs="$fsec" -v ns="$nsec" -v fc="$fsamples" -v nc="$nsamples" \
+    -v win="$WINDOW" -v fr="$(col_median "$IMG/rss-$size" 1 "$frss")" -v nr="$(col_median "$IMG/rss-$size" 2 "$nrss")" -v fs="$fsec" -v ns="$nsec" -v fc="$fsamples" -v nc="$nsamples" \
     -v os="$once_s" -v ok="$once_kib" 'BEGIN {
     printf "%s %s %.4f %.4f %d %d %.3f %.3f %d %d %s %d\n", s, t, 100 * (f + c + r) / hz / win, 100 * n / hz / win, fr, nr,
       fs * 1000, ns * 1000, fc, nc, os, ok }' >>"$IMG/raw"
@@ -354,7 +366,8 @@ echo "rows '(n_e)' are prometheus-node-exporter in the same run; ratios are fsau
 cat "$IMG/table"
 echo
 echo "cost per filesystem: growth over the smallest size of the run / filesystems added (fsauditd, node_exporter,"
-echo "fsauditd/node_exporter; the smallest size's row: samples / targets); first cycle = fsauditd --once before that size's daemon."
+echo "fsauditd/node_exporter; the smallest size's row: samples / targets; RSS from each size's median over the"
+echo "window); first cycle = fsauditd --once before that size's daemon."
 awk 'NR == 1 {t0 = $2; fc0 = $3; nc0 = $4; fr0 = $5; nr0 = $6; fs0 = $7; ns0 = $8; sc0 = $9; sn0 = $10}
   {rows[NR] = $0; n = NR}
   END {

@@ -199,14 +199,16 @@ void CapacityTrend::add(const std::string& target, double t, double avail) {
   auto& h = hist_[target];
   if (!h.buckets.empty() && t - h.last_t < 30) return;  // one point per 30 s is plenty for a trend
   const double len = window_ / kBuckets;
-  const double start = std::floor(t / len) * len;
-  if (h.buckets.empty() || h.buckets.back().start != start) {
-    h.buckets.push_back({start, 0, 0, 0, 0, 0, t});
+  const auto index = static_cast<std::int64_t>(std::floor(t / len));
+  if (h.buckets.empty() || h.buckets.back().index != index) {
+    if (h.buckets.size() == h.buckets.capacity())
+      h.buckets.reserve(std::min<std::size_t>(std::max<std::size_t>(2 * h.buckets.size(), 1), kBuckets + 1));
+    h.buckets.push_back({index, 0, static_cast<float>(t - index * len), 0, 0, 0, 0});
     // Whole buckets that ended before the window: what is left spans the window at least.
-    while (h.buckets.size() > 1 && h.buckets[1].start <= t - window_) h.buckets.erase(h.buckets.begin());
+    while (h.buckets.size() > 1 && h.buckets[1].index * len <= t - window_) h.buckets.erase(h.buckets.begin());
   }
   auto& b = h.buckets.back();
-  const double x = t - b.start;
+  const double x = t - b.index * len;
   b.n += 1;
   b.st += x;
   b.sa += avail;
@@ -221,14 +223,15 @@ std::optional<double> CapacityTrend::days_to_full(const std::string& target) con
   auto it = hist_.find(target);
   if (it == hist_.end() || it->second.buckets.empty()) return std::nullopt;
   const auto& h = it->second;
+  const double len = window_ / kBuckets;
   // The alert waits for its for: before it fires; the page says nothing sooner (17 minutes of a
   // cp said "full in 0.26 days" while the alert rightly stayed quiet).
-  const double t0 = h.buckets.front().first_t;
+  const double t0 = h.buckets.front().index * len + h.buckets.front().first_x;
   if (h.last_t - t0 < thresholds::capacity_forecast_for_seconds) return std::nullopt;
   // Each bucket's sums moved from its own start to t0: x' = x + d.
   double n = 0, st = 0, sa = 0, stt = 0, sta = 0;
   for (const auto& b : h.buckets) {
-    const double d = b.start - t0;
+    const double d = b.index * len - t0;
     n += b.n;
     st += b.st + b.n * d;
     sa += b.sa;
