@@ -716,7 +716,7 @@ void Daemon::run_control() {
     // A run asked for over D-Bus is one of the scheduler's runs of that job: same timeout, no
     // overlap with a scheduled run, and counted in the probe's runs, failures and success gauge.
     bus_->job_started(r.id);
-    bool queued = scheduler_->run_now(r.probe + "\x1f" + r.target, [bus = bus_, id = r.id](const JobOutcome& o) {
+    bool queued = scheduler_->run_now(job_key(r.probe, r.target), [bus = bus_, id = r.id](const JobOutcome& o) {
       std::string text = o.result.outcome == Outcome::failed ? "failed: " + o.result.reason
                          : o.result.outcome == Outcome::not_applicable ? "nothing to do: " + o.result.reason
                                                                        : "ok";
@@ -866,8 +866,8 @@ void Daemon::log_pending_first_runs(LoopClocks& clocks) {
   auto pending = scheduler_->first_runs_pending();
   std::string list;
   for (auto& k : pending) {
-    auto sep = k.find('\x1f');
-    list += (list.empty() ? "" : ", ") + (sep == std::string::npos ? k : k.substr(0, sep) + " on " + k.substr(sep + 1));
+    const auto [probe, target] = split_job_key(k);
+    list += (list.empty() ? "" : ", ") + std::string(probe) + (target.empty() ? "" : " on " + std::string(target));
   }
   if (!pending.empty()) spdlog::info("waiting for the first run of {} job(s): {}", pending.size(), list);
   clocks.last_pending_log = std::chrono::steady_clock::now();

@@ -12,12 +12,11 @@ namespace {
 // byte is itself; a 1..5 of the text is written as kLiteral and the byte.
 constexpr char kLiteral = 4;
 constexpr char kNoName = 5;
-bool special(unsigned char c) { return c >= 1 && c <= 5; }
+constexpr bool special(unsigned char c) { return c >= 1 && c <= 5; }
 // Where a run of plain bytes stops when unpacking: a code or a line's end.
 constexpr auto kStop = [] {
   std::array<bool, 256> t{};
-  for (int c = 1; c <= 5; ++c) t[static_cast<std::size_t>(c)] = true;
-  t['\n'] = true;
+  for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = special(static_cast<unsigned char>(c)) || c == '\n';
   return t;
 }();
 

@@ -1,5 +1,6 @@
 #include "daemon/metrics/store.hpp"
 
+#include "daemon/core/job_key.hpp"
 #include "daemon/metrics/line_pack.hpp"
 #include "daemon/metrics/status_pack.hpp"
 
@@ -153,12 +154,7 @@ line_pack::Words choose_words(const std::vector<MetricFamily>& families) {
 
 // The target a key (or part key) names: "capacity\x1f/srv" names /srv. Its status items name it
 // again; status_pack keeps it once, here.
-std::string_view target_of(std::string_view key) {
-  auto at = key.find('\x1f');
-  if (at == std::string_view::npos) return {};
-  key.remove_prefix(at + 1);
-  return key.substr(0, key.find('\x1e'));
-}
+std::string_view target_of(std::string_view key) { return split_job_key(key).target; }
 
 std::string head_of(const MetricFamily& f) {
   std::string h = "# HELP " + f.name + " ";

@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "daemon/core/job_key.hpp"
 #include "daemon/core/clock.hpp"
 #include "daemon/probe/probe.hpp"
 #include "daemon/scheduler/thread_pool.hpp"
@@ -42,7 +43,7 @@ struct JobSpec {
   // Deep tests: only start inside it. Shared by every job of the probe (a copy per job was a
   // sixth of a job's memory).
   std::shared_ptr<const CalendarWindow> window;
-  std::string key() const { return probe->name() + "\x1f" + target->name; }
+  std::string key() const { return job_key(probe->name(), target->name); }
 };
 
 // Accounting of one probe type over all its targets. Exact: every run counts once in `runs`, and

@@ -463,6 +463,11 @@ std::string btrfs_status(const std::string& state_lines, long long data, long lo
          std::to_string(corrected) + "\n\tlast_physical: 67305472\n";
 }
 
+// The state lines `btrfs scrub status` prints above the figures: start time, status, duration.
+std::string btrfs_state(const std::string& started, const std::string& status, const std::string& duration) {
+  return "Scrub started:    " + started + "\nStatus:           " + status + "\nDuration:         " + duration + "\n";
+}
+
 // One btrfs at /mnt/r1 and the scrub probe on btrfs alone; the detach helper is "/bin/true", asked
 // through the runner like every command (the test's handler answers it with the watcher's pid).
 config::Config btrfs_r1(Host& h) {
@@ -492,6 +497,15 @@ std::pair<std::time_t, std::string> btrfs_watcher_alive(Host& h) {
   return {t0, started};
 }
 
+// Our `btrfs scrub start -B` on /mnt/r1 wrote its last records and exited 0 at t0 + `took`: the watcher
+// is gone and the job's status file says so.
+void btrfs_job_exited(Host& h, std::time_t t0, std::time_t took) {
+  std::filesystem::remove_all(h.dir / "proc/4242");
+  std::filesystem::create_directories(h.state / "scrub/jobs/btrfs__mnt_r1");
+  write_text(h.state / "scrub/jobs/btrfs__mnt_r1/status",
+             "exit=0\nstart=" + std::to_string(t0) + "\nend=" + std::to_string(t0 + took) + "\n");
+}
+
 TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
   Host h;
   auto cfg = btrfs_r1(h);
@@ -511,9 +525,7 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
   const auto watched = btrfs_watcher_alive(h);
   const std::time_t t0 = watched.first;
   const std::string& started = watched.second;
-  auto state_lines = [&](const std::string& st) {
-    return "Scrub started:    " + std::string(started) + "\nStatus:           " + st + "\nDuration:         0:00:00\n";
-  };
+  auto state_lines = [&](const std::string& st) { return btrfs_state(started, st, "0:00:00"); };
   h.runner.answer(status_cmd, btrfs_status(state_lines("interrupted"), 126976, 147456, 0, 0));
   h.clock.advance(std::chrono::seconds(1));
   r = h.run(p);
@@ -523,10 +535,7 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
   EXPECT_FALSE(r.metrics.has("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "canceled"}})) << "a result never seen has no series";
 
   // `scrub start -B` wrote the last record and exited 0; the watcher is gone.
-  std::filesystem::remove_all(h.dir / "proc/4242");
-  std::filesystem::create_directories(h.state / "scrub/jobs/btrfs__mnt_r1");
-  write_text(h.state / "scrub/jobs/btrfs__mnt_r1/status",
-             "exit=0\nstart=" + std::to_string(t0) + "\nend=" + std::to_string(t0 + 1) + "\n");
+  btrfs_job_exited(h, t0, 1);
   h.runner.answer(status_cmd, btrfs_status(state_lines("finished"), 253952, 294912, 1, 1));
   h.clock.advance(std::chrono::seconds(1));
   r = h.run(p);
@@ -556,9 +565,7 @@ TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobWritesItsLastRecords) {
   const auto watched = btrfs_watcher_alive(h);
   const std::time_t t0 = watched.first;
   const std::string& started = watched.second;
-  auto state_lines = [&](const std::string& st) {
-    return "Scrub started:    " + std::string(started) + "\nStatus:           " + st + "\nDuration:         0:00:01\n";
-  };
+  auto state_lines = [&](const std::string& st) { return btrfs_state(started, st, "0:00:01"); };
   h.runner.answer(status_cmd, btrfs_status(state_lines("running"), 126976, 147456, 0, 0));
   h.clock.advance(std::chrono::seconds(1));
   r = h.run(p);
@@ -576,10 +583,7 @@ TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobWritesItsLastRecords) {
   EXPECT_FALSE(r.metrics.has("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "canceled"}}));
 
   // The job has written "aborted" and exited.
-  std::filesystem::remove_all(h.dir / "proc/4242");
-  std::filesystem::create_directories(h.state / "scrub/jobs/btrfs__mnt_r1");
-  write_text(h.state / "scrub/jobs/btrfs__mnt_r1/status",
-             "exit=0\nstart=" + std::to_string(t0) + "\nend=" + std::to_string(t0 + 2) + "\n");
+  btrfs_job_exited(h, t0, 2);
   h.runner.answer(status_cmd, btrfs_status(state_lines("aborted"), 126976, 147456, 0, 0));
   h.clock.advance(std::chrono::seconds(1));
   r = h.run(p);
@@ -615,9 +619,7 @@ TEST(ScrubProbe, BtrfsScrubStartThatOutlivesTheScrubIsStoppedAndAZeroByteEndIsAF
   // The watcher (pid 4242) still waits for `btrfs scrub start -B`; every device's record is final.
   const auto watched = btrfs_watcher_alive(h);
   const std::string& started = watched.second;
-  h.runner.answer(status_cmd, btrfs_status("Scrub started:    " + std::string(started) +
-                                               "\nStatus:           finished\nDuration:         0:00:01\n",
-                                           0, 0, 0, 0));
+  h.runner.answer(status_cmd, btrfs_status(btrfs_state(started, "finished", "0:00:01"), 0, 0, 0, 0));
   h.clock.advance(std::chrono::seconds(60));
   r = h.run(p);
   EXPECT_EQ(r.metrics.value("fsaudit_scrub_running", l), 1) << "within the grace the tool may still be writing";
@@ -654,9 +656,7 @@ TEST(ScrubProbe, AnIdleBtrfsIsAskedAgainOnlyWhenItsStatusFileChanges) {
   char started[64];
   std::time_t t0 = static_cast<std::time_t>(h.clock.wall_seconds()) - 3600;
   std::strftime(started, sizeof started, "%a %b %e %H:%M:%S %Y", std::gmtime(&t0));
-  auto state_lines = [&](const std::string& st) {
-    return "Scrub started:    " + std::string(started) + "\nStatus:           " + st + "\nDuration:         0:00:05\n";
-  };
+  auto state_lines = [&](const std::string& st) { return btrfs_state(started, st, "0:00:05"); };
   const auto file = h.dir / "var/lib/btrfs/scrub.status.f3637bff-14f2-4d81-a479-1f706b6797fc";
   std::filesystem::create_directories(file.parent_path());
   write_text(file, "scrub status:1\n");
