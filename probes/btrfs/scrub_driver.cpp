@@ -230,7 +230,16 @@ class BtrfsDriver final : public scrub::Driver {
     if (!parsed) return err("btrfs scrub status -d -R " + t.mountpoint + ": " + parsed.error());
     const HostPaths& host = env.ctx.host;
     Observation o = observation_from_btrfs(*parsed, [&](const std::string& p) { return block::kernel_name_or_last(host, p); });
-    if (!st.job_dir.empty() && o.phase != Phase::running && job_still_running(o, *parsed, job)) return o;
+    // After our pause (btrfs' cancel) our `scrub start -B` lives on for moments, seconds under load, and
+    // whatever status says meanwhile is that job winding down, not a resume: "no stats available" (paused
+    // a second in, before its first progress record), "running" (its progress socket still open) or a
+    // pending record. A resume by anybody else needs our job gone: btrfs refuses a second scrub.
+    const bool pausing = !st.job_dir.empty() && st.paused_by_us && job.alive;
+    if (!st.job_dir.empty() && o.phase != Phase::running && job_still_running(o, *parsed, job)) {
+      o.winding_down = o.winding_down || pausing;
+      return o;
+    }
+    if (pausing && o.phase == Phase::running) o.winding_down = true;
     if (!st.job_dir.empty() && hung_tool(o, st, job, env)) return o;
     if (!st.job_dir.empty() && o.phase == Phase::idle) apply_job_exit(o, job);
     // Degraded: a member device is missing.

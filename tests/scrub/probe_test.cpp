@@ -548,10 +548,12 @@ TEST(ScrubProbe, BtrfsStatusWithOneDeviceRecordPendingIsNotTheEndOfOurScrub) {
 }
 
 // An operator's pause of our btrfs scrub (btrfs: a cancel that keeps the position) while our `scrub start
-// -B` has not yet written its last records: for a moment the status is not final and the job lives, so
-// the scrub reads as running. That is our job winding down, not a resume: once it has exited the scrub is
-// paused, not a canceled run (CI under load: ScrubControlLab saw "canceled" after a pause).
-TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobWritesItsLastRecords) {
+// -B` has not yet written its last records: for a moment the status is not final (`lag`: "interrupted",
+// still "running" while the job's progress socket is open, or "no stats" when paused before the first
+// progress record) and the job lives, so the scrub reads as running. That is our job winding down, not a resume: once it has exited the scrub is paused, not a
+// canceled run (CI under load: ScrubControlLab saw "canceled" after a pause, both ways).
+void btrfs_pause_while_our_job_winds_down(const std::string& lag) {
+  SCOPED_TRACE("status after the pause: " + lag);
   Host h;
   auto cfg = btrfs_r1(h);
   detach_answers_4242(h);
@@ -572,7 +574,8 @@ TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobWritesItsLastRecords) {
   ASSERT_EQ(r.metrics.value("fsaudit_scrub_running", l), 1);
 
   // The pause; btrfs-progs has not written the canceled records yet and the job still lives.
-  h.runner.answer(status_cmd, btrfs_status(state_lines("interrupted"), 126976, 147456, 0, 0));
+  h.runner.answer(status_cmd, lag == "no stats" ? btrfs_status("\tno stats available\n", 0, 0, 0, 0)
+                                                  : btrfs_status(state_lines(lag), 126976, 147456, 0, 0));
   h.clock.advance(std::chrono::seconds(1));
   ProbeContext ctx{h.host, h.runner, h.clock, h.tools, h.state, {}, h.clock.now() + std::chrono::seconds(20)};
   auto done = p.request("pause", "/mnt/r1", ctx);
@@ -591,6 +594,19 @@ TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobWritesItsLastRecords) {
   EXPECT_FALSE(r.metrics.has("fsaudit_scrub_runs_total", {{"target", "/mnt/r1"}, {"result", "canceled"}}))
       << "a pause is not the run's end";
   EXPECT_FALSE(r.metrics.has("fsaudit_scrub_last_end_timestamp_seconds", l));
+}
+
+TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobWritesItsLastRecords) {
+  btrfs_pause_while_our_job_winds_down("interrupted");
+}
+
+TEST(ScrubProbe, BtrfsPauseStaysAPauseWhileOurJobStillReadsAsRunning) {
+  btrfs_pause_while_our_job_winds_down("running");
+}
+
+// Paused a second in (ScrubControlLab, seen here): btrfs-progs had written no progress record yet.
+TEST(ScrubProbe, BtrfsPauseBeforeTheFirstProgressRecordStaysAPause) {
+  btrfs_pause_while_our_job_winds_down("no stats");
 }
 
 // btrfs says the scrub finished, with 0 bytes, while our `btrfs scrub start -B` never exits (seen in
