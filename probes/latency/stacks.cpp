@@ -109,6 +109,7 @@ std::vector<StackPlan> plan_stacks(const std::vector<MountEntry>& mounts, const 
   for (const auto& t : watched)
     if (!t.is_host()) watched_by_name.try_emplace(t.name, &t);
   std::vector<StackPlan> out;
+  out.reserve(by_id.size());  // grown by doubling, up to half of it was slack (2 MB at 9,000 stacks)
   for (auto& [id, w] : by_id) {
     StackPlan p = std::move(w.plan);
     p.id = id;

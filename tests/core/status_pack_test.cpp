@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 
 #include "daemon/metrics/status_pack.hpp"
@@ -152,4 +154,29 @@ TEST(StatusPack, TheStoreGivesBackWhatWasPublishedByKeyAndVisitsEachKeyOnce) {
     EXPECT_TRUE(seen.emplace(key, items).second) << key;
   });
   EXPECT_EQ(seen, want);
+}
+
+// A host-wide probe's items, one per target, saying the same sentences of each (the setup audit's
+// findings): kept compressed, a fraction of their text, and read back exactly. Cut anywhere, they
+// never read past their end.
+TEST(StatusPack, AHostWideProbesManyItemsAreCompressedAndReadBackExactly) {
+  StatusItems it;
+  std::size_t text = 0;
+  for (int i = 0; i < 3000; ++i) {
+    auto& f = it.fs("/srv/customers/c-" + std::to_string(i) + "/data");
+    f.data_checksums = false;
+    f.detection_covered = false;
+    f.setup_findings.push_back({"no_data_checksums", "warning"});
+    f.problems.push_back({Severity::warning, "ext4 keeps no checksums of data: silent corruption is handed back as good data",
+                          "https://example.org/runbooks/no-data-checksums"});
+    text += f.target.size() + f.problems.back().words.size() + f.problems.back().runbook.size() + 24;
+  }
+  auto packed = pack(it);
+  EXPECT_EQ(unpack(packed), it);
+  EXPECT_LT(packed.size() * 8, text) << packed.size() << " bytes for " << text << " of text";
+  for (std::size_t n = 0; n < packed.size(); n += 1 + n / 50) {
+    std::unique_ptr<char[]> own(new char[n + 1]);  // its own size on the heap: ASan sees a read past it
+    std::memcpy(own.get(), packed.data(), n);
+    (void)unpack(std::string_view(own.get(), n));
+  }
 }
