@@ -2,7 +2,6 @@
 
 #include "daemon/core/job_key.hpp"
 #include "daemon/metrics/line_pack.hpp"
-#include "daemon/metrics/record_pool.hpp"
 #include "daemon/metrics/status_pack.hpp"
 
 #include <algorithm>
@@ -236,7 +235,7 @@ Store::Record Store::make_record(std::string_view key, const Rendered& r, std::s
   }
   const std::string_view lines = r.lines.empty() ? std::string_view() : std::string_view(r.blob);
   const std::size_t size = RecordView::kHeader + order.size() * RecordView::kSlice + key.size() + status.size() + lines.size();
-  auto rec = std::allocate_shared_for_overwrite<char[]>(PoolAllocator<char>{}, size);
+  auto rec = std::make_shared_for_overwrite<char[]>(size);
   char* q = rec.get();
   for (std::size_t n : {key.size(), status.size(), lines.size(), order.size()}) {
     if (n > std::numeric_limits<std::uint32_t>::max()) throw std::length_error("a metrics key's text of 4 GiB or more");
