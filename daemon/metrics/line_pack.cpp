@@ -1,6 +1,6 @@
 #include "daemon/metrics/line_pack.hpp"
 
-#include <lz4.h>
+#include "daemon/metrics/lz4_block.hpp"
 
 #include <algorithm>
 #include <array>
@@ -61,12 +61,11 @@ void put_blocks(std::string& out, std::string_view lines) {
       else if (auto next = lines.find('\n', i + n); next != std::string_view::npos) n = next + 1 - i;
       else n = lines.size() - i;
     }
-    const int bound = LZ4_compressBound(static_cast<int>(n));
-    buf.resize(static_cast<std::size_t>(bound));
-    const int c = LZ4_compress_default(lines.data() + i, buf.data(), static_cast<int>(n), bound);
+    buf.clear();
+    const std::size_t c = lz4_block::append(buf, lines.substr(i, n));
     put_varint(out, n);
-    put_varint(out, static_cast<std::uint64_t>(c));
-    out.append(buf.data(), static_cast<std::size_t>(c));
+    put_varint(out, c);
+    out += buf;
     i += n;
   }
 }
@@ -80,7 +79,7 @@ void unpack_blocks(const char* p, const char* end, std::size_t size, std::string
   while (p < end && done < size) {
     std::uint64_t n = 0, c = 0;
     if (!get_varint(p, end, n) || !get_varint(p, end, c) || c > static_cast<std::uint64_t>(end - p) || n > size - done) break;
-    const int got = LZ4_decompress_safe(p, out.data() + before + done, static_cast<int>(c), static_cast<int>(n));
+    const int got = lz4_block::read(std::string_view(p, c), out.data() + before + done, n);
     if (got < 0) break;
     done += static_cast<std::size_t>(got);
     p += c;
@@ -109,10 +108,10 @@ std::size_t add(std::string& blob, const Words& words, std::uint32_t name_id, st
   // Many lines of one key (a host-wide probe's per-device or per-target series: 4 MB of the 10,000
   // bench's setup lines in one key) name a different target or device on each line, which the words
   // cannot say; LZ4 finds what repeats across lines. Unpacking it is faster than the words' too.
-  if (lines.size() >= kCompressFrom) {
+  if (lines.size() >= lz4_block::kCompressFrom) {
     std::string blocks;
     put_blocks(blocks, lines);
-    if (blocks.size() * 4 < lines.size() * 3) {  // a quarter smaller at least, else the words' way
+    if (lz4_block::saves_enough(blocks.size(), lines.size())) {  // else the words' way
       blob[id_at] = static_cast<char>(blob[id_at] | kCompressed);
       blob += blocks;
       return at;

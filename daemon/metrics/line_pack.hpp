@@ -18,8 +18,7 @@
 namespace fsaudit::metrics::line_pack {
 
 constexpr std::size_t kMaxWords = 3;
-// A piece of at least this much text is kept as LZ4 blocks when that is a quarter smaller than the words' way.
-constexpr std::size_t kCompressFrom = 2048;
+
 struct Words {
   std::array<std::string, kMaxWords> word;
   std::size_t count = 0;

@@ -1,6 +1,6 @@
 #include "daemon/metrics/status_pack.hpp"
 
-#include <lz4.h>
+#include "daemon/metrics/lz4_block.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -162,7 +162,6 @@ struct Reader {
 // The first byte says how the rest is kept: as it is, or (a host-wide probe's items, one per target:
 // the same sentences and names thousands of times) as one LZ4 block after its text's length.
 constexpr char kPlain = 0, kCompressed = 1;
-constexpr std::size_t kCompressFrom = 2048;
 
 std::string pack(const StatusItems& items, std::string_view known) {
   std::string out;
@@ -170,17 +169,12 @@ std::string pack(const StatusItems& items, std::string_view known) {
   out.push_back(kPlain);
   Writer w{out, known};
   w(items);
-  if (out.size() >= kCompressFrom) {
-    const int raw = static_cast<int>(out.size() - 1);
+  if (out.size() >= lz4_block::kCompressFrom) {
+    const std::string_view plain = std::string_view(out).substr(1);
     std::string z(1, kCompressed);
-    Writer{z, {}}.varint(static_cast<std::uint64_t>(raw));
+    Writer{z, {}}.varint(plain.size());
     const std::size_t at = z.size();
-    z.resize(at + static_cast<std::size_t>(LZ4_compressBound(raw)));
-    const int c = LZ4_compress_default(out.data() + 1, z.data() + at, raw, LZ4_compressBound(raw));
-    if (c > 0 && at + static_cast<std::size_t>(c) < out.size() / 4 * 3) {
-      z.resize(at + static_cast<std::size_t>(c));
-      out = std::move(z);
-    }
+    if (lz4_block::saves_enough(at + lz4_block::append(z, plain), plain.size())) out = std::move(z);
   }
   out.shrink_to_fit();
   return out;
@@ -197,7 +191,7 @@ StatusItems unpack(std::string_view packed, std::string_view known) {
     // LZ4 makes at most 255 bytes of one: a length past that is not a block pack() made.
     if (!sz.ok || sz.in.empty() || raw > 255 * sz.in.size() + 16) return items;
     std::string plain(raw, '\0');
-    const int got = LZ4_decompress_safe(sz.in.data(), plain.data(), static_cast<int>(sz.in.size()), static_cast<int>(raw));
+    const int got = lz4_block::read(sz.in, plain.data(), plain.size());
     if (got < 0) return items;
     plain.resize(static_cast<std::size_t>(got));
     Reader r{plain, known};
