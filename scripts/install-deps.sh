@@ -3,7 +3,7 @@
 # that has them all is left alone (no apt-get update).
 set -eu
 PKGS="build-essential cmake pkg-config g++ git
-  prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev libsystemd-dev liburing-dev liblz4-dev nlohmann-json3-dev
+  prometheus-cpp-dev libyaml-cpp-dev libspdlog-dev libsystemd-dev liburing-dev liblz4-dev libjemalloc-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   util-linux e2fsprogs xfsprogs btrfs-progs zfs-fuse fio libfuse3-dev fuse3 smartmontools
   prometheus systemd dbus curl jq procps psmisc kmod python3 ccache

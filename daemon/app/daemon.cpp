@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "daemon/config/config.hpp"
+#include "daemon/core/allocator.hpp"
 #include "daemon/core/files.hpp"
 #include "daemon/core/units.hpp"
 #include "daemon/core/pipe_child.hpp"
@@ -262,7 +263,8 @@ void Daemon::publish_unmounted(const std::vector<MountEntry>& mounts, std::vecto
 
 void Daemon::publish_build_info() {
   metrics::Batch b;
-  b.info("fsaudit_build_info", "fsauditd build information (value 1).", {{"version", FSAUDIT_VERSION}});
+  b.info("fsaudit_build_info", "fsauditd build information (value 1); allocator is the malloc it runs on.",
+         {{"version", FSAUDIT_VERSION}, {"allocator", allocator_info().name}});
   b.gauge("fsaudit_config_last_reload_success", "1 if the last configuration (re)load succeeded.", {},
           last_reload_ok_ ? 1 : 0);
   b.gauge("fsaudit_targets", "Number of filesystems currently monitored.", {}, static_cast<double>(targets_.size()));
@@ -968,6 +970,10 @@ int run(const Options& opts, const Extensions& ext) {
   }
   logging::init(cfg.log_level);
   spdlog::info("fsauditd {} starting with {}", FSAUDIT_VERSION, path.empty() ? "built-in defaults" : path);
+  if (auto a = allocator_info(); a.version.empty())
+    spdlog::info("malloc: {} ({})", a.name, a.settings);
+  else
+    spdlog::info("malloc: {} {} ({})", a.name, a.version, a.settings);
   Daemon d(path, std::move(cfg), ext);
   return d.run(opts.once);
 }

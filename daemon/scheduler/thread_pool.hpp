@@ -11,11 +11,6 @@
 
 namespace fsaudit {
 
-// One malloc arena for the whole process and a fixed mmap threshold (thread_pool.cpp says why). Call
-// it before the first thread starts: a thread that already has an arena of its own keeps it (seen at
-// 1,000 filesystems: the HTTP threads, started before the pool, held a second arena of 6 MB).
-void tune_allocator();
-
 class Executor {
  public:
   virtual ~Executor() = default;

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -152,6 +154,30 @@ TEST(Daemon, ServesMetricsNotifiesSystemdReloadsAndStops) {
 
 // The mount probe finds the root's entry unchanged run after run and answers "same as last": the
 // daemon keeps the metrics it published, it does not replace them with nothing.
+// The daemon binary runs on the malloc its build links, with the settings the binary carries
+// (fsauditd/jemalloc_conf.cpp), and says which on /metrics and in its log.
+TEST(Daemon, RunsOnTheMallocItsBuildLinksAndSaysWhich) {
+  TempDir dir;
+  int port = free_port();
+  DaemonProcess d(dir.path(), base_config(port, dir / "state"), port, {}, {{"MALLOC_CONF", ""}});
+  auto text = d.wait_for_metric("fsaudit_build_info", {{"allocator", FSAUDIT_EXPECT_ALLOCATOR}}, 30);
+  EXPECT_EQ(scrape_value(text, "fsaudit_build_info", {{"allocator", FSAUDIT_EXPECT_ALLOCATOR}}), 1)
+      << scrape_lines(text, "fsaudit_build_info");
+  std::ifstream in("/proc/" + std::to_string(d.pid()) + "/maps");
+  const std::string maps((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(maps.empty());
+  const bool mapped = maps.find("libjemalloc") != std::string::npos;
+  if (std::string(FSAUDIT_EXPECT_ALLOCATOR) == "jemalloc") {
+    EXPECT_TRUE(mapped) << maps;
+    EXPECT_NE(d.log().find("malloc: jemalloc 5."), std::string::npos) << d.log();
+    EXPECT_NE(d.log().find("(narenas 1, tcache off, dirty_decay_ms 0, muzzy_decay_ms 0)"), std::string::npos)
+        << d.log();
+  } else {
+    EXPECT_FALSE(mapped) << maps;
+    EXPECT_NE(d.log().find("malloc: glibc"), std::string::npos) << d.log();
+  }
+}
+
 TEST(Daemon, RunsThatFindNothingNewKeepTheirMetricsPublished) {
   TempDir dir;
   int port = free_port();
