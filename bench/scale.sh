@@ -15,8 +15,8 @@
 # env:   SETTLE=60 (seconds before the window)  SETTLE_PER_1000=0 (seconds more per 1,000 filesystems: one
 #        run of "1 100 1000 10000" gives the large size time for its first cycle, not the small ones)
 #        SCRAPES=50 (for the median)  LATENCY=1|0
-#        MALLOC_STATS=1: after the window, glibc's malloc_stats() of fsauditd (through gdb): the heap it holds
-#        against what is in use in it (free space between live chunks is RSS that trimming cannot return)
+#        MALLOC_STATS=1: after the window, the allocator's stats of fsauditd (through gdb; jemalloc's or glibc's):
+#        the heap it holds against what is in use in it (free space between live chunks is RSS that trimming cannot return)
 #        EXTRA_CONFIG (YAML appended to fsauditd's config; not together with LATENCY=0)
 #
 # --perf records `perf record -g` of fsauditd over the window of the largest size into
@@ -273,9 +273,14 @@ CFG
   rss_split() { awk '/^Rss(Anon|File|Shmem):/ {printf "%s%s %s", (n++ ? ", " : ""), $1, $2} END {print " KiB"}' "/proc/$1/status"; }
   fsplit=$(rss_split "$fpid"); nsplit=$(rss_split "$npid")
   if [ "${MALLOC_STATS:-0}" = 1 ] && command -v gdb >/dev/null; then
-    # malloc_stats() writes to the daemon's stderr, its log.
-    gdb -p "$fpid" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1 || true
-    echo "size $size: fsauditd's heap (glibc malloc_stats: system = held, in use = live): $(grep -A2 '^Total (incl. mmap)' "$IMG/fsauditd-$size.log" | tail -2 | tr -s ' \n' ' ')" >&2
+    # Both allocators' stats calls write to the daemon's stderr, its log.
+    if grep -q libjemalloc "/proc/$fpid/maps"; then
+      gdb -p "$fpid" -batch -ex 'call (void)malloc_stats_print(0, 0, "gmdablxeh")' >/dev/null 2>&1 || true
+      echo "size $size: fsauditd's heap (jemalloc: allocated = live, resident = held in RAM, metadata its own): $(grep '^Allocated:' "$IMG/fsauditd-$size.log" | tail -1)" >&2
+    else
+      gdb -p "$fpid" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1 || true
+      echo "size $size: fsauditd's heap (glibc malloc_stats: system = held, in use = live): $(grep -A2 '^Total (incl. mmap)' "$IMG/fsauditd-$size.log" | tail -2 | tr -s ' \n' ' ')" >&2
+    fi
   fi
   fsec=$(scrape_times "$fp"); nsec=$(scrape_times "$np")
   # A scrape that fails (node_exporter stuck in statfs on a stalled FUSE mount) is reported, not fatal.
