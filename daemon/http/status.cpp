@@ -199,21 +199,29 @@ void CapacityTrend::add(const std::string& target, double t, double avail) {
   auto& h = hist_[target];
   if (!h.buckets.empty() && t - h.last_t < 30) return;  // one point per 30 s is plenty for a trend
   const double len = window_ / kBuckets;
-  const auto index = static_cast<std::int64_t>(std::floor(t / len));
+  const auto index = static_cast<std::int32_t>(std::floor(t / len));
+  if (h.buckets.empty()) h.first_t = t;
   if (h.buckets.empty() || h.buckets.back().index != index) {
     if (h.buckets.size() == h.buckets.capacity())
       h.buckets.reserve(std::min<std::size_t>(std::max<std::size_t>(2 * h.buckets.size(), 1), kBuckets + 1));
-    h.buckets.push_back({index, 0, static_cast<float>(t - index * len), 0, 0, 0, 0});
+    h.buckets.push_back({index, 0, 0, 0, 0, 0});
     // Whole buckets that ended before the window: what is left spans the window at least.
-    while (h.buckets.size() > 1 && h.buckets[1].index * len <= t - window_) h.buckets.erase(h.buckets.begin());
+    while (h.buckets.size() > 1 && h.buckets[1].index * len <= t - window_) {
+      h.buckets.erase(h.buckets.begin());
+      h.first_t = std::max(h.first_t, h.buckets.front().index * len);
+    }
   }
   auto& b = h.buckets.back();
   const double x = t - b.index * len;
+  const double n = b.n + 1.0;
+  const double dx = x - b.mean_x;
+  const double mean_x = b.mean_x + dx / n;
+  const double mean_a = b.mean_a + (avail - b.mean_a) / n;
+  b.sxx = static_cast<float>(b.sxx + dx * (x - mean_x));
+  b.sxa += dx * (avail - mean_a);
+  b.mean_x = static_cast<float>(mean_x);
+  b.mean_a = mean_a;
   b.n += 1;
-  b.st += x;
-  b.sa += avail;
-  b.stt += x * x;
-  b.sta += x * avail;
   h.last_t = t;
   h.last_avail = avail;
 }
@@ -226,22 +234,28 @@ std::optional<double> CapacityTrend::days_to_full(const std::string& target) con
   const double len = window_ / kBuckets;
   // The alert waits for its for: before it fires; the page says nothing sooner (17 minutes of a
   // cp said "full in 0.26 days" while the alert rightly stayed quiet).
-  const double t0 = h.buckets.front().index * len + h.buckets.front().first_x;
-  if (h.last_t - t0 < thresholds::capacity_forecast_for_seconds) return std::nullopt;
-  // Each bucket's sums moved from its own start to t0: x' = x + d.
-  double n = 0, st = 0, sa = 0, stt = 0, sta = 0;
+  if (h.last_t - h.first_t < thresholds::capacity_forecast_for_seconds) return std::nullopt;
+  // The buckets' moments combined: x counted from the oldest bucket's start, the overall means first,
+  // then each bucket's centred sums plus its mean's distance from the overall mean.
+  const double origin = h.buckets.front().index * len;
+  auto bucket_mean_x = [&](const Bucket& b) { return b.index * len - origin + b.mean_x; };
+  double n = 0, mx = 0, ma = 0;
   for (const auto& b : h.buckets) {
-    const double d = b.index * len - t0;
     n += b.n;
-    st += b.st + b.n * d;
-    sa += b.sa;
-    stt += b.stt + 2 * d * b.st + b.n * d * d;
-    sta += b.sta + d * b.sa;
+    mx += b.n * bucket_mean_x(b);
+    ma += b.n * b.mean_a;
   }
   if (n < 2) return std::nullopt;
-  double den = n * stt - st * st;
-  if (den <= 0) return std::nullopt;
-  double slope = (n * sta - st * sa) / den;  // bytes per second
+  mx /= n;
+  ma /= n;
+  double sxx = 0, sxa = 0;
+  for (const auto& b : h.buckets) {
+    const double d = bucket_mean_x(b) - mx;
+    sxx += b.sxx + b.n * d * d;
+    sxa += b.sxa + b.n * d * (b.mean_a - ma);
+  }
+  if (sxx <= 0) return std::nullopt;
+  const double slope = sxa / sxx;  // bytes per second
   if (slope >= 0) return std::nullopt;
   return h.last_avail / -slope / kDay;
 }

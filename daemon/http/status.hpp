@@ -87,13 +87,13 @@ struct Status {
 
 // Remembers available bytes per target over time, so "days to full" comes from a trend and not
 // from one sample. Thread-safe. Memory per target is bounded and small whatever the uptime: the
-// least-squares sums of each hour (kBuckets per window), not every point (a day of one point a
-// minute was 23 KiB per target, 230 MB on a host with 10,000 datasets). The fit is the exact
+// least-squares moments of each two hours (kBuckets per window), not every point (a day of one point
+// a minute was 23 KiB per target, 230 MB on a host with 10,000 datasets). The fit is the exact
 // least-squares line through every point kept; the window's oldest edge moves by whole buckets, so
 // it spans between the window and the window plus one bucket.
 class CapacityTrend {
  public:
-  static constexpr int kBuckets = 24;
+  static constexpr int kBuckets = 12;
   explicit CapacityTrend(double window_seconds = thresholds::capacity_forecast_history_seconds) : window_(window_seconds) {}
   void add(const std::string& target, double t, double avail_bytes);
   // Days until avail reaches 0 at the least-squares rate over the window; nullopt while the history
@@ -107,18 +107,20 @@ class CapacityTrend {
   std::size_t targets() const;  // for tests
 
  private:
-  // The sums of one bucket's points; times relative to the bucket's start, for precision.
-  // An hour's sums, with x the seconds since the bucket's start. 48 bytes: after a day, every watched
-  // filesystem holds 25 of them (10,000 filesystems: 12 MB; 56-byte buckets in a vector grown by
-  // doubling were 19 MB).
+  // One bucket's points as their count, means and centred sums (Welford's update), x the seconds since
+  // the bucket's start: 32 bytes. After a day every watched filesystem holds kBuckets + 1 of them, 416
+  // bytes (hourly raw sums of 48 bytes were 1.2 KB, 12 MB at 10,000 filesystems). Centred, the x
+  // moments keep their precision in floats: x is below the bucket's length.
   struct Bucket {
-    std::int64_t index = 0;  // the bucket's start, in bucket lengths since the epoch
+    std::int32_t index = 0;  // the bucket's start, in bucket lengths since the epoch
     std::uint32_t n = 0;
-    float first_x = 0;        // the first point's x (the history's start, for the oldest bucket)
-    double st = 0, sa = 0, stt = 0, sta = 0;
+    float mean_x = 0, sxx = 0;    // mean of x, sum of (x - mean_x)^2
+    double mean_a = 0, sxa = 0;   // mean of avail, sum of (x - mean_x)(a - mean_a)
   };
+  static_assert(sizeof(Bucket) == 32);
   struct History {
     std::vector<Bucket> buckets;  // oldest first, at most kBuckets + 1 (never more room than that)
+    double first_t = 0;           // the first point kept (the history's start, for the alert's `for:`)
     double last_t = 0, last_avail = 0;
   };
   double window_;

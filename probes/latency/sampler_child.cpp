@@ -87,8 +87,8 @@ SampleResult failed(std::string why) {
 
 // The child's whole life: requests on fd 3, answers on fd 4, ends at EOF. Normally an exec'd copy of
 // fsauditd (pipe_child.hpp); in a program without helper_entry() a fork without exec, where it still
-// works because sample_stack() only allocates (glibc's fork leaves malloc usable in the child) and
-// takes no lock another thread could have held.
+// works because sample_stack() only allocates (glibc's and jemalloc's fork handlers leave malloc
+// usable in the child) and takes no lock another thread could have held.
 void child_main() {
   std::string msg;
   while (receive_message(3, msg)) {

@@ -373,8 +373,8 @@ TEST(CapacityTrend, DaysToFullFromALinearDecline) {
 }
 
 // Days of history at one point a minute: the fit is the least-squares line of the last day (plus at
-// most one hourly bucket), its memory bounded; targets gone for longer than the window are forgotten.
-TEST(CapacityTrend, ADayOfHourlySumsGivesTheExactLineWhateverTheUptime) {
+// most one two-hour bucket), its memory bounded; targets gone for longer than the window are forgotten.
+TEST(CapacityTrend, ADayOfBucketMomentsGivesTheExactLineWhateverTheUptime) {
   CapacityTrend t;
   // Three days: flat for two, then losing 2 MiB per minute from 100 GiB. The flat days are out of the window.
   const double gib = 1073741824.0, rate = 2 * 1048576.0 / 60;  // bytes per second
@@ -387,15 +387,22 @@ TEST(CapacityTrend, ADayOfHourlySumsGivesTheExactLineWhateverTheUptime) {
   auto d = t.days_to_full("/srv");
   ASSERT_TRUE(d);
   // Within the window the decline is exactly linear: the fit is that line, so days = avail / rate,
-  // give or take the flat hour at most that the oldest bucket may still hold.
+  // give or take the flat two hours at most that the oldest bucket may still hold (1.7 % shallower).
   const double exact = avail / rate / 86400;
-  EXPECT_NEAR(*d, exact, exact * 0.01);
+  EXPECT_NEAR(*d, exact, exact * 0.02);
   EXPECT_GT(*d, exact * 0.999);  // a flat hour inside can only make the fitted slope shallower
   // Precision: a steady decline over the whole window reproduces the rate to the byte.
   CapacityTrend steady;
   for (int i = 0; i <= 2 * 1440; ++i) steady.add("/srv", 1.7e9 + i * 60.0, 50 * gib - i * 60 * rate);
   ASSERT_TRUE(steady.days_to_full("/srv"));
   EXPECT_NEAR(*steady.days_to_full("/srv"), (50 * gib - 2 * 1440 * 60 * rate) / rate / 86400, 1e-6);
+  // A petabyte pool losing 100 GB a day, sampled at uneven times: the moments lose no precision to the size.
+  CapacityTrend big;
+  const double pb_rate = 100e9 / 86400;
+  double tb = 1.7e9, last = 0;
+  for (int i = 0; tb < 1.7e9 + 2 * 86400; ++i, tb += 47 + (i % 7) * 11) big.add("/tank", tb, last = 1e15 - (tb - 1.7e9) * pb_rate);
+  ASSERT_TRUE(big.days_to_full("/tank"));
+  EXPECT_NEAR(*big.days_to_full("/tank"), last / pb_rate / 86400, last / pb_rate / 86400 * 1e-7);
 
   // Forgotten once nothing of it is inside the window; others stay.
   StatusItemsByKey items;
