@@ -162,7 +162,7 @@ std::string latency_file_create(const Args& a, const config::Config& own, uid_t 
   if (own.latency.enabled)
     for (const auto& p : latency::plan_stacks(**mounts, select_targets(**mounts, own.watched_targets()),
                                                        latency::stack_selection(own.latency), own.host))
-      planned = planned || (p.sampled && p.dir == dir);
+      planned = planned || (p.sampled && fs::path(p.dir(own.latency.dir_name)) == dir);
   if (!planned) return refuse(target + " is not where the helper's config (" + own.source + ") puts a latency probe file");
   // Every component, not just the last: a symlinked parent would move the file anywhere.
   int tfd = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -386,8 +386,8 @@ Result<void> LatencyProbe::replan(ProbeContext& ctx) {
   old_by_id.reserve(plans_->size());
   for (const auto& old : *plans_) old_by_id.emplace(old.id, &old);
   for (auto& p : next)
-    if (auto it = old_by_id.find(p.id); it != old_by_id.end() && it->second->sampled && it->second->dir != p.dir)
-      p.other_dirs.push_back(it->second->dir);
+    if (auto it = old_by_id.find(p.id); it != old_by_id.end() && it->second->sampled && it->second->target != p.target)
+      p.other_dirs.push_back(it->second->dir(sel_.dir_name));
   mounts_ = *table;
   planned_at_ = now;
   // Unchanged (the periodic replan, or a mount elsewhere): the same generation, so nothing built
@@ -555,7 +555,7 @@ Result<void> LatencyProbe::sample(const std::vector<std::size_t>& due, ProbeCont
   lanes->items.reserve(due.size());
   for (auto i : due) {
     const StackPlan& p = *entries_[i].plan;
-    lanes->items.push_back({i, entries_[i].st, p.mountpoint, p.dir, p.other_dirs});
+    lanes->items.push_back({i, entries_[i].st, p.mountpoint(), p.dir(sel_.dir_name), p.other_dirs});
   }
   const Clock* clock = &ctx.clock;
   auto one_lane = [lanes, shared = shared_, settings = s_, clock, deadline = ctx.deadline, generation = generation_] {
@@ -609,11 +609,12 @@ metrics::Batch LatencyProbe::batch(SteadyTime end, bool whole) {
   if (whole)
     b.include({"stack_info", generation_, [plans = plans_](metrics::Batch& out) {
                  for (const auto& p : *plans)
-                   for (const auto& t : p.targets)
+                   p.for_each_target([&](const std::string& t) {
                      out.info("fsaudit_latency_stack_info",
                               "Maps a watched filesystem (target) to the device stack whose sampler measures it "
                               "(stack); sampled=false when nothing on that stack may be written",
                               {{"target", t}, {"stack", p.id}, {"sampled", p.sampled ? "true" : "false"}});
+                   });
                }});
   for (auto& e : entries_) {
     std::uint64_t version;
@@ -636,13 +637,13 @@ metrics::Batch LatencyProbe::batch(SteadyTime end, bool whole) {
                  // The page's fsync figures, for every watched filesystem on the stack (they share its
                  // latency; a filesystem is on one stack).
                  if (auto q = st->window.quantiles(end))
-                   for (const auto& t : plan->targets.empty() ? std::vector<std::string>{plan->target} : plan->targets) {
+                   plan->for_each_target([&](const std::string& t) {
                      auto& f = out.status.filesystems.emplace_back();
                      f.target = t;
                      f.fsync_p50_seconds = static_cast<double>(q->p50_ns) / 1e9;
                      f.fsync_p99_seconds = static_cast<double>(q->p99_ns) / 1e9;
                      f.fsync_p999_seconds = static_cast<double>(q->p999_ns) / 1e9;
-                   }
+                   });
                }});
   }
   b.gauge("fsaudit_latency_samplers", "Device stacks with a latency sampler (one per pool / filesystem / array)", {},

@@ -32,6 +32,8 @@ std::string join_dir(const std::string& base, const std::string& name) { return 
 
 }  // namespace
 
+std::string StackPlan::dir(const std::string& dir_name) const { return join_dir(target, dir_name); }
+
 std::string stack_id(const MountEntry& m, const HostPaths& host, btrfs::SysfsMemo* memo) {
   if (is_zfs(m.fstype)) {
     auto pool = m.source.substr(0, m.source.find('/'));
@@ -102,7 +104,6 @@ std::vector<StackPlan> plan_stacks(const std::vector<MountEntry>& mounts, const 
     w.opted_in = true;
     w.best = m;
     w.plan.target = path;
-    w.plan.dir = join_dir(path, sel.dir_name);
   }
 
   std::unordered_map<std::string_view, const Target*> watched_by_name;
@@ -116,19 +117,18 @@ std::vector<StackPlan> plan_stacks(const std::vector<MountEntry>& mounts, const 
     if (w.best) {
       p.sampled = true;
       p.fs = w.best->fstype;
-      p.mountpoint = w.best->mountpoint;
-      if (!w.opted_in) {
-        p.target = w.best->mountpoint;
-        p.dir = join_dir(w.best->mountpoint, sel.dir_name);
-      }
+      if (!w.opted_in) p.target = w.best->mountpoint;
+      if (p.target != w.best->mountpoint) p.mount = w.best->mountpoint;
     } else {
       p.why = !sel.discover ? "latency.discover is false and no latency.targets path is on this stack"
                             : "every mount of this stack matches latency.exclude";
     }
+    const std::string dir = p.sampled ? p.dir(sel.dir_name) : std::string();
     for (const auto& name : p.targets) {  // in the order of `watched`, as they were added
       auto d = join_dir(watched_by_name.at(name)->mountpoint, sel.dir_name);
-      if (!p.sampled || d != p.dir) p.other_dirs.push_back(std::move(d));
+      if (!p.sampled || d != dir) p.other_dirs.push_back(std::move(d));
     }
+    if (p.sampled && p.targets.size() == 1 && p.targets[0] == p.target) p.targets.clear();
     out.push_back(std::move(p));
   }
   return out;

@@ -21,21 +21,35 @@ namespace fsaudit::latency {
 std::string stack_id(const MountEntry& m, const HostPaths& host, btrfs::SysfsMemo* memo = nullptr);
 
 // One sampler's plan: which stack, where its probe file lives, and which watched targets it covers.
+// What follows from other fields is not stored (a host with 9,000 stacks kept each path two or three
+// times, about 240 bytes per stack): the probe file's directory is always <target>/<dir_name>, the mount
+// point is the target's unless an opted-in path lies below it, and a stack that holds only its sampled
+// target lists no other.
 struct StackPlan {
   std::string id;                    // stack_id()
   std::string fs;                    // fstype of the mount holding the probe file
   std::string target;                // `target` label: that mount point, or the opted-in path
   // Paths as strings, not std::filesystem::path: a path keeps a list of its components besides its
   // text, several hundred bytes per plan on a host with thousands of stacks (issue 33).
-  std::string mountpoint;            // statvfs here (read-only / fill checks)
-  std::string dir;                   // probe file directory: <mount or opted-in path>/<dir_name>
-  std::vector<std::string> targets;  // every watched target on this stack (for the info series)
+  std::string mount;                 // the mount point when it is not `target` (an opted-in path); else ""
+  std::vector<std::string> targets;  // the watched targets on this stack (info series), "" when it is {target}
   // Probe file directories on the stack's other watched mounts: a probe file found there is left
   // from an earlier plan or an older fsaudit (one per mount) and is removed by the stack's sampler.
   std::vector<std::string> other_dirs;
   bool sampled = false;              // false: nothing writable or everything opted out (`why`)
   std::string why;
   bool operator==(const StackPlan&) const = default;
+
+  // statvfs here (read-only and fill checks).
+  const std::string& mountpoint() const { return mount.empty() ? target : mount; }
+  // The probe file's directory: <target>/<dir_name>.
+  std::string dir(const std::string& dir_name) const;
+  // Every watched target on this stack, `target` itself when it is the only one.
+  template <typename F>
+  void for_each_target(F&& f) const {
+    if (targets.empty() && sampled) f(target);
+    for (const auto& t : targets) f(t);
+  }
 };
 
 struct StackSelection {

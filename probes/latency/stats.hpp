@@ -66,6 +66,7 @@ class RollingWindow {
   void add(SteadyTime t, std::uint64_t ns);
   void expire(SteadyTime now);
   std::size_t size() const { return samples_.size() - head_; }
+  std::size_t storage_bytes() const { return samples_.capacity() * sizeof(samples_[0]); }  // for tests
   // Samples still inside the window at `now` (drops the older ones).
   std::size_t size(SteadyTime now);
   struct Quantiles {

@@ -146,6 +146,22 @@ TEST(RollingWindow, OneSampleIsEveryQuantile) {
   EXPECT_EQ(q->max_ns, 1234u);
 }
 
+// Thousands of stacks each get a turn every hour or two: between turns their windows are empty and
+// must not keep the room of their last burst.
+TEST(RollingWindow, AnEmptiedWindowKeepsNoStorage) {
+  FakeClock clk;
+  RollingWindow w(5min);
+  for (int i = 0; i < 5; ++i) w.add(clk.now(), 100 + i);
+  EXPECT_GT(w.storage_bytes(), 0u);
+  clk.advance(4min);
+  EXPECT_EQ(w.size(clk.now()), 5u);
+  clk.advance(1min);
+  EXPECT_EQ(w.size(clk.now()), 0u);
+  EXPECT_EQ(w.storage_bytes(), 0u);
+  w.add(clk.now(), 7);
+  EXPECT_EQ(w.quantiles(clk.now())->max_ns, 7u);
+}
+
 TEST(RollingWindow, SamplesExpireExactlyAtWindowAge) {
   FakeClock clk;
   RollingWindow w(5min);
@@ -608,7 +624,8 @@ TEST(Stacks, OneSamplerPerStackWithItsProbeFileNearTheRoot) {
   auto tank = find_plan(plans, "zfs:tank");
   ASSERT_TRUE(tank);
   EXPECT_EQ(tank->target, "/tank");  // the pool's root dataset
-  EXPECT_EQ(tank->dir, "/tank/.fsaudit");
+  EXPECT_EQ(tank->dir(".fsaudit"), "/tank/.fsaudit");
+  EXPECT_EQ(tank->mountpoint(), "/tank");
   EXPECT_EQ(tank->fs, "zfs");
   EXPECT_EQ(tank->targets, (std::vector<std::string>{"/tank", "/tank/home", "/tank/home/alice", "/srv/db"}));
   // Probe files on the other mounts of the stack (an older fsaudit wrote one per mount) go away.
@@ -622,7 +639,18 @@ TEST(Stacks, OneSamplerPerStackWithItsProbeFileNearTheRoot) {
   EXPECT_EQ(a->targets.size(), 3u);
   EXPECT_EQ(find_plan(plans, kBtrfsB)->target, "/mnt/snap");  // only a subvolume is mounted
   EXPECT_EQ(find_plan(plans, "md:md0")->target, "/raid");      // not the bind mount of /exports
-  EXPECT_EQ(find_plan(plans, "block:loop3")->dir, "/mnt/loop three/.fsaudit");
+  auto loop3 = find_plan(plans, "block:loop3");
+  EXPECT_EQ(loop3->dir(".fsaudit"), "/mnt/loop three/.fsaudit");
+  // A stack with one watched target keeps no second copy of its path, and still lists that target.
+  EXPECT_TRUE(loop3->targets.empty());
+  EXPECT_TRUE(loop3->mount.empty());
+  EXPECT_EQ(loop3->mountpoint(), "/mnt/loop three");
+  std::vector<std::string> listed;
+  loop3->for_each_target([&](const std::string& t) { listed.push_back(t); });
+  EXPECT_EQ(listed, std::vector<std::string>{"/mnt/loop three"});
+  listed.clear();
+  tank->for_each_target([&](const std::string& t) { listed.push_back(t); });
+  EXPECT_EQ(listed, tank->targets);
 }
 
 TEST(Stacks, ExcludeMovesOrDropsTheProbeFileAndReadOnlyComesLast) {
@@ -655,8 +683,8 @@ TEST(Stacks, OptInPathsPlaceTheProbeFileAndOneStackStaysOneSampler) {
   auto a = find_plan(plans, kBtrfsA);
   EXPECT_TRUE(a->sampled);
   EXPECT_EQ(a->target, "/home/shared");
-  EXPECT_EQ(a->dir, "/home/shared/.fsaudit");
-  EXPECT_EQ(a->mountpoint, "/home");
+  EXPECT_EQ(a->dir(".fsaudit"), "/home/shared/.fsaudit");
+  EXPECT_EQ(a->mountpoint(), "/home");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("/var/lib/scratch"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("one sampler per stack"), std::string::npos) << warnings[0];
