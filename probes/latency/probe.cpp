@@ -145,21 +145,37 @@ Dispatcher::Dispatcher(const SamplerSettings& s, SteadyTime now)
             std::max<double>(s.samples, s.writes_per_second),
             std::max<double>(static_cast<double>(s.samples * kBlock), static_cast<double>(s.bytes_per_second)), now) {}
 
-Dispatcher::PerStack& Dispatcher::slot_locked(const std::string& id, SteadyTime now) {
-  auto it = stacks_.find(id);
-  if (it == stacks_.end())
-    it = stacks_.emplace(id, PerStack{RateBucket(stack_rate_, 2 * samples_, now), SteadyTime{}, SteadyTime{}}).first;
-  return it->second;
+namespace {
+template <typename It>
+It find_stack(It begin, It end, const std::string& id) {
+  auto it = std::lower_bound(begin, end, id, [](const auto& s, const std::string& k) { return s.first < k; });
+  return it != end && it->first == id ? it : end;
+}
+}  // namespace
+
+Dispatcher::Stack Dispatcher::new_stack(const std::string& id, SteadyTime now) const {
+  return Stack{id, PerStack{RateBucket(stack_rate_, 2 * samples_, now), SteadyTime{}, SteadyTime{}}};
 }
 
-std::vector<std::size_t> Dispatcher::due_locked(SteadyTime now, const std::vector<PerStack*>& slots,
+std::size_t Dispatcher::position_locked(const std::string& id, SteadyTime now) {
+  auto it = std::lower_bound(stacks_.begin(), stacks_.end(), id, [](const Stack& s, const std::string& k) { return s.first < k; });
+  const auto pos = static_cast<std::size_t>(it - stacks_.begin());
+  if (it != stacks_.end() && it->first == id) return pos;
+  stacks_.insert(it, new_stack(id, now));
+  for (auto& s : slots_)
+    if (s >= pos) ++s;
+  return pos;
+}
+
+template <typename SlotAt>
+std::vector<std::size_t> Dispatcher::due_locked(SteadyTime now, std::size_t n, SlotAt slot_at,
                                                 const std::vector<char>& busy, std::vector<std::size_t>* deferred) {
   auto& ready = ready_;
   ready.clear();
-  for (std::size_t i = 0; i < slots.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     if (i < busy.size() && busy[i]) continue;
-    if (slots[i]->bucket.available(now) + 1e-9 * samples_ < samples_) continue;  // not due yet
-    ready.emplace_back(slots[i]->last, i);
+    if (slot_at(i).bucket.available(now) + 1e-9 * samples_ < samples_) continue;  // not due yet
+    ready.emplace_back(slot_at(i).last, i);
   }
   std::sort(ready.begin(), ready.end());
   std::vector<std::size_t> out;
@@ -168,9 +184,10 @@ std::vector<std::size_t> Dispatcher::due_locked(SteadyTime now, const std::vecto
       if (deferred) deferred->push_back(i);
       continue;
     }
-    slots[i]->bucket.charge(now, samples_);
-    slots[i]->previous_last = slots[i]->last;
-    slots[i]->last = now;
+    PerStack& st = slot_at(i);
+    st.bucket.charge(now, samples_);
+    st.previous_last = st.last;
+    st.last = now;
     out.push_back(i);
   }
   return out;
@@ -179,15 +196,17 @@ std::vector<std::size_t> Dispatcher::due_locked(SteadyTime now, const std::vecto
 std::vector<std::string> Dispatcher::due(SteadyTime now, const std::vector<std::string>& ids,
                                          const std::set<std::string>& busy, std::vector<std::string>* deferred) {
   std::lock_guard l(mu_);
-  std::vector<PerStack*> slots;
+  for (const auto& id : ids) position_locked(id, now);
+  std::vector<std::size_t> pos;  // after every insertion, so none moves
   std::vector<char> b;
   for (const auto& id : ids) {
-    slots.push_back(&slot_locked(id, now));
+    pos.push_back(position_locked(id, now));
     b.push_back(busy.count(id) ? 1 : 0);
   }
   std::vector<std::size_t> put_off;
   std::vector<std::string> out;
-  for (auto i : due_locked(now, slots, b, deferred ? &put_off : nullptr)) out.push_back(ids[i]);
+  auto slot_at = [&](std::size_t i) -> PerStack& { return stacks_[pos[i]].second; };
+  for (auto i : due_locked(now, ids.size(), slot_at, b, deferred ? &put_off : nullptr)) out.push_back(ids[i]);
   for (auto i : put_off) deferred->push_back(ids[i]);
   return out;
 }
@@ -197,13 +216,24 @@ void Dispatcher::set_stacks(const std::vector<std::string>& ids) {
   slots_.clear();
   // A new stack's bucket starts full on the host budget's clock: now is not known here, and a
   // full bucket is what a stack's first turn gets either way.
-  for (const auto& id : ids) slots_.push_back(&slot_locked(id, SteadyTime{}));
+  // New stacks added in one go and sorted once: one insertion each would move the array per stack.
+  auto by_id = [](const Stack& a, const Stack& b) { return a.first < b.first; };
+  const auto old_end = static_cast<std::ptrdiff_t>(stacks_.size());
+  for (const auto& id : ids)
+    if (find_stack(stacks_.begin(), stacks_.begin() + old_end, id) == stacks_.begin() + old_end)
+      stacks_.push_back(new_stack(id, SteadyTime{}));
+  std::sort(stacks_.begin(), stacks_.end(), by_id);
+  stacks_.erase(std::unique(stacks_.begin(), stacks_.end(), [](const Stack& a, const Stack& b) { return a.first == b.first; }),
+                stacks_.end());
+  slots_.reserve(ids.size());
+  for (const auto& id : ids) slots_.push_back(static_cast<std::uint32_t>(position_locked(id, SteadyTime{})));
 }
 
 std::vector<std::size_t> Dispatcher::due_at(SteadyTime now, const std::vector<char>& busy,
                                             std::vector<std::size_t>* deferred) {
   std::lock_guard l(mu_);
-  return due_locked(now, slots_, busy, deferred);
+  return due_locked(now, slots_.size(), [&](std::size_t i) -> PerStack& { return stacks_[slots_[i]].second; }, busy,
+                    deferred);
 }
 
 void Dispatcher::charge(SteadyTime now, double ops, double bytes) {
@@ -214,15 +244,16 @@ void Dispatcher::charge(SteadyTime now, double ops, double bytes) {
 void Dispatcher::give_back(std::size_t i) {
   std::lock_guard l(mu_);
   if (i >= slots_.size()) return;
-  slots_[i]->bucket.give_back(samples_);
-  slots_[i]->last = slots_[i]->previous_last;
+  PerStack& st = stacks_[slots_[i]].second;
+  st.bucket.give_back(samples_);
+  st.last = st.previous_last;
   host_.give_back(samples_, samples_ * static_cast<double>(kBlock));
 }
 
 void Dispatcher::forget_except(const std::set<std::string>& ids) {
   std::lock_guard l(mu_);
-  std::erase_if(stacks_, [&](const auto& kv) { return !ids.count(kv.first); });
-  slots_.clear();  // may point at forgotten stacks: set_stacks() again
+  std::erase_if(stacks_, [&](const Stack& st) { return !ids.count(st.first); });
+  slots_.clear();  // positions moved: set_stacks() again
 }
 
 // ---- per-stack state and metrics ------------------------------------------------------------------

@@ -91,14 +91,18 @@ class Dispatcher {
     RateBucket bucket;
     SteadyTime last, previous_last;
   };
-  std::vector<std::size_t> due_locked(SteadyTime now, const std::vector<PerStack*>& slots, const std::vector<char>& busy,
+  using Stack = std::pair<std::string, PerStack>;
+  template <typename SlotAt>
+  std::vector<std::size_t> due_locked(SteadyTime now, std::size_t n, SlotAt slot_at, const std::vector<char>& busy,
                                       std::vector<std::size_t>* deferred);
-  PerStack& slot_locked(const std::string& id, SteadyTime now);
+  std::size_t position_locked(const std::string& id, SteadyTime now);  // adds the stack if new
+  Stack new_stack(const std::string& id, SteadyTime now) const;
   std::mutex mu_;
   double samples_, stack_rate_;
   HostBudget host_;
-  std::map<std::string, PerStack> stacks_;
-  std::vector<PerStack*> slots_;  // set_stacks() order; map nodes stay put
+  // By id, sorted: one array, not a tree node per stack (112 bytes each at 9,000 stacks).
+  std::vector<Stack> stacks_;
+  std::vector<std::uint32_t> slots_;  // set_stacks() order: positions in stacks_
   // due_locked()'s list of ready stacks, kept between runs: a fresh 13 KB array every second (at 801
   // stacks) made glibc consolidate its free chunks on every run.
   std::vector<std::pair<SteadyTime, std::size_t>> ready_;

@@ -1175,6 +1175,29 @@ TEST(Dispatcher, GiveBackReturnsTheTurnAndTheBudget) {
   EXPECT_TRUE(d.due_at(clk.now(), {0, 0}, nullptr).empty());
 }
 
+// A new plan (stacks added, gone, in another order) keeps each remaining stack's turn and rate: a
+// stack that just sampled is not due again because the plan moved it.
+TEST(Dispatcher, ANewPlanKeepsEachStacksTurnWhateverItsPlace) {
+  FakeClock clk;
+  auto s = budget_settings(0.01, 100.0, 1 << 30);  // a stack one sample a 100 s; the host allows plenty
+  Dispatcher d(s, clk.now());
+  d.set_stacks({"m", "a"});
+  for (int burst = 0; burst < 2; ++burst) {  // a stack's bucket holds two turns
+    auto first = d.due_at(clk.now(), {0, 0}, nullptr);
+    std::sort(first.begin(), first.end());
+    EXPECT_EQ(first, (std::vector<std::size_t>{0, 1}));
+  }
+  EXPECT_TRUE(d.due_at(clk.now(), {0, 0}, nullptr).empty());  // both spent their turns
+  d.forget_except({"a", "m", "z", "b"});
+  d.set_stacks({"z", "a", "b", "m"});
+  auto second = d.due_at(clk.now(), {0, 0, 0, 0}, nullptr);
+  std::sort(second.begin(), second.end());
+  EXPECT_EQ(second, (std::vector<std::size_t>{0, 2}));  // only the new z and b
+  d.forget_except({"a"});  // m is gone: when it comes back it is a new stack
+  d.set_stacks({"m", "a"});
+  EXPECT_EQ(d.due_at(clk.now(), {0, 0}, nullptr), std::vector<std::size_t>{0});
+}
+
 // Six stacks due at once, latency.parallel 2: every one samples in the run, never more than two at
 // a time, so the run needs two sampler processes, not six; and it hands two lanes to the sample
 // threads, each taking the next stack itself, not six tasks (two wake-ups each).
