@@ -354,8 +354,9 @@ std::uint64_t StackStats::version(SteadyTime now) {
 struct LatencyProbe::Shared {
   Shared(const SamplerSettings& s, SteadyTime now) : dispatcher(s, now) {}
   Dispatcher dispatcher;
-  std::mutex mu;  // guards stats (the map; each StackStats has its own lock)
-  std::map<std::string, std::shared_ptr<StackStats>> stats;
+  std::mutex mu;  // guards stats (the array; each StackStats has its own lock)
+  // By stack id, sorted: one array, not a tree node per stack.
+  std::vector<std::pair<std::string, std::shared_ptr<StackStats>>> stats;
   std::atomic<std::uint64_t> fsyncs{0};
   std::atomic<std::uint64_t> seed{0};
   std::atomic<int> in_flight{0};  // samples dispatched and not recorded yet, over all stacks
@@ -464,18 +465,24 @@ void LatencyProbe::rebuild_entries() {
   std::vector<std::string> ids;
   std::set<std::string> id_set;
   std::lock_guard l(sh.mu);
+  // Stacks still in the plan keep their stats; new ones start; the others are forgotten.
+  decltype(sh.stats) kept;
+  kept.reserve(plans_->size());
   for (const auto& p : *plans_) {
     if (!p.sampled) continue;
-    auto& st = sh.stats[p.id];
+    std::shared_ptr<StackStats> st;
+    if (auto it = find_stack(sh.stats.begin(), sh.stats.end(), p.id); it != sh.stats.end()) st = it->second;
     if (!st) {
       st = std::make_shared<StackStats>(s_.window);
       st->seed = std::hash<std::string>{}(p.id) ^ sh.seed.fetch_add(1);
     }
     entries_.push_back({&p, st});
+    kept.emplace_back(p.id, st);
     ids.push_back(p.id);
     id_set.insert(p.id);
   }
-  std::erase_if(sh.stats, [&](const auto& kv) { return !id_set.count(kv.first); });
+  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  sh.stats = std::move(kept);
   sh.dispatcher.forget_except(id_set);
   sh.dispatcher.set_stacks(ids);
   waiting_.assign(entries_.size(), 0);
