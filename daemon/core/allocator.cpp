@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string>
 
 // jemalloc's control call, present only where the process runs on jemalloc (linked, or preloaded by a
 // benchmark): a weak reference is null everywhere else.
@@ -15,6 +16,10 @@ extern "C" int mallctl(const char* name, void* oldp, std::size_t* oldlenp, void*
 
 namespace fsaudit {
 namespace {
+
+// glibc's tuning (tune_allocator, release_free_memory), said once for the code and the log.
+constexpr int kMmapThresholdBytes = 128 * 1024;
+constexpr std::int64_t kTrimEverySeconds = 60;
 
 bool on_jemalloc() { return mallctl != nullptr; }
 
@@ -27,7 +32,9 @@ bool read_ctl(const char* name, T& out) {
 }  // namespace
 
 AllocatorInfo allocator_info() {
-  if (!on_jemalloc()) return {"glibc", "", "one arena, mmap threshold 128 KiB, trimmed once a minute"};
+  if (!on_jemalloc())
+    return {"glibc", "", "one arena, mmap threshold " + std::to_string(kMmapThresholdBytes / 1024) + " KiB, trimmed every " +
+                             std::to_string(kTrimEverySeconds) + " s"};
   AllocatorInfo info{"jemalloc", "", ""};
   const char* version = nullptr;
   if (read_ctl("version", version) && version) info.version = version;
@@ -53,7 +60,7 @@ void tune_allocator() {
   static std::once_flag once;
   std::call_once(once, [] {
     mallopt(M_ARENA_MAX, 1);
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes);
   });
 }
 
@@ -67,7 +74,7 @@ void release_free_memory() {
   const std::int64_t now =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
   auto seen = last.load(std::memory_order_relaxed);
-  if (now - seen < 60 || !last.compare_exchange_strong(seen, now)) return;
+  if (now - seen < kTrimEverySeconds || !last.compare_exchange_strong(seen, now)) return;
   malloc_trim(0);
 }
 

@@ -1,12 +1,9 @@
 #include "daemon/scheduler/thread_pool.hpp"
 
-#include "daemon/core/allocator.hpp"
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdint>
 #include <mutex>
+
+#include "daemon/core/allocator.hpp"
 
 namespace fsaudit {
 

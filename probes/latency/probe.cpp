@@ -145,10 +145,16 @@ Dispatcher::Dispatcher(const SamplerSettings& s, SteadyTime now)
             std::max<double>(s.samples, s.writes_per_second),
             std::max<double>(static_cast<double>(s.samples * kBlock), static_cast<double>(s.bytes_per_second)), now) {}
 
+// The per-stack arrays (the dispatcher's rate state, the probe's stats) are (id, state) pairs sorted by id.
 namespace {
+constexpr auto by_id = [](const auto& a, const auto& b) { return a.first < b.first; };
+template <typename It>
+It lower_by_id(It begin, It end, const std::string& id) {
+  return std::lower_bound(begin, end, id, [](const auto& s, const std::string& k) { return s.first < k; });
+}
 template <typename It>
 It find_stack(It begin, It end, const std::string& id) {
-  auto it = std::lower_bound(begin, end, id, [](const auto& s, const std::string& k) { return s.first < k; });
+  auto it = lower_by_id(begin, end, id);
   return it != end && it->first == id ? it : end;
 }
 }  // namespace
@@ -158,7 +164,7 @@ Dispatcher::Stack Dispatcher::new_stack(const std::string& id, SteadyTime now) c
 }
 
 std::size_t Dispatcher::position_locked(const std::string& id, SteadyTime now) {
-  auto it = std::lower_bound(stacks_.begin(), stacks_.end(), id, [](const Stack& s, const std::string& k) { return s.first < k; });
+  auto it = lower_by_id(stacks_.begin(), stacks_.end(), id);
   const auto pos = static_cast<std::size_t>(it - stacks_.begin());
   if (it != stacks_.end() && it->first == id) return pos;
   stacks_.insert(it, new_stack(id, now));
@@ -217,7 +223,6 @@ void Dispatcher::set_stacks(const std::vector<std::string>& ids) {
   // A new stack's bucket starts full on the host budget's clock: now is not known here, and a
   // full bucket is what a stack's first turn gets either way.
   // New stacks added in one go and sorted once: one insertion each would move the array per stack.
-  auto by_id = [](const Stack& a, const Stack& b) { return a.first < b.first; };
   const auto old_end = static_cast<std::ptrdiff_t>(stacks_.size());
   for (const auto& id : ids)
     if (find_stack(stacks_.begin(), stacks_.begin() + old_end, id) == stacks_.begin() + old_end)
@@ -481,7 +486,7 @@ void LatencyProbe::rebuild_entries() {
     ids.push_back(p.id);
     id_set.insert(p.id);
   }
-  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(kept.begin(), kept.end(), by_id);
   sh.stats = std::move(kept);
   sh.dispatcher.forget_except(id_set);
   sh.dispatcher.set_stacks(ids);
